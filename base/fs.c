@@ -1,0 +1,91 @@
+/* fs.c - atomic writes and capped reads. */
+#include "base/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+lf_status_t lf_write_file_atomic(const char *path, const void *data,
+                                 size_t len) {
+  lf_status_t status = LF_OK;
+  size_t tmp_size = strlen(path) + 32;
+  char *tmp = malloc(tmp_size);
+  if (!tmp)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  snprintf(tmp, tmp_size, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    status = LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot create '%s': %s", tmp,
+                       strerror(errno));
+    goto out_free_tmp;
+  }
+  const char *p = data;
+  size_t left = len;
+  while (left) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      status = LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot write '%s': %s", tmp,
+                         strerror(errno));
+      goto out_close;
+    }
+    p += n;
+    left -= (size_t)n;
+  }
+  /* mkstemp makes 0600 files; results are meant to be shared like any other
+   * output of the build. */
+  if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
+    status = LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot finish '%s': %s", tmp,
+                       strerror(errno));
+    goto out_close;
+  }
+  if (close(fd) != 0) {
+    fd = -1;
+    status = LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot close '%s': %s", tmp,
+                       strerror(errno));
+    goto out_unlink;
+  }
+  fd = -1;
+  if (rename(tmp, path) != 0) {
+    status = LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot rename '%s' to '%s': %s",
+                       tmp, path, strerror(errno));
+    goto out_unlink;
+  }
+  goto out_free_tmp;
+
+out_close:
+  close(fd);
+out_unlink:
+  unlink(tmp);
+out_free_tmp:
+  free(tmp);
+  return status;
+}
+
+lf_status_t lf_read_file(const char *path, lf_strbuf_t *out) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return LF_STATUS(errno == ENOENT ? LF_STATUS_NOT_FOUND
+                                     : LF_STATUS_UNAVAILABLE,
+                     "cannot open '%s': %s", path, strerror(errno));
+  lf_status_t status = LF_OK;
+  char chunk[8192];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+    status = lf_strbuf_append(out, chunk, n);
+    if (status) {
+      status = lf_status_annotate(status, "reading '%s'", path);
+      goto out_close;
+    }
+  }
+  if (ferror(f))
+    status = LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot read '%s'", path);
+out_close:
+  fclose(f);
+  return status;
+}

@@ -1,0 +1,44 @@
+/* llm_fuse.h - the `llm-fuse` driver pass and its options.
+ *
+ * The pass is the whole pipeline of llm-fuse on one module: partition,
+ * outline, acquire a kernel per subgraph, build, verify, swap. The options
+ * below are its user interface; their table (and descriptions, which
+ * `llm-fuse-opt --help` prints) lives in llm_fuse.c.
+ */
+#ifndef LF_PASSES_LLM_FUSE_H
+#define LF_PASSES_LLM_FUSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "passes/pass_def.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lf_fuse_options_s {
+  char *provider;    /* openai | replay | none */
+  char *endpoint;    /* base URL of an OpenAI-compatible API */
+  char *model;       /* model name sent to the endpoint */
+  char *api_key_env; /* name of the environment variable holding the key */
+  char *replay_dir;  /* recorded exchanges for the replay provider */
+  char *cache_dir;   /* the kernel cache */
+  bool offline;      /* never touch the network */
+  char *arch;        /* sm_80 | sm_90 | sm_90a */
+  char *verify;      /* auto | defer | none */
+  double min_speedup;
+  int64_t max_attempts;
+  int64_t max_concurrency;
+  char *report;      /* JSON report path; "" for none */
+  bool remarks;      /* a remark on the IR per function/subgraph */
+} lf_fuse_options_t;
+
+/// The `llm-fuse` pass.
+extern const lf_pass_def_t lf_llm_fuse_pass;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LF_PASSES_LLM_FUSE_H */
