@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,9 +50,19 @@ private:
   bool initialized = false;
 };
 
-template <typename T> T fieldOf(const void *opts, const lf_option_def_t &o) {
-  return *reinterpret_cast<const T *>(static_cast<const char *>(opts) +
-                                      o.offset);
+/// What --help shows after '=' for an option of each type.
+const char *valueName(lf_option_type_t type) {
+  switch (type) {
+  case LF_OPTION_INT:
+    return "int";
+  case LF_OPTION_DOUBLE:
+    return "number";
+  case LF_OPTION_BOOL:
+    return "bool";
+  case LF_OPTION_STRING:
+    break;
+  }
+  return "string";
 }
 
 class CPass : public mlir::Pass {
@@ -60,41 +71,36 @@ public:
       : mlir::Pass(mlir::TypeID::getFromOpaquePointer(def),
                    llvm::StringRef(def->op_name)),
         def(def) {
-    // Defaults come from the C table, parsed by the C code, so the two hosts
-    // cannot disagree on them.
-    COptions defaults(def);
-    lf_status_t s = defaults.init();
-    if (s) {
-      // A bad default is a programming error in the table; keep zeroed
-      // options and report at run time instead of aborting a user's build.
-      defaultError = lf_status_message(s);
-      lf_status_free(s);
-    }
+    // Numbers travel as text: the C option code parses and range-checks
+    // them, so both hosts give the same messages. Booleans stay booleans so
+    // a bare `offline` works as a flag.
     for (size_t i = 0; i < def->num_options; ++i) {
       const lf_option_def_t &o = def->options[i];
-      llvm::cl::desc desc(o.description);
-      switch (o.type) {
-      case LF_OPTION_STRING:
-        strings.emplace_back(&o, std::make_unique<Option<std::string>>(
-                                     *this, o.name, desc,
-                                     llvm::cl::init(std::string(
-                                         s ? "" : fieldOf<char *>(defaults.data(), o)))));
-        break;
-      case LF_OPTION_INT:
-        ints.emplace_back(&o, std::make_unique<Option<int64_t>>(
-                                  *this, o.name, desc,
-                                  llvm::cl::init(s ? 0 : fieldOf<int64_t>(defaults.data(), o))));
-        break;
-      case LF_OPTION_DOUBLE:
-        doubles.emplace_back(&o, std::make_unique<Option<double>>(
-                                     *this, o.name, desc,
-                                     llvm::cl::init(s ? 0.0 : fieldOf<double>(defaults.data(), o))));
-        break;
-      case LF_OPTION_BOOL:
+      std::string &help = helpTexts.emplace_back(o.description);
+      if (o.choices) {
+        help += " (";
+        for (const char *const *c = o.choices; *c; ++c)
+          help += std::string(c == o.choices ? "" : "|") + *c;
+        help += ")";
+      }
+      help += std::string(" [default: ") +
+              (*o.default_text ? o.default_text : "none") + "]";
+      llvm::cl::desc desc(help);
+      if (o.type == LF_OPTION_BOOL) {
+        bool value = false;
+        // The table's defaults are covered by a unit test; a bad one reads
+        // as false rather than aborting a user's build.
+        std::string d = o.default_text;
+        value = d == "true" || d == "1" || d == "on" || d == "yes";
         bools.emplace_back(&o, std::make_unique<Option<bool>>(
-                                   *this, o.name, desc,
-                                   llvm::cl::init(s ? false : fieldOf<bool>(defaults.data(), o))));
-        break;
+                                   *this, o.name, desc, llvm::cl::init(value),
+                                   llvm::cl::value_desc("bool")));
+      } else {
+        texts.emplace_back(
+            &o, std::make_unique<Option<std::string>>(
+                    *this, o.name, desc,
+                    llvm::cl::init(std::string(o.default_text)),
+                    llvm::cl::value_desc(valueName(o.type))));
       }
     }
   }
@@ -115,10 +121,21 @@ public:
       llvm::StringRef options,
       llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler)
       override {
+    // The C parser sees the text first: it knows every option's type, range
+    // and choices, and names the known options when one is misspelt.
+    COptions check(def);
+    lf_status_t s = check.init();
+    if (!s)
+      s = lf_pass_options_parse(def, check.data(), options.str().c_str());
+    if (s) {
+      std::string message = lf_status_message(s);
+      lf_status_free(s);
+      return errorHandler(message);
+    }
     if (mlir::failed(mlir::Pass::initializeOptions(options, errorHandler)))
       return mlir::failure();
     COptions c(def);
-    lf_status_t s = fill(c);
+    s = fill(c);
     if (!s)
       return mlir::success();
     std::string message = lf_status_message(s);
@@ -140,22 +157,12 @@ public:
 
 private:
   /// Builds the C options from the current option values, validating each
-  /// through the C parser (choices, ranges).
+  /// through the C parser (types, choices, ranges).
   lf_status_t fill(COptions &c) const {
-    if (!defaultError.empty())
-      return LF_STATUS(LF_STATUS_INTERNAL, "%s", defaultError.c_str());
     LF_RETURN_IF_ERROR(c.init());
-    for (auto &[o, opt] : strings)
+    for (auto &[o, opt] : texts)
       LF_RETURN_IF_ERROR(
           lf_pass_options_set(def, c.data(), o->name, opt->getValue().c_str()));
-    for (auto &[o, opt] : ints)
-      LF_RETURN_IF_ERROR(lf_pass_options_set(
-          def, c.data(), o->name, std::to_string(opt->getValue()).c_str()));
-    for (auto &[o, opt] : doubles) {
-      char text[64];
-      snprintf(text, sizeof(text), "%.17g", opt->getValue());
-      LF_RETURN_IF_ERROR(lf_pass_options_set(def, c.data(), o->name, text));
-    }
     for (auto &[o, opt] : bools)
       LF_RETURN_IF_ERROR(lf_pass_options_set(def, c.data(), o->name,
                                              opt->getValue() ? "true" : "false"));
@@ -166,10 +173,8 @@ private:
   using Slot = std::pair<const lf_option_def_t *, std::unique_ptr<Option<T>>>;
 
   const lf_pass_def_t *def;
-  std::string defaultError;
-  std::vector<Slot<std::string>> strings;
-  std::vector<Slot<int64_t>> ints;
-  std::vector<Slot<double>> doubles;
+  std::deque<std::string> helpTexts; // stable storage for cl::desc
+  std::vector<Slot<std::string>> texts;
   std::vector<Slot<bool>> bools;
 };
 
