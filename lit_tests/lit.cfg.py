@@ -31,6 +31,7 @@ config.substitutions.append(("%llm_fuse_opt",
 config.substitutions.append(("%mlir_opt", config.mlir_opt))
 config.substitutions.append(("%plugin", plugin))
 config.substitutions.append(("%python", "python3"))
+config.substitutions.append(("%lf_src", config.lf_src_root))
 
 # ptxas: MLIR's NVVM target finds it through CUDA_HOME.
 if config.ptxas and os.access(config.ptxas, os.X_OK):
