@@ -46,8 +46,8 @@ int main(int argc, char **argv) {
   }
   int rc = 1;
   cJSON *root = cJSON_CreateObject();
-  cJSON *list = cJSON_AddArrayToObject(root, "devices");
   cJSON_AddNumberToObject(root, "driver_version", driver->version);
+  cJSON *list = cJSON_AddArrayToObject(root, "devices");
   int count = 0;
   s = lf_cuda_device_count(driver, &count);
   for (int i = 0; !s && i < count; ++i) {
