@@ -16,6 +16,7 @@
 #include "mlir/CAPI/IR.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -146,6 +147,18 @@ public:
   void runOnOperation() override {
     COptions c(def);
     lf_status_t s = fill(c);
+    const char *pre =
+        (!s && def->pre_pipeline) ? def->pre_pipeline(wrap(getOperation()), c.data())
+                                  : nullptr;
+    if (pre) {
+      mlir::OpPassManager pm(getOperation()->getName());
+      std::string err;
+      llvm::raw_string_ostream errs(err);
+      if (mlir::failed(mlir::parsePassPipeline(pre, pm, errs)) ||
+          mlir::failed(runPipeline(pm, getOperation())))
+        s = LF_STATUS(LF_STATUS_INTERNAL, "%s: the pipeline '%s' failed%s%s",
+                      def->argument, pre, err.empty() ? "" : ": ", err.c_str());
+    }
     if (!s)
       s = def->run(wrap(getOperation()), c.data());
     if (s) {

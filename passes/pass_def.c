@@ -320,13 +320,42 @@ static void *external_clone(void *user_data) {
   return copy;
 }
 
+static void append_text(MlirStringRef s, void *user_data) {
+  lf_status_free(lf_strbuf_append(user_data, s.data, s.length));
+}
+
+/* Runs def->pre_pipeline (if any) on `op` with a pass manager of its own. */
+static lf_status_t run_pre_pipeline(const lf_pass_def_t *def, MlirOperation op,
+                                    const void *options) {
+  const char *pipeline = def->pre_pipeline ? def->pre_pipeline(op, options)
+                                           : NULL;
+  if (!pipeline)
+    return LF_OK;
+  lf_status_t status = LF_OK;
+  lf_strbuf_t err;
+  lf_strbuf_init(&err, 4096);
+  MlirPassManager pm = mlirPassManagerCreateOnOperation(
+      mlirOperationGetContext(op), mlirStringRefCreateFromCString(def->op_name));
+  if (mlirLogicalResultIsFailure(mlirParsePassPipeline(
+          mlirPassManagerGetAsOpPassManager(pm),
+          mlirStringRefCreateFromCString(pipeline), append_text, &err)) ||
+      mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op)))
+    status = LF_STATUS(LF_STATUS_INTERNAL, "%s: the pipeline '%s' failed%s%s",
+                       def->argument, pipeline, lf_strbuf_len(&err) ? ": " : "",
+                       lf_strbuf_cstr(&err));
+  mlirPassManagerDestroy(pm);
+  lf_strbuf_free(&err);
+  return status;
+}
+
 static void external_run(MlirOperation op, MlirExternalPass pass,
                          void *user_data) {
   external_state_t *state = user_data;
-  lf_status_t s =
-      state ? state->def->run(op, state->options)
-            : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
-                        "out of memory cloning pass state");
+  lf_status_t s = state ? run_pre_pipeline(state->def, op, state->options)
+                        : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
+                                    "out of memory cloning pass state");
+  if (!s)
+    s = state->def->run(op, state->options);
   if (s) {
     lf_emit_status(mlirOperationGetLocation(op), s);
     lf_status_free(s);

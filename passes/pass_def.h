@@ -57,6 +57,10 @@ typedef struct lf_pass_def_s {
   const lf_option_def_t *options;
   size_t num_options;
   size_t options_size; /* sizeof the options struct */
+  /// Optional: a textual pass pipeline (nested in `op_name`'s syntax, e.g.
+  /// "func.func(tosa-to-linalg)") the host runs on `op` before `run`, or
+  /// NULL for none. Used to import TOSA with the upstream passes.
+  const char *(*pre_pipeline)(MlirOperation op, const void *options);
   /// Runs the pass on `op` with validated `options`. A non-OK status fails
   /// the pass; the host reports it as an error located at `op`. The run
   /// function may emit more precise diagnostics itself before failing.

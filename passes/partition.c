@@ -1,0 +1,810 @@
+/* partition.c - the partition rules of llm-fuse, in the order they apply.
+ *
+ * Input: the ops of one block (a function body) in linalg on tensors with
+ * tensor, arith and math ops. Output: disjoint groups of ops, each to become
+ * one outlined function and, later, one GPU kernel. Anchors: IREE's
+ * dispatch-region formation (roots plus fused producers and consumers),
+ * TorchInductor's fusion (pointwise producers recomputed when cheap,
+ * persistent-row reductions), XLA's producer/consumer fusion legality.
+ *
+ * Rule 0  Classify every op (lf_classify_op). Ops with a dynamic shape are
+ *         left alone with a remark: only static shapes are fused for now
+ *         (the kernel contract and verification need concrete sizes). Ops
+ *         the partitioner does not understand are left alone with a remark.
+ * Rule 1  Roots, in block order: contractions, then softmax, then
+ *         reductions each start a group.
+ * Rule 2  Producers fuse into a group when they feed a member:
+ *         - tensor.empty and constants always (they are free; cloned);
+ *         - linalg.fill and linalg.broadcast always (cheap; recomputed if
+ *           they have users outside the group);
+ *         - elementwise/transpose producers whose iteration space equals
+ *           the group's (its output shape, or a reduction's input shape),
+ *           but never into the operands of a contraction itself (that
+ *           would turn the GEMM's operand loads into recomputation);
+ *           a producer with users outside the group is recomputed only
+ *           when cheap (few body ops, few inputs), otherwise left out.
+ * Rule 3  Consumers fuse as epilogues: elementwise users whose iteration
+ *         space equals the group's output, or for reduction/softmax
+ *         groups also the reduction's input (normalize-by-row patterns);
+ *         reductions over the same input domain with the same result shape
+ *         join reduction groups (softmax as max/exp/sum/div, LayerNorm's
+ *         mean and variance: one pass over the row).
+ * Rule 4  Elementwise ops not in any group form chains of their own
+ *         (connected through same-shape producers and consumers).
+ * Legality, checked for every addition:
+ *         - no cycle may form: no op outside the group (or another group,
+ *           seen as the single call it will become) may both depend on
+ *           the group and feed it;
+ *         - a group holds at most max-group-ops ops (free ops not counted).
+ */
+#include "passes/partition.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+
+/* ---- Op classification. ---- */
+
+static bool name_is(MlirOperation op, const char *name) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
+}
+
+static bool name_has_prefix(MlirOperation op, const char *prefix) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  size_t n = strlen(prefix);
+  return s.length >= n && memcmp(s.data, prefix, n) == 0;
+}
+
+static bool name_in(MlirOperation op, const char *const *names) {
+  for (; *names; ++names)
+    if (name_is(op, *names))
+      return true;
+  return false;
+}
+
+static const char *const contraction_ops[] = {
+    "linalg.matmul", "linalg.batch_matmul", "linalg.batch_reduce_matmul",
+    "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
+    "linalg.batch_matmul_transpose_a", "linalg.batch_matmul_transpose_b",
+    "linalg.contract", "linalg.matvec", "linalg.vecmat", "linalg.dot",
+    "linalg.batch_matvec", "linalg.batch_vecmat", NULL};
+
+static const char *const named_elementwise_ops[] = {
+    "linalg.map", "linalg.elementwise", "linalg.add", "linalg.sub",
+    "linalg.mul", "linalg.div", "linalg.div_unsigned", "linalg.max",
+    "linalg.min", "linalg.exp", "linalg.log", "linalg.abs", "linalg.ceil",
+    "linalg.floor", "linalg.negf", "linalg.reciprocal", "linalg.round",
+    "linalg.sqrt", "linalg.rsqrt", "linalg.square", "linalg.tanh",
+    "linalg.erf", "linalg.powf", "linalg.select", "linalg.copy", NULL};
+
+static bool type_is_tensor(MlirType t) { return mlirTypeIsATensor(t); }
+
+static bool type_is_dynamic_tensor(MlirType t) {
+  return mlirTypeIsATensor(t) &&
+         (!mlirShapedTypeHasRank(t) || !mlirShapedTypeHasStaticShape(t));
+}
+
+static bool has_tensor_result(MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
+    if (type_is_tensor(mlirValueGetType(mlirOperationGetResult(op, i))))
+      return true;
+  return false;
+}
+
+static bool has_dynamic_shape(MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
+    if (type_is_dynamic_tensor(mlirValueGetType(mlirOperationGetResult(op, i))))
+      return true;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
+    if (type_is_dynamic_tensor(mlirValueGetType(mlirOperationGetOperand(op, i))))
+      return true;
+  return false;
+}
+
+typedef struct iter_count_s {
+  int parallel, reduction;
+} iter_count_t;
+
+static void count_iter_cb(MlirStringRef s, void *user_data) {
+  iter_count_t *c = user_data;
+  for (size_t i = 0; i + 9 <= s.length; ++i) {
+    if (memcmp(s.data + i, "reduction", 9) == 0)
+      ++c->reduction;
+    if (i + 8 <= s.length && memcmp(s.data + i, "parallel", 8) == 0)
+      ++c->parallel;
+  }
+}
+
+static iter_count_t generic_iterators(MlirOperation op) {
+  iter_count_t c = {0, 0};
+  MlirAttribute iters = mlirOperationGetAttributeByName(
+      op, mlirStringRefCreateFromCString("iterator_types"));
+  if (!mlirAttributeIsNull(iters))
+    mlirAttributePrint(iters, count_iter_cb, &c);
+  return c;
+}
+
+static bool generic_maps_are_projections(MlirOperation op) {
+  MlirAttribute maps = mlirOperationGetAttributeByName(
+      op, mlirStringRefCreateFromCString("indexing_maps"));
+  if (mlirAttributeIsNull(maps) || !mlirAttributeIsAArray(maps))
+    return false;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(maps); ++i) {
+    MlirAttribute m = mlirArrayAttrGetElement(maps, i);
+    if (!mlirAttributeIsAAffineMap(m) ||
+        !mlirAffineMapIsProjectedPermutation(mlirAffineMapAttrGetValue(m)))
+      return false;
+  }
+  return true;
+}
+
+typedef struct body_scan_s {
+  bool has_mul, has_add;
+  int arith_ops; /* arithmetic/math ops, casts and constants excluded */
+} body_scan_t;
+
+static MlirWalkResult scan_body_cb(MlirOperation op, void *user_data) {
+  body_scan_t *b = user_data;
+  if (name_is(op, "arith.mulf") || name_is(op, "arith.muli"))
+    b->has_mul = true;
+  if (name_is(op, "arith.addf") || name_is(op, "arith.addi"))
+    b->has_add = true;
+  static const char *const not_counted[] = {
+      "arith.constant", "arith.extf", "arith.truncf", "arith.index_cast",
+      "arith.bitcast", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+      "arith.fptoui", "arith.extsi", "arith.extui", "arith.trunci", NULL};
+  if ((name_has_prefix(op, "arith.") || name_has_prefix(op, "math.")) &&
+      !name_in(op, not_counted))
+    ++b->arith_ops;
+  return MlirWalkResultAdvance;
+}
+
+static body_scan_t scan_body(MlirOperation op) {
+  body_scan_t b = {false, false, 0};
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); ++r) {
+    MlirBlock blk = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+    for (; !mlirBlockIsNull(blk); blk = mlirBlockGetNextInRegion(blk))
+      for (MlirOperation o = mlirBlockGetFirstOperation(blk);
+           !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
+        mlirOperationWalk(o, scan_body_cb, &b, MlirWalkPreOrder);
+  }
+  return b;
+}
+
+lf_op_kind_t lf_classify_op(MlirOperation op) {
+  if (name_is(op, "tensor.empty"))
+    return LF_OPK_EMPTY;
+  if (name_is(op, "arith.constant"))
+    return LF_OPK_CONSTANT;
+  if (name_in(op, contraction_ops))
+    return LF_OPK_CONTRACTION;
+  if (name_is(op, "linalg.reduce"))
+    return LF_OPK_REDUCTION;
+  if (name_is(op, "linalg.softmax"))
+    return LF_OPK_SOFTMAX;
+  if (name_is(op, "linalg.fill"))
+    return LF_OPK_FILL;
+  if (name_is(op, "linalg.broadcast"))
+    return LF_OPK_BROADCAST;
+  if (name_is(op, "linalg.transpose"))
+    return LF_OPK_TRANSPOSE;
+  if (name_in(op, named_elementwise_ops))
+    return LF_OPK_ELEMENTWISE;
+  if (name_is(op, "linalg.generic")) {
+    if (!generic_maps_are_projections(op))
+      return LF_OPK_OTHER;
+    iter_count_t it = generic_iterators(op);
+    if (it.reduction == 0)
+      return LF_OPK_ELEMENTWISE;
+    body_scan_t b = scan_body(op);
+    intptr_t inputs = mlirOperationGetNumOperands(op) -
+                      mlirOperationGetNumResults(op);
+    return (inputs >= 2 && b.has_mul && b.has_add) ? LF_OPK_CONTRACTION
+                                                   : LF_OPK_REDUCTION;
+  }
+  if ((name_has_prefix(op, "arith.") || name_has_prefix(op, "math.")) &&
+      has_tensor_result(op))
+    return LF_OPK_ELEMENTWISE;
+  return LF_OPK_OTHER;
+}
+
+const char *lf_group_class_name(lf_group_class_t c) {
+  switch (c) {
+  case LF_CLASS_ELEMENTWISE:
+    return "elementwise";
+  case LF_CLASS_REDUCTION:
+    return "reduction";
+  case LF_CLASS_CONTRACTION:
+    return "contraction";
+  case LF_CLASS_SOFTMAX:
+    return "softmax";
+  case LF_CLASS_ATTENTION:
+    return "attention-like";
+  }
+  return "unknown";
+}
+
+/* ---- The dependence graph of one block. ---- */
+
+typedef struct node_s {
+  MlirOperation op;
+  lf_op_kind_t kind;
+  int group;      /* owning group (moved member), -1 if none */
+  size_t *deps;   /* producers in this block */
+  size_t num_deps;
+  size_t *users;  /* consumers in this block */
+  size_t num_users, cap_users;
+  MlirType shape; /* type of result 0 if a ranked tensor, else null */
+  MlirType input_shape; /* reductions/softmax: type of input 0 */
+} node_t;
+
+typedef struct graph_s {
+  MlirBlock block;
+  node_t *nodes;
+  size_t num_nodes;
+  /* op pointer -> node index, open addressing */
+  const void **keys;
+  size_t *vals;
+  size_t cap;
+  /* DFS scratch */
+  unsigned *seen;
+  unsigned stamp;
+} graph_t;
+
+static size_t hash_ptr(const void *p, size_t cap) {
+  uintptr_t x = (uintptr_t)p;
+  x ^= x >> 17;
+  x *= 0xed5ad4bbU;
+  x ^= x >> 11;
+  return (size_t)x & (cap - 1);
+}
+
+static long node_of(const graph_t *g, MlirOperation op) {
+  if (mlirOperationIsNull(op))
+    return -1;
+  for (size_t h = hash_ptr(op.ptr, g->cap);; h = (h + 1) & (g->cap - 1)) {
+    if (!g->keys[h])
+      return -1;
+    if (g->keys[h] == op.ptr)
+      return (long)g->vals[h];
+  }
+}
+
+/* The ancestor of `op` that sits directly in `block`, or null. */
+static MlirOperation ancestor_in(MlirOperation op, MlirBlock block) {
+  while (!mlirOperationIsNull(op)) {
+    MlirBlock b = mlirOperationGetBlock(op);
+    if (mlirBlockIsNull(b))
+      break;
+    if (mlirBlockEqual(b, block))
+      return op;
+    op = mlirOperationGetParentOperation(op);
+  }
+  return (MlirOperation){NULL};
+}
+
+/* The in-block op that defines `v`, or -1 (function argument). */
+static long producer_of(const graph_t *g, MlirValue v) {
+  if (!mlirValueIsAOpResult(v))
+    return -1;
+  return node_of(g, ancestor_in(mlirOpResultGetOwner(v), g->block));
+}
+
+typedef struct dep_walk_s {
+  graph_t *g;
+  size_t self;
+  size_t *deps;
+  size_t num, cap;
+  bool oom;
+} dep_walk_t;
+
+static void add_unique(size_t **arr, size_t *num, size_t *cap, size_t x,
+                       bool *oom) {
+  for (size_t i = 0; i < *num; ++i)
+    if ((*arr)[i] == x)
+      return;
+  if (*num == *cap) {
+    size_t n = *cap ? 2 * *cap : 4;
+    size_t *p = realloc(*arr, n * sizeof(*p));
+    if (!p) {
+      *oom = true;
+      return;
+    }
+    *arr = p;
+    *cap = n;
+  }
+  (*arr)[(*num)++] = x;
+}
+
+static MlirWalkResult dep_walk_cb(MlirOperation op, void *user_data) {
+  dep_walk_t *w = user_data;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+    long p = producer_of(w->g, mlirOperationGetOperand(op, i));
+    if (p >= 0 && (size_t)p != w->self)
+      add_unique(&w->deps, &w->num, &w->cap, (size_t)p, &w->oom);
+  }
+  return w->oom ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
+}
+
+static MlirType ranked_tensor_or_null(MlirType t) {
+  return mlirTypeIsARankedTensor(t) ? t : (MlirType){NULL};
+}
+
+static lf_status_t graph_build(graph_t *g, MlirBlock block) {
+  memset(g, 0, sizeof(*g));
+  g->block = block;
+  size_t n = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(block);
+       !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
+    ++n;
+  g->cap = 16;
+  while (g->cap < 2 * n + 2)
+    g->cap *= 2;
+  g->nodes = calloc(n ? n : 1, sizeof(*g->nodes));
+  g->keys = calloc(g->cap, sizeof(*g->keys));
+  g->vals = calloc(g->cap, sizeof(*g->vals));
+  g->seen = calloc(n ? n : 1, sizeof(*g->seen));
+  if (!g->nodes || !g->keys || !g->vals || !g->seen)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  for (MlirOperation o = mlirBlockGetFirstOperation(block);
+       !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    node_t *nd = &g->nodes[g->num_nodes];
+    nd->op = o;
+    nd->group = -1;
+    nd->kind = lf_classify_op(o);
+    if (mlirOperationGetNumResults(o) > 0)
+      nd->shape = ranked_tensor_or_null(
+          mlirValueGetType(mlirOperationGetResult(o, 0)));
+    if ((nd->kind == LF_OPK_REDUCTION || nd->kind == LF_OPK_SOFTMAX) &&
+        mlirOperationGetNumOperands(o) > 0)
+      nd->input_shape = ranked_tensor_or_null(
+          mlirValueGetType(mlirOperationGetOperand(o, 0)));
+    size_t h = hash_ptr(o.ptr, g->cap);
+    while (g->keys[h])
+      h = (h + 1) & (g->cap - 1);
+    g->keys[h] = o.ptr;
+    g->vals[h] = g->num_nodes++;
+  }
+  for (size_t i = 0; i < g->num_nodes; ++i) {
+    dep_walk_t w = {g, i, NULL, 0, 0, false};
+    mlirOperationWalk(g->nodes[i].op, dep_walk_cb, &w, MlirWalkPreOrder);
+    if (w.oom) {
+      free(w.deps);
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    g->nodes[i].deps = w.deps;
+    g->nodes[i].num_deps = w.num;
+    for (size_t d = 0; d < w.num; ++d) {
+      node_t *p = &g->nodes[w.deps[d]];
+      bool oom = false;
+      add_unique(&p->users, &p->num_users, &p->cap_users, i, &oom);
+      if (oom)
+        return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+  }
+  return LF_OK;
+}
+
+static void graph_free(graph_t *g) {
+  for (size_t i = 0; i < g->num_nodes; ++i) {
+    free(g->nodes[i].deps);
+    free(g->nodes[i].users);
+  }
+  free(g->nodes);
+  free(g->keys);
+  free(g->vals);
+  free(g->seen);
+}
+
+/* ---- Groups under construction. ---- */
+
+typedef struct building_s {
+  lf_group_t *groups;
+  size_t num_groups, cap_groups;
+  size_t cap_members; /* of the group being built */
+} building_t;
+
+static bool is_free_kind(lf_op_kind_t k) {
+  return k == LF_OPK_EMPTY || k == LF_OPK_CONSTANT;
+}
+
+static bool member_has(const lf_group_t *grp, size_t node, const graph_t *g) {
+  for (size_t i = 0; i < grp->num_members; ++i)
+    if (mlirOperationEqual(grp->members[i].op, g->nodes[node].op))
+      return true;
+  return false;
+}
+
+static size_t counted_members(const lf_group_t *grp) {
+  size_t n = 0;
+  for (size_t i = 0; i < grp->num_members; ++i)
+    n += !is_free_kind(grp->members[i].kind);
+  return n;
+}
+
+/* Does `start` (outside group `gid`) depend on group `gid`? Other groups
+ * count as the single call op they will become: depending on any of their
+ * members means depending on all their inputs. */
+static bool reaches_group(graph_t *g, size_t start, int gid,
+                          const building_t *b) {
+  size_t *stack = malloc((g->num_nodes + 1) * sizeof(*stack));
+  if (!stack)
+    return true; /* be conservative */
+  size_t top = 0;
+  bool found = false;
+  ++g->stamp;
+  stack[top++] = start;
+  g->seen[start] = g->stamp;
+  while (top && !found) {
+    size_t x = stack[--top];
+    node_t *nx = &g->nodes[x];
+    if (nx->group == gid) {
+      found = true;
+      break;
+    }
+    if (nx->group >= 0) {
+      /* Expand every member of that group. */
+      const lf_group_t *other = &b->groups[nx->group];
+      for (size_t m = 0; m < other->num_members; ++m) {
+        long mi = node_of(g, other->members[m].op);
+        if (mi < 0 || other->members[m].recompute)
+          continue;
+        node_t *nm = &g->nodes[mi];
+        for (size_t d = 0; d < nm->num_deps; ++d)
+          if (g->seen[nm->deps[d]] != g->stamp) {
+            g->seen[nm->deps[d]] = g->stamp;
+            stack[top++] = nm->deps[d];
+          }
+      }
+      continue;
+    }
+    for (size_t d = 0; d < nx->num_deps; ++d)
+      if (g->seen[nx->deps[d]] != g->stamp) {
+        g->seen[nx->deps[d]] = g->stamp;
+        stack[top++] = nx->deps[d];
+      }
+  }
+  free(stack);
+  return found;
+}
+
+/* Would group `gid` be part of a cycle? True when some op that feeds a
+ * member from outside depends on the group itself. */
+static bool group_has_cycle(graph_t *g, int gid, const building_t *b) {
+  const lf_group_t *grp = &b->groups[gid];
+  for (size_t m = 0; m < grp->num_members; ++m) {
+    long mi = node_of(g, grp->members[m].op);
+    if (mi < 0)
+      continue;
+    node_t *nm = &g->nodes[mi];
+    for (size_t d = 0; d < nm->num_deps; ++d) {
+      size_t dep = nm->deps[d];
+      if (g->nodes[dep].group == gid || member_has(grp, dep, g))
+        continue;
+      if (reaches_group(g, dep, gid, b))
+        return true;
+    }
+  }
+  return false;
+}
+
+static lf_status_t push_member(lf_group_t *grp, size_t *cap, node_t *nd,
+                               bool recompute) {
+  if (grp->num_members == *cap) {
+    size_t n = *cap ? 2 * *cap : 8;
+    lf_member_t *p = realloc(grp->members, n * sizeof(*p));
+    if (!p)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grp->members = p;
+    *cap = n;
+  }
+  grp->members[grp->num_members++] =
+      (lf_member_t){nd->op, nd->kind, recompute};
+  return LF_OK;
+}
+
+/* Tries to add node `x` to group `gid`; keeps it only if legal. */
+static lf_status_t try_add(graph_t *g, building_t *b, int gid, size_t x,
+                           bool recompute, size_t max_ops, bool *added) {
+  *added = false;
+  lf_group_t *grp = &b->groups[gid];
+  node_t *nd = &g->nodes[x];
+  if (member_has(grp, x, g))
+    return LF_OK;
+  if (!is_free_kind(nd->kind) && counted_members(grp) >= max_ops)
+    return LF_OK;
+  LF_RETURN_IF_ERROR(push_member(grp, &b->cap_members, nd, recompute));
+  if (!recompute)
+    nd->group = gid;
+  if (group_has_cycle(g, gid, b)) {
+    --grp->num_members;
+    if (!recompute)
+      nd->group = -1;
+    return LF_OK;
+  }
+  *added = true;
+  return LF_OK;
+}
+
+/* Same iteration space as the group: its output shape, or the reduction
+ * input shape for reduction-like groups. Element types may differ (bf16
+ * results of f32 math): compare shapes only. */
+static bool same_shape(MlirType a, MlirType b) {
+  if (mlirTypeIsNull(a) || mlirTypeIsNull(b))
+    return false;
+  intptr_t r = mlirShapedTypeGetRank(a);
+  if (r != mlirShapedTypeGetRank(b))
+    return false;
+  for (intptr_t i = 0; i < r; ++i)
+    if (mlirShapedTypeGetDimSize(a, i) != mlirShapedTypeGetDimSize(b, i))
+      return false;
+  return true;
+}
+
+typedef struct domain_s {
+  MlirType out;   /* group output shape */
+  MlirType input; /* reduction input shape (reduction-like groups) */
+  bool reduction_like;
+} domain_t;
+
+static bool in_domain(const domain_t *dom, MlirType t) {
+  return same_shape(dom->out, t) ||
+         (dom->reduction_like && same_shape(dom->input, t));
+}
+
+/* Few body ops and inputs: recomputing it costs little. */
+static bool is_cheap(const node_t *nd) {
+  if (nd->kind == LF_OPK_FILL || nd->kind == LF_OPK_BROADCAST ||
+      is_free_kind(nd->kind))
+    return true;
+  if (nd->kind != LF_OPK_ELEMENTWISE)
+    return false;
+  body_scan_t body = scan_body(nd->op);
+  intptr_t inputs = mlirOperationGetNumOperands(nd->op) -
+                    mlirOperationGetNumResults(nd->op);
+  return body.arith_ops <= 2 && inputs <= 2;
+}
+
+static bool all_users_in(const graph_t *g, const node_t *nd, int gid,
+                         const lf_group_t *grp) {
+  for (size_t u = 0; u < nd->num_users; ++u)
+    if (g->nodes[nd->users[u]].group != gid &&
+        !member_has(grp, nd->users[u], g))
+      return false;
+  return true;
+}
+
+/* Grows group `gid` to a fixed point by rules 2 and 3. */
+static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
+                        size_t max_ops, bool chain_only) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t m = 0; m < b->groups[gid].num_members; ++m) {
+      lf_member_t mem = b->groups[gid].members[m];
+      long mi = node_of(g, mem.op);
+      if (mi < 0)
+        continue;
+      node_t *nm = &g->nodes[mi];
+      /* Rule 2: producers. */
+      for (size_t d = 0; d < nm->num_deps; ++d) {
+        size_t x = nm->deps[d];
+        node_t *nx = &g->nodes[x];
+        if (nx->group >= 0 || member_has(&b->groups[gid], x, g))
+          continue;
+        bool ok = false, recompute = false;
+        bool sole = all_users_in(g, nx, gid, &b->groups[gid]);
+        switch (nx->kind) {
+        case LF_OPK_EMPTY:
+        case LF_OPK_CONSTANT:
+          ok = true;
+          recompute = true;
+          break;
+        case LF_OPK_FILL:
+        case LF_OPK_BROADCAST:
+          ok = true;
+          recompute = !sole;
+          break;
+        case LF_OPK_ELEMENTWISE:
+        case LF_OPK_TRANSPOSE:
+          ok = mem.kind != LF_OPK_CONTRACTION && in_domain(dom, nx->shape) &&
+               (sole || is_cheap(nx));
+          recompute = !sole;
+          break;
+        default:
+          break;
+        }
+        if (!ok)
+          continue;
+        bool added;
+        LF_RETURN_IF_ERROR(try_add(g, b, gid, x, recompute, max_ops, &added));
+        changed |= added;
+      }
+      if (mem.recompute)
+        continue; /* a recomputed op's users are not the group's business */
+      /* Rule 3: consumers. */
+      for (size_t u = 0; u < nm->num_users; ++u) {
+        size_t x = nm->users[u];
+        node_t *nx = &g->nodes[x];
+        if (nx->group >= 0 || member_has(&b->groups[gid], x, g))
+          continue;
+        bool ok = false;
+        if (nx->kind == LF_OPK_ELEMENTWISE || nx->kind == LF_OPK_TRANSPOSE)
+          ok = in_domain(dom, nx->shape);
+        else if (!chain_only && dom->reduction_like &&
+                 nx->kind == LF_OPK_REDUCTION)
+          ok = same_shape(dom->input, nx->input_shape) &&
+               same_shape(dom->out, nx->shape);
+        if (!ok)
+          continue;
+        bool added;
+        LF_RETURN_IF_ERROR(try_add(g, b, gid, x, false, max_ops, &added));
+        changed |= added;
+      }
+    }
+  }
+  return LF_OK;
+}
+
+static lf_status_t new_group(building_t *b, int *out_gid) {
+  if (b->num_groups == b->cap_groups) {
+    size_t n = b->cap_groups ? 2 * b->cap_groups : 4;
+    lf_group_t *p = realloc(b->groups, n * sizeof(*p));
+    if (!p)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    b->groups = p;
+    b->cap_groups = n;
+  }
+  memset(&b->groups[b->num_groups], 0, sizeof(lf_group_t));
+  b->cap_members = 0;
+  *out_gid = (int)b->num_groups++;
+  return LF_OK;
+}
+
+static lf_status_t left_alone(lf_partition_t *p, size_t *cap, MlirOperation op,
+                              const char *reason) {
+  if (p->num_left_alone == *cap) {
+    size_t n = *cap ? 2 * *cap : 4;
+    lf_left_alone_t *q = realloc(p->left_alone, n * sizeof(*q));
+    if (!q)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    p->left_alone = q;
+    *cap = n;
+  }
+  char *copy = strdup(reason);
+  if (!copy)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  p->left_alone[p->num_left_alone++] = (lf_left_alone_t){op, copy};
+  return LF_OK;
+}
+
+/* Sorts members into block order, which outlining relies on. */
+static void sort_members(lf_group_t *grp) {
+  for (size_t i = 1; i < grp->num_members; ++i) {
+    lf_member_t key = grp->members[i];
+    size_t j = i;
+    while (j > 0 && mlirOperationIsBeforeInBlock(key.op, grp->members[j - 1].op)) {
+      grp->members[j] = grp->members[j - 1];
+      --j;
+    }
+    grp->members[j] = key;
+  }
+}
+
+static lf_group_class_t classify_group(const lf_group_t *grp) {
+  int contractions = 0, reductions = 0, softmax = 0;
+  for (size_t i = 0; i < grp->num_members; ++i) {
+    contractions += grp->members[i].kind == LF_OPK_CONTRACTION;
+    reductions += grp->members[i].kind == LF_OPK_REDUCTION;
+    softmax += grp->members[i].kind == LF_OPK_SOFTMAX;
+  }
+  if (contractions >= 2 && (reductions || softmax))
+    return LF_CLASS_ATTENTION;
+  if (contractions)
+    return LF_CLASS_CONTRACTION;
+  if (softmax)
+    return LF_CLASS_SOFTMAX;
+  if (reductions)
+    return LF_CLASS_REDUCTION;
+  return LF_CLASS_ELEMENTWISE;
+}
+
+lf_status_t lf_partition_block(MlirBlock block,
+                               const lf_partition_options_t *options,
+                               lf_partition_t *out) {
+  memset(out, 0, sizeof(*out));
+  size_t max_ops = options->max_group_ops ? options->max_group_ops : 32;
+  graph_t g;
+  building_t b = {0};
+  size_t cap_left = 0;
+  lf_status_t status = graph_build(&g, block);
+  if (status)
+    goto out;
+
+  /* Rule 0: shapes and unhandled ops. */
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    node_t *nd = &g.nodes[i];
+    if (nd->kind != LF_OPK_OTHER && has_dynamic_shape(nd->op)) {
+      nd->kind = LF_OPK_OTHER;
+      status = left_alone(out, &cap_left, nd->op,
+                          "dynamic shape: not fused (only static shapes are "
+                          "partitioned for now)");
+    } else if (nd->kind == LF_OPK_OTHER && has_tensor_result(nd->op)) {
+      status = left_alone(out, &cap_left, nd->op,
+                          "op not handled by the partitioner: left in place");
+    }
+    if (status)
+      goto out;
+  }
+
+  /* Rule 1 with rules 2 and 3: roots in priority order, then block order. */
+  static const lf_op_kind_t root_kinds[] = {LF_OPK_CONTRACTION, LF_OPK_SOFTMAX,
+                                            LF_OPK_REDUCTION};
+  for (size_t k = 0; k < 3; ++k) {
+    for (size_t i = 0; i < g.num_nodes; ++i) {
+      node_t *nd = &g.nodes[i];
+      if (nd->kind != root_kinds[k] || nd->group >= 0)
+        continue;
+      int gid;
+      bool added;
+      if ((status = new_group(&b, &gid)) ||
+          (status = try_add(&g, &b, gid, i, false, max_ops, &added)))
+        goto out;
+      domain_t dom = {nd->shape, nd->input_shape,
+                      nd->kind != LF_OPK_CONTRACTION};
+      if ((status = grow(&g, &b, gid, &dom, max_ops, false)))
+        goto out;
+    }
+  }
+
+  /* Rule 4: the remaining elementwise chains. */
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    node_t *nd = &g.nodes[i];
+    if ((nd->kind != LF_OPK_ELEMENTWISE) || nd->group >= 0)
+      continue;
+    int gid;
+    bool added;
+    if ((status = new_group(&b, &gid)) ||
+        (status = try_add(&g, &b, gid, i, false, max_ops, &added)))
+      goto out;
+    domain_t dom = {nd->shape, {NULL}, false};
+    if ((status = grow(&g, &b, gid, &dom, max_ops, true)))
+      goto out;
+  }
+
+  for (size_t i = 0; i < b.num_groups; ++i) {
+    sort_members(&b.groups[i]);
+    b.groups[i].group_class = classify_group(&b.groups[i]);
+  }
+  out->groups = b.groups;
+  out->num_groups = b.num_groups;
+  b.groups = NULL;
+
+out:
+  if (b.groups) {
+    for (size_t i = 0; i < b.num_groups; ++i)
+      free(b.groups[i].members);
+    free(b.groups);
+  }
+  graph_free(&g);
+  if (status)
+    lf_partition_free(out);
+  return status;
+}
+
+void lf_partition_free(lf_partition_t *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->num_groups; ++i)
+    free(p->groups[i].members);
+  free(p->groups);
+  for (size_t i = 0; i < p->num_left_alone; ++i)
+    free(p->left_alone[i].reason);
+  free(p->left_alone);
+  memset(p, 0, sizeof(*p));
+}
