@@ -261,12 +261,18 @@ def find_entry(text, want=None):
 # ------------------------------------------------------------------ @main
 
 def input_values(arg_index, count):
-    """Deterministic values in [-0.5, 0.5], multiples of 1/128: exact in
-    bf16 (at most 7 significant bits) and printed exactly by repr."""
+    """Deterministic pseudo-random values in [-1, 1], multiples of 1/64:
+    exact in bf16 (at most 7 significant bits) and printed exactly by repr.
+    An integer hash of (argument, element index), so platform-independent."""
     out = []
-    phase = 1.3 * (arg_index + 1)
     for n in range(count):
-        out.append(round(64.0 * math.sin(0.7071 * (n + 1) + phase)) / 128.0)
+        h = (n * 2654435761 + (arg_index + 1) * 0x9E3779B9) & 0xFFFFFFFF
+        h ^= h >> 15
+        h = (h * 2246822519) & 0xFFFFFFFF
+        h ^= h >> 13
+        h = (h * 3266489917) & 0xFFFFFFFF
+        h ^= h >> 16
+        out.append(((h % 129) - 64) / 64.0)
     return out
 
 
