@@ -36,6 +36,20 @@ for model in "$root"/examples/*.mlir; do
     "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$same" "$out/$name.report.json"
 done
 
+step "1b. partition and outline (llm-fuse-outline): one function per subgraph"
+for name in "${models[@]}"; do
+  "$opt" --llm-fuse-outline="remarks=false report=$out/$name.outline.json" \
+    "$root/examples/$name.mlir" -o "$out/$name.outlined.mlir" 2>/dev/null
+  python3 - "$out/$name.outline.json" "$name" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for g in r["subgraphs"]:
+    print("   %-16s %-20s %-12s %3d ops %8.1f GFLOP %8.1f MB" % (
+        sys.argv[2], g["name"], g["class"], len(g["ops"]), g["flops"] / 1e9,
+        g["bytes_moved"] / 1e6))
+PY
+done
+
 step "2. the same pass in the stock mlir-opt-22, through libLLMFusePlugin.so"
 "$mlir_opt" --load-pass-plugin="$plugin" \
   --pass-pipeline='builtin.module(llm-fuse{offline=true remarks=false})' \
@@ -83,8 +97,9 @@ PY
 cat <<'EOF'
 
 What ran: the llm-fuse pass (option handling, survey of tensor-level ops,
-remarks, JSON report) in llm-fuse-opt and in mlir-opt-22 via the plugin; the
+remarks, JSON report) in llm-fuse-opt and in mlir-opt-22 via the plugin;
+partitioning and outlining (llm-fuse-outline) with fingerprints; the
 NVPTX -> PTX -> cubin toolchain on a hand-written kernel; the GPU probe.
-Not yet: partitioning and outlining, the LLM client and replay set, the
+Not yet: the llm-fuse pass driving partitioning, the LLM client and replay set, the
 kernel builder, GPU verification and swap-in (see README, "What works").
 EOF
