@@ -26,9 +26,11 @@ It prints one line per example:
 
   NAME: values=N abs-sum=S ir-changed=yes|no identical: yes|no
 
-ir-changed says whether the transform changed the small model at all (a
-round trip through the same tool is the reference), so that a no-op
-transform is visible. The exit status is 0 only if every example ran and
+ir-changed says whether the transform changed the small model at all (both
+sides are printed by the same opt with no passes before they are compared),
+so that a no-op transform is visible; bit-identical outputs are required
+either way. With no --transform only the original runs (a sanity check of
+the examples and the pipeline). The exit status is 0 only if every example ran and
 was identical; any failure is reported on stderr with the step that failed.
 
 Examples:
@@ -368,29 +370,32 @@ def make_main(entry, arg_types, result_types, module_text):
 
 
 def insert_into_module(module_text, extra):
-    """Puts extra ops at the end of the printed top-level module."""
-    if not re.search(r"^module\b", module_text, re.M):
-        raise Failure("the IR is not a printed builtin.module")
-    end = module_text.rstrip().rfind("}")
-    return module_text[:end] + extra + module_text[end:]
+    """Puts extra ops at the end of the top-level module: inside an explicit
+    `module { ... }` (as printed by an opt tool), else after the last op of
+    the implicit one."""
+    if re.search(r"^\s*(builtin\.)?module\b", strip_comments(module_text),
+                 re.M):
+        end = module_text.rstrip().rfind("}")
+        return module_text[:end] + extra + module_text[end:]
+    return module_text.rstrip() + "\n" + extra
 
 
 # ------------------------------------------------------------- processes
 
-def run_tool(cmd, step, stdin_text=None, timeout=TOOL_TIMEOUT_S):
+def run_tool(cmd, step, timeout=TOOL_TIMEOUT_S):
     try:
-        p = subprocess.run(cmd, input=stdin_text, capture_output=True,
-                           text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=timeout)
     except FileNotFoundError:
         raise Failure("%s: %s not found" % (step, cmd[0]))
     except subprocess.TimeoutExpired:
         raise Failure("%s: timed out after %d s: %s"
                       % (step, timeout, " ".join(map(shlex.quote, cmd))))
     if p.returncode != 0:
-        err = (p.stderr or p.stdout).strip().splitlines()
-        raise Failure("%s failed (exit %d): %s\n  %s" % (
+        err = (p.stderr or p.stdout).strip().splitlines()[-15:]
+        raise Failure("%s failed (exit %d): %s%s" % (
             step, p.returncode, " ".join(map(shlex.quote, cmd)),
-            "\n  ".join(err[-15:])))
+            "".join("\n  " + e for e in err)))
     return p.stdout
 
 
@@ -477,12 +482,15 @@ def check_example(name, tools, workdir, lower_tosa_first=False):
     ir_changed = None
     if tools.transform:
         out = run_tool(tools.transform + [small_path], "the transform")
-        write(os.path.join(workdir, tag + ".transformed.mlir"), out)
-        # Reference: the same tool with no passes, so that only the
-        # transformation (not the printer) counts as a change.
-        rt = run_tool([tools.transform[0], small_path],
-                      "round trip through the transform tool")
-        ir_changed = rt.strip() != out.strip()
+        if not out.strip():
+            raise Failure("the transform printed nothing: %s" % " ".join(
+                map(shlex.quote, tools.transform + [small_path])))
+        tpath = os.path.join(workdir, tag + ".transformed.mlir")
+        write(tpath, out)
+        # Both sides printed by the same opt with no passes, so that only
+        # the transformation (not the printer) counts as a change.
+        out = run_tool([tools.opt, tpath], "parsing the transformed IR")
+        ir_changed = out != ref
         variants["transformed"] = out
 
     prints = {}
@@ -628,30 +636,37 @@ def main(argv):
                 results[n] = futs[n].result()
             except Failure as e:
                 results[n] = e
+    # One line per example on stdout, each followed by its error (if any)
+    # on stderr; flushed so that 2>&1 keeps them in order.
+    def say(text, stream=sys.stdout):
+        print(text, file=stream, flush=True)
+
     ok = True
     for n in names:
         r = results[n]
         if isinstance(r, Failure):
             ok = False
-            print("%s: FAILED" % n)
-            print("error: %s: %s" % (n, r), file=sys.stderr)
+            say("%s: FAILED" % n)
+            hint = ("" if args.keep else "\n  (rerun with --keep DIR to keep "
+                    "the intermediate files)")
+            say("error: %s: %s%s" % (n, r, hint), sys.stderr)
             continue
         count, abs_sum, changed, identical, detail = r
         if identical is None:
-            print("%s: values=%d abs-sum=%.6g (no transform: ran the original "
-                  "only)" % (n, count, abs_sum))
+            say("%s: values=%d abs-sum=%.6g (no transform: ran the original "
+                "only)" % (n, count, abs_sum))
             continue
-        print("%s: values=%d abs-sum=%.6g ir-changed=%s identical: %s" % (
+        say("%s: values=%d abs-sum=%.6g ir-changed=%s identical: %s" % (
             n, count, abs_sum, "yes" if changed else "no",
             "yes" if identical else "no"))
         if not identical:
             ok = False
-            print("error: %s: original and transformed outputs differ; %s"
-                  % (n, detail), file=sys.stderr)
-    sys.stdout.flush()
-    print("%d example(s) in %.1f s: %s" % (
-        len(names), time.monotonic() - t0, "all identical" if ok and
-        tools.transform else ("ok" if ok else "FAILURES")), file=sys.stderr)
+            say("error: %s: original and transformed outputs differ; %s"
+                % (n, detail), sys.stderr)
+    say("%d example(s) in %.1f s: %s" % (
+        len(names), time.monotonic() - t0,
+        "FAILURES" if not ok else
+        "all identical" if tools.transform else "ok"), sys.stderr)
     if cleanup:
         cleanup.cleanup()
     return 0 if ok else 1
