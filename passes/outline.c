@@ -108,18 +108,6 @@ static void map_free(value_map_t *m) {
 
 /* ---- Group membership tests. ---- */
 
-static MlirOperation ancestor_in(MlirOperation op, MlirBlock block) {
-  while (!mlirOperationIsNull(op)) {
-    MlirBlock b = mlirOperationGetBlock(op);
-    if (mlirBlockIsNull(b))
-      break;
-    if (mlirBlockEqual(b, block))
-      return op;
-    op = mlirOperationGetParentOperation(op);
-  }
-  return (MlirOperation){NULL};
-}
-
 static bool in_members(const lf_group_t *grp, MlirOperation op,
                        bool moved_only) {
   if (mlirOperationIsNull(op))
@@ -143,7 +131,7 @@ static bool defined_in_group(const lf_group_t *grp, MlirBlock body,
       return false; /* a function argument */
     owner = mlirBlockGetParentOperation(b);
   }
-  return in_members(grp, ancestor_in(owner, body), false);
+  return in_members(grp, lf_ancestor_in_block(owner, body), false);
 }
 
 typedef struct input_walk_s {
@@ -239,37 +227,6 @@ static double bytes_of(MlirType t) {
                               : element_bytes(t);
 }
 
-typedef struct arith_count_s {
-  int n;
-} arith_count_t;
-
-static MlirWalkResult arith_count_cb(MlirOperation op, void *user_data) {
-  arith_count_t *c = user_data;
-  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
-  bool arith = s.length > 6 && memcmp(s.data, "arith.", 6) == 0;
-  bool math = s.length > 5 && memcmp(s.data, "math.", 5) == 0;
-  static const char *const skip[] = {"arith.constant", "arith.extf",
-                                     "arith.truncf", "arith.index_cast",
-                                     "arith.bitcast", NULL};
-  for (const char *const *k = skip; *k; ++k)
-    if (s.length == strlen(*k) && memcmp(s.data, *k, s.length) == 0)
-      return MlirWalkResultAdvance;
-  c->n += arith || math;
-  return MlirWalkResultAdvance;
-}
-
-static int body_flops(MlirOperation op) {
-  arith_count_t c = {0};
-  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); ++r) {
-    MlirBlock blk = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
-    for (; !mlirBlockIsNull(blk); blk = mlirBlockGetNextInRegion(blk))
-      for (MlirOperation o = mlirBlockGetFirstOperation(blk);
-           !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
-        mlirOperationWalk(o, arith_count_cb, &c, MlirWalkPreOrder);
-  }
-  return c.n;
-}
-
 /* Iteration domain of a linalg.generic: product of its loop bounds. */
 static double generic_domain(MlirOperation op) {
   MlirAttribute maps =
@@ -311,7 +268,7 @@ static double member_flops(const lf_member_t *m) {
   switch (m->kind) {
   case LF_OPK_CONTRACTION: {
     if (generic)
-      return generic_domain(op) * body_flops(op);
+      return generic_domain(op) * lf_body_arith_ops(op);
     /* Named contractions: A and B operands, out; K from the sizes. */
     if (mlirOperationGetNumOperands(op) < 3 || mlirTypeIsNull(out))
       return 0;
@@ -330,15 +287,15 @@ static double member_flops(const lf_member_t *m) {
   }
   case LF_OPK_REDUCTION:
     if (generic)
-      return generic_domain(op) * body_flops(op);
+      return generic_domain(op) * lf_body_arith_ops(op);
     return elements(mlirValueGetType(mlirOperationGetOperand(op, 0))) *
-           body_flops(op);
+           lf_body_arith_ops(op);
   case LF_OPK_SOFTMAX:
     return 5.0 * elements(out);
   case LF_OPK_ELEMENTWISE: {
     if (generic)
-      return generic_domain(op) * body_flops(op);
-    int f = body_flops(op);
+      return generic_domain(op) * lf_body_arith_ops(op);
+    int f = lf_body_arith_ops(op);
     return elements(out) * (f ? f : 1);
   }
   default:
@@ -412,7 +369,7 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
       MlirValue v = mlirOperationGetResult(op, r);
       for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
            u = mlirOpOperandGetNextUse(u)) {
-        MlirOperation user = ancestor_in(mlirOpOperandGetOwner(u), body);
+        MlirOperation user = lf_ancestor_in_block(mlirOpOperandGetOwner(u), body);
         if (!in_members(grp, user, true)) {
           if ((status = values_add(&outputs, v)))
             goto out;

@@ -176,6 +176,8 @@ static body_scan_t scan_body(MlirOperation op) {
   return b;
 }
 
+int lf_body_arith_ops(MlirOperation op) { return scan_body(op).arith_ops; }
+
 lf_op_kind_t lf_classify_op(MlirOperation op) {
   if (name_is(op, "tensor.empty"))
     return LF_OPK_EMPTY;
@@ -275,8 +277,7 @@ static long node_of(const graph_t *g, MlirOperation op) {
   }
 }
 
-/* The ancestor of `op` that sits directly in `block`, or null. */
-static MlirOperation ancestor_in(MlirOperation op, MlirBlock block) {
+MlirOperation lf_ancestor_in_block(MlirOperation op, MlirBlock block) {
   while (!mlirOperationIsNull(op)) {
     MlirBlock b = mlirOperationGetBlock(op);
     if (mlirBlockIsNull(b))
@@ -292,7 +293,7 @@ static MlirOperation ancestor_in(MlirOperation op, MlirBlock block) {
 static long producer_of(const graph_t *g, MlirValue v) {
   if (!mlirValueIsAOpResult(v))
     return -1;
-  return node_of(g, ancestor_in(mlirOpResultGetOwner(v), g->block));
+  return node_of(g, lf_ancestor_in_block(mlirOpResultGetOwner(v), g->block));
 }
 
 typedef struct dep_walk_s {

@@ -84,6 +84,14 @@ void lf_partition_free(lf_partition_t *partition);
 /// Classifies one op.
 lf_op_kind_t lf_classify_op(MlirOperation op);
 
+/// The ancestor of `op` that sits directly in `block` (`op` itself if it
+/// does), or a null op.
+MlirOperation lf_ancestor_in_block(MlirOperation op, MlirBlock block);
+
+/// Arithmetic/math ops in `op`'s regions (casts and constants not counted):
+/// the per-element cost used for recompute decisions and FLOP counts.
+int lf_body_arith_ops(MlirOperation op);
+
 /// "elementwise", "reduction", ...
 const char *lf_group_class_name(lf_group_class_t group_class);
 
