@@ -178,23 +178,23 @@ static body_scan_t scan_body(MlirOperation op) {
 
 int lf_body_arith_ops(MlirOperation op) { return scan_body(op).arith_ops; }
 
+/* Ops whose kind follows from their name alone. */
+static const struct {
+  const char *name;
+  lf_op_kind_t kind;
+} kind_by_name[] = {
+    {"tensor.empty", LF_OPK_EMPTY},         {"arith.constant", LF_OPK_CONSTANT},
+    {"linalg.reduce", LF_OPK_REDUCTION},    {"linalg.softmax", LF_OPK_SOFTMAX},
+    {"linalg.fill", LF_OPK_FILL},           {"linalg.broadcast", LF_OPK_BROADCAST},
+    {"linalg.transpose", LF_OPK_TRANSPOSE},
+};
+
 lf_op_kind_t lf_classify_op(MlirOperation op) {
-  if (name_is(op, "tensor.empty"))
-    return LF_OPK_EMPTY;
-  if (name_is(op, "arith.constant"))
-    return LF_OPK_CONSTANT;
+  for (size_t i = 0; i < sizeof(kind_by_name) / sizeof(kind_by_name[0]); ++i)
+    if (name_is(op, kind_by_name[i].name))
+      return kind_by_name[i].kind;
   if (name_in(op, contraction_ops))
     return LF_OPK_CONTRACTION;
-  if (name_is(op, "linalg.reduce"))
-    return LF_OPK_REDUCTION;
-  if (name_is(op, "linalg.softmax"))
-    return LF_OPK_SOFTMAX;
-  if (name_is(op, "linalg.fill"))
-    return LF_OPK_FILL;
-  if (name_is(op, "linalg.broadcast"))
-    return LF_OPK_BROADCAST;
-  if (name_is(op, "linalg.transpose"))
-    return LF_OPK_TRANSPOSE;
   if (name_in(op, named_elementwise_ops))
     return LF_OPK_ELEMENTWISE;
   if (name_is(op, "linalg.generic")) {
