@@ -522,20 +522,11 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
     cJSON_AddNumberToObject(j, "flops", flops);
   }
 
-  /* Erase moved members (users first), then free ops nobody uses now. */
+  /* Erase moved members, users first. Cloned members may still be needed
+   * by later groups: the caller erases the unused ones at the end. */
   for (size_t i = grp->num_members; i-- > 0;)
     if (!grp->members[i].recompute)
       mlirOperationDestroy(grp->members[i].op);
-  for (size_t i = grp->num_members; i-- > 0;) {
-    if (!grp->members[i].recompute)
-      continue;
-    MlirOperation op = grp->members[i].op;
-    bool used = false;
-    for (intptr_t r = 0; r < mlirOperationGetNumResults(op) && !used; ++r)
-      used = !mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, r)));
-    if (!used)
-      mlirOperationDestroy(op);
-  }
 
   if (opts->remarks) {
     char msg[512];
@@ -615,9 +606,30 @@ lf_status_t lf_outline_module(MlirOperation module,
         lf_emit_diag(mlirOperationGetLocation(part.left_alone[i].op),
                      LF_DIAG_REMARK, msg);
       }
+    if (lf_log_enabled(LF_LOG_DEBUG))
+      for (size_t i = 0; i < part.num_groups; ++i)
+        for (size_t m = 0; m < part.groups[i].num_members; ++m) {
+          char *n = op_name_dup(part.groups[i].members[m].op);
+          LF_LOG_DEBUG("group %zu (%s) member %zu: %s%s", i,
+                       lf_group_class_name(part.groups[i].group_class), m,
+                       n ? n : "?",
+                       part.groups[i].members[m].recompute ? " (recomputed)"
+                                                           : "");
+          free(n);
+        }
     for (size_t i = 0; i < part.num_groups && !status; ++i)
       status = outline_group(module, symbols, funcs[f], body, &part.groups[i],
                              opts, report_groups, out_count);
+    /* Ops that were only cloned and lost every user: users first. */
+    for (size_t i = part.num_cloned_only; !status && i-- > 0;) {
+      MlirOperation op = part.cloned_only[i];
+      bool used = false;
+      for (intptr_t r = 0; r < mlirOperationGetNumResults(op) && !used; ++r)
+        used = !mlirOpOperandIsNull(
+            mlirValueGetFirstUse(mlirOperationGetResult(op, r)));
+      if (!used)
+        mlirOperationDestroy(op);
+    }
     lf_partition_free(&part);
   }
   mlirSymbolTableDestroy(symbols);

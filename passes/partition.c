@@ -44,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mlir-c/AffineExpr.h"
+#include "mlir-c/AffineMap.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 
@@ -129,6 +131,9 @@ static iter_count_t generic_iterators(MlirOperation op) {
   return c;
 }
 
+/* Every indexing map selects distinct loop dimensions, or the constant 0 (a
+ * size-1 dimension that broadcasts, as tosa-to-linalg emits): the op reads
+ * and writes whole elements, with no windows, strides or skews. */
 static bool generic_maps_are_projections(MlirOperation op) {
   MlirAttribute maps = mlirOperationGetAttributeByName(
       op, mlirStringRefCreateFromCString("indexing_maps"));
@@ -136,24 +141,109 @@ static bool generic_maps_are_projections(MlirOperation op) {
     return false;
   for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(maps); ++i) {
     MlirAttribute m = mlirArrayAttrGetElement(maps, i);
-    if (!mlirAttributeIsAAffineMap(m) ||
-        !mlirAffineMapIsProjectedPermutation(mlirAffineMapAttrGetValue(m)))
+    if (!mlirAttributeIsAAffineMap(m))
       return false;
+    MlirAffineMap map = mlirAffineMapAttrGetValue(m);
+    uint64_t dims_seen = 0;
+    if (mlirAffineMapGetNumDims(map) > 64)
+      return false;
+    for (intptr_t r = 0; r < mlirAffineMapGetNumResults(map); ++r) {
+      MlirAffineExpr e = mlirAffineMapGetResult(map, r);
+      if (mlirAffineExprIsAConstant(e) &&
+          mlirAffineConstantExprGetValue(e) == 0)
+        continue;
+      if (!mlirAffineExprIsADim(e))
+        return false;
+      intptr_t d = mlirAffineDimExprGetPosition(e);
+      if (dims_seen & ((uint64_t)1 << d))
+        return false;
+      dims_seen |= (uint64_t)1 << d;
+    }
   }
   return true;
 }
 
+static void has_reduction_cb(MlirStringRef s, void *user_data) {
+  bool *found = user_data;
+  for (size_t i = 0; i + 9 <= s.length; ++i)
+    if (memcmp(s.data + i, "reduction", 9) == 0)
+      *found = true;
+}
+
+/* Do at least two inputs of generic `op` vary along a reduction loop? Then
+ * the loop contracts them (A[i,k] B[k,j]); otherwise a sum over k of one
+ * input, however scaled, is a reduction. */
+static bool has_contracted_operands(MlirOperation op) {
+  MlirAttribute iters = mlirOperationGetAttributeByName(
+      op, mlirStringRefCreateFromCString("iterator_types"));
+  MlirAttribute maps = mlirOperationGetAttributeByName(
+      op, mlirStringRefCreateFromCString("indexing_maps"));
+  if (mlirAttributeIsNull(iters) || !mlirAttributeIsAArray(iters) ||
+      mlirAttributeIsNull(maps) || !mlirAttributeIsAArray(maps))
+    return false;
+  uint64_t reduction_dims = 0;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(iters) && i < 64; ++i) {
+    bool found = false;
+    mlirAttributePrint(mlirArrayAttrGetElement(iters, i), has_reduction_cb,
+                       &found);
+    if (found)
+      reduction_dims |= (uint64_t)1 << i;
+  }
+  intptr_t inputs = mlirOperationGetNumOperands(op) -
+                    mlirOperationGetNumResults(op);
+  int contracted = 0;
+  for (intptr_t i = 0; i < inputs && i < mlirArrayAttrGetNumElements(maps);
+       ++i) {
+    MlirAffineMap map =
+        mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, i));
+    for (intptr_t r = 0; r < mlirAffineMapGetNumResults(map); ++r) {
+      MlirAffineExpr e = mlirAffineMapGetResult(map, r);
+      if (mlirAffineExprIsADim(e) &&
+          (reduction_dims >> mlirAffineDimExprGetPosition(e)) & 1) {
+        ++contracted;
+        break;
+      }
+    }
+  }
+  return contracted >= 2;
+}
+
 typedef struct body_scan_s {
-  bool has_mul, has_add;
+  MlirBlock body;     /* the op's first block */
+  intptr_t inputs;    /* block arguments below this index are inputs */
+  bool product_of_inputs; /* a mul of two different inputs */
   int arith_ops; /* arithmetic/math ops, casts and constants excluded */
 } body_scan_t;
 
+/* The input block argument `v` is, looking through casts; -1 otherwise. */
+static intptr_t input_arg_of(const body_scan_t *b, MlirValue v) {
+  static const char *const casts[] = {"arith.extf", "arith.truncf",
+                                      "arith.extsi", "arith.extui",
+                                      "arith.sitofp", "arith.uitofp", NULL};
+  for (int depth = 0; depth < 4; ++depth) {
+    if (mlirValueIsABlockArgument(v)) {
+      if (!mlirBlockEqual(mlirBlockArgumentGetOwner(v), b->body))
+        return -1;
+      intptr_t n = mlirBlockArgumentGetArgNumber(v);
+      return n < b->inputs ? n : -1;
+    }
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (!name_in(def, casts))
+      return -1;
+    v = mlirOperationGetOperand(def, 0);
+  }
+  return -1;
+}
+
 static MlirWalkResult scan_body_cb(MlirOperation op, void *user_data) {
   body_scan_t *b = user_data;
-  if (name_is(op, "arith.mulf") || name_is(op, "arith.muli"))
-    b->has_mul = true;
-  if (name_is(op, "arith.addf") || name_is(op, "arith.addi"))
-    b->has_add = true;
+  if ((name_is(op, "arith.mulf") || name_is(op, "arith.muli")) &&
+      !mlirBlockIsNull(b->body)) {
+    intptr_t l = input_arg_of(b, mlirOperationGetOperand(op, 0));
+    intptr_t r = input_arg_of(b, mlirOperationGetOperand(op, 1));
+    if (l >= 0 && r >= 0 && l != r)
+      b->product_of_inputs = true;
+  }
   static const char *const not_counted[] = {
       "arith.constant", "arith.extf", "arith.truncf", "arith.index_cast",
       "arith.bitcast", "arith.sitofp", "arith.uitofp", "arith.fptosi",
@@ -165,7 +255,10 @@ static MlirWalkResult scan_body_cb(MlirOperation op, void *user_data) {
 }
 
 static body_scan_t scan_body(MlirOperation op) {
-  body_scan_t b = {false, false, 0};
+  body_scan_t b = {{NULL}, 0, false, 0};
+  b.inputs = mlirOperationGetNumOperands(op) - mlirOperationGetNumResults(op);
+  if (mlirOperationGetNumRegions(op) > 0)
+    b.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); ++r) {
     MlirBlock blk = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
     for (; !mlirBlockIsNull(blk); blk = mlirBlockGetNextInRegion(blk))
@@ -189,7 +282,34 @@ static const struct {
     {"linalg.transpose", LF_OPK_TRANSPOSE},
 };
 
+/* A reshape that only adds or drops size-1 dimensions: free, the elements
+ * keep their order. Other reshapes are left in place. */
+static bool is_unit_reshape(MlirOperation op) {
+  if (mlirOperationGetNumOperands(op) < 1 ||
+      mlirOperationGetNumResults(op) != 1)
+    return false;
+  MlirType a = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  MlirType b = mlirValueGetType(mlirOperationGetResult(op, 0));
+  if (!mlirTypeIsARankedTensor(a) || !mlirTypeIsARankedTensor(b) ||
+      !mlirShapedTypeHasStaticShape(a) || !mlirShapedTypeHasStaticShape(b))
+    return false;
+  intptr_t i = 0, j = 0, ra = mlirShapedTypeGetRank(a),
+           rb = mlirShapedTypeGetRank(b);
+  for (;;) {
+    while (i < ra && mlirShapedTypeGetDimSize(a, i) == 1)
+      ++i;
+    while (j < rb && mlirShapedTypeGetDimSize(b, j) == 1)
+      ++j;
+    if (i == ra || j == rb)
+      return i == ra && j == rb;
+    if (mlirShapedTypeGetDimSize(a, i++) != mlirShapedTypeGetDimSize(b, j++))
+      return false;
+  }
+}
+
 lf_op_kind_t lf_classify_op(MlirOperation op) {
+  if (name_is(op, "tensor.expand_shape") || name_is(op, "tensor.collapse_shape"))
+    return is_unit_reshape(op) ? LF_OPK_RESHAPE : LF_OPK_OTHER;
   for (size_t i = 0; i < sizeof(kind_by_name) / sizeof(kind_by_name[0]); ++i)
     if (name_is(op, kind_by_name[i].name))
       return kind_by_name[i].kind;
@@ -203,11 +323,13 @@ lf_op_kind_t lf_classify_op(MlirOperation op) {
     iter_count_t it = generic_iterators(op);
     if (it.reduction == 0)
       return LF_OPK_ELEMENTWISE;
-    body_scan_t b = scan_body(op);
-    intptr_t inputs = mlirOperationGetNumOperands(op) -
-                      mlirOperationGetNumResults(op);
-    return (inputs >= 2 && b.has_mul && b.has_add) ? LF_OPK_CONTRACTION
-                                                   : LF_OPK_REDUCTION;
+    /* A contraction multiplies two different inputs and sums the
+     * products (matmul written as a generic); a reduction of one input's
+     * square, or of an input scaled by another row value, is a
+     * reduction. */
+    return scan_body(op).product_of_inputs && has_contracted_operands(op)
+               ? LF_OPK_CONTRACTION
+               : LF_OPK_REDUCTION;
   }
   if ((name_has_prefix(op, "arith.") || name_has_prefix(op, "math.")) &&
       has_tensor_result(op))
@@ -242,7 +364,7 @@ typedef struct node_s {
   size_t *users;  /* consumers in this block */
   size_t num_users, cap_users;
   MlirType shape; /* type of result 0 if a ranked tensor, else null */
-  MlirType input_shape; /* reductions/softmax: type of input 0 */
+  MlirType input_shape; /* reductions/softmax/transposes: type of input 0 */
 } node_t;
 
 typedef struct graph_s {
@@ -361,7 +483,8 @@ static lf_status_t graph_build(graph_t *g, MlirBlock block) {
     if (mlirOperationGetNumResults(o) > 0)
       nd->shape = ranked_tensor_or_null(
           mlirValueGetType(mlirOperationGetResult(o, 0)));
-    if ((nd->kind == LF_OPK_REDUCTION || nd->kind == LF_OPK_SOFTMAX) &&
+    if ((nd->kind == LF_OPK_REDUCTION || nd->kind == LF_OPK_SOFTMAX ||
+         nd->kind == LF_OPK_TRANSPOSE) &&
         mlirOperationGetNumOperands(o) > 0)
       nd->input_shape = ranked_tensor_or_null(
           mlirValueGetType(mlirOperationGetOperand(o, 0)));
@@ -406,12 +529,18 @@ static void graph_free(graph_t *g) {
 
 typedef struct building_s {
   lf_group_t *groups;
+  size_t *roots; /* per group: the node it grew from */
   size_t num_groups, cap_groups;
   size_t cap_members; /* of the group being built */
 } building_t;
 
 static bool is_free_kind(lf_op_kind_t k) {
   return k == LF_OPK_EMPTY || k == LF_OPK_CONSTANT;
+}
+
+/* Ops that cost nothing at run time and do not count against the cap. */
+static bool is_uncounted_kind(lf_op_kind_t k) {
+  return is_free_kind(k) || k == LF_OPK_RESHAPE;
 }
 
 static bool member_has(const lf_group_t *grp, size_t node, const graph_t *g) {
@@ -424,7 +553,7 @@ static bool member_has(const lf_group_t *grp, size_t node, const graph_t *g) {
 static size_t counted_members(const lf_group_t *grp) {
   size_t n = 0;
   for (size_t i = 0; i < grp->num_members; ++i)
-    n += !is_free_kind(grp->members[i].kind);
+    n += !is_uncounted_kind(grp->members[i].kind);
   return n;
 }
 
@@ -517,7 +646,7 @@ static lf_status_t try_add(graph_t *g, building_t *b, int gid, size_t x,
   node_t *nd = &g->nodes[x];
   if (member_has(grp, x, g))
     return LF_OK;
-  if (!is_free_kind(nd->kind) && counted_members(grp) >= max_ops)
+  if (!is_uncounted_kind(nd->kind) && counted_members(grp) >= max_ops)
     return LF_OK;
   LF_RETURN_IF_ERROR(push_member(grp, &b->cap_members, nd, recompute));
   if (!recompute)
@@ -547,6 +676,41 @@ static bool same_shape(MlirType a, MlirType b) {
   return true;
 }
 
+/* Equal once size-1 dimensions are dropped: [4096] and [4096, 1], or
+ * [1, 4096, 768] and [4096, 768], index the same elements in the same
+ * order. */
+static bool same_shape_mod_units(MlirType a, MlirType b) {
+  if (mlirTypeIsNull(a) || mlirTypeIsNull(b))
+    return false;
+  intptr_t i = 0, j = 0, ra = mlirShapedTypeGetRank(a),
+           rb = mlirShapedTypeGetRank(b);
+  for (;;) {
+    while (i < ra && mlirShapedTypeGetDimSize(a, i) == 1)
+      ++i;
+    while (j < rb && mlirShapedTypeGetDimSize(b, j) == 1)
+      ++j;
+    if (i == ra || j == rb)
+      return i == ra && j == rb;
+    if (mlirShapedTypeGetDimSize(a, i++) != mlirShapedTypeGetDimSize(b, j++))
+      return false;
+  }
+}
+
+/* `small` broadcasts to `big`: same rank, each dimension equal or 1. */
+static bool broadcasts_to(MlirType small, MlirType big) {
+  if (mlirTypeIsNull(small) || mlirTypeIsNull(big))
+    return false;
+  intptr_t r = mlirShapedTypeGetRank(small);
+  if (r != mlirShapedTypeGetRank(big))
+    return false;
+  for (intptr_t i = 0; i < r; ++i) {
+    int64_t d = mlirShapedTypeGetDimSize(small, i);
+    if (d != 1 && d != mlirShapedTypeGetDimSize(big, i))
+      return false;
+  }
+  return true;
+}
+
 typedef struct domain_s {
   MlirType out;   /* group output shape */
   MlirType input; /* reduction input shape (reduction-like groups) */
@@ -554,8 +718,22 @@ typedef struct domain_s {
 } domain_t;
 
 static bool in_domain(const domain_t *dom, MlirType t) {
-  return same_shape(dom->out, t) ||
-         (dom->reduction_like && same_shape(dom->input, t));
+  return same_shape_mod_units(dom->out, t) ||
+         (dom->reduction_like && same_shape_mod_units(dom->input, t));
+}
+
+/* A smaller operand that broadcasts into the domain (a bias, a row
+ * statistic): recomputed per element, so only fused when cheap. */
+static bool broadcasts_into_domain(const domain_t *dom, MlirType t) {
+  return broadcasts_to(t, dom->out) ||
+         (dom->reduction_like && broadcasts_to(t, dom->input));
+}
+
+static int count_kind(const lf_group_t *grp, lf_op_kind_t kind) {
+  int n = 0;
+  for (size_t i = 0; i < grp->num_members; ++i)
+    n += grp->members[i].kind == kind;
+  return n;
 }
 
 /* Few body ops and inputs: recomputing it costs little. */
@@ -578,6 +756,24 @@ static bool all_users_in(const graph_t *g, const node_t *nd, int gid,
         !member_has(grp, nd->users[u], g))
       return false;
   return true;
+}
+
+/* A member recomputed because it had users outside the group keeps its
+ * place only while it still has them: once the group holds every user, it
+ * moves in. */
+static void settle_recomputed(graph_t *g, building_t *b, int gid) {
+  lf_group_t *grp = &b->groups[gid];
+  for (size_t m = 0; m < grp->num_members; ++m) {
+    lf_member_t *mem = &grp->members[m];
+    long mi = node_of(g, mem->op);
+    if (!mem->recompute || is_free_kind(mem->kind) || mi < 0 ||
+        g->nodes[mi].group >= 0 || !g->nodes[mi].num_users)
+      continue;
+    if (all_users_in(g, &g->nodes[mi], gid, grp)) {
+      mem->recompute = false;
+      g->nodes[mi].group = gid;
+    }
+  }
 }
 
 /* Grows group `gid` to a fixed point by rules 2 and 3. */
@@ -608,14 +804,31 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
           break;
         case LF_OPK_FILL:
         case LF_OPK_BROADCAST:
+        case LF_OPK_RESHAPE:
           ok = true;
           recompute = !sole;
           break;
         case LF_OPK_ELEMENTWISE:
-        case LF_OPK_TRANSPOSE:
-          ok = mem.kind != LF_OPK_CONTRACTION && in_domain(dom, nx->shape) &&
-               (sole || is_cheap(nx));
+          ok = mem.kind != LF_OPK_CONTRACTION &&
+               ((in_domain(dom, nx->shape) && (sole || is_cheap(nx))) ||
+                (broadcasts_into_domain(dom, nx->shape) && is_cheap(nx)));
           recompute = !sole;
+          break;
+        case LF_OPK_TRANSPOSE:
+          /* Into a contraction's operand a transpose is only a layout:
+           * the kernel reads the operand strided. */
+          ok = mem.kind == LF_OPK_CONTRACTION
+                   ? sole
+                   : in_domain(dom, nx->shape) && (sole || is_cheap(nx));
+          recompute = !sole;
+          break;
+        case LF_OPK_CONTRACTION:
+          /* A second GEMM of the same output shape feeding the epilogue
+           * (SwiGLU's silu(x Wg) * (x Wu)): one dual-GEMM group. */
+          ok = !chain_only && mem.kind == LF_OPK_ELEMENTWISE &&
+               !dom->reduction_like && sole &&
+               same_shape(nx->shape, dom->out) &&
+               count_kind(&b->groups[gid], LF_OPK_CONTRACTION) == 1;
           break;
         default:
           break;
@@ -635,8 +848,12 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
         if (nx->group >= 0 || member_has(&b->groups[gid], x, g))
           continue;
         bool ok = false;
-        if (nx->kind == LF_OPK_ELEMENTWISE || nx->kind == LF_OPK_TRANSPOSE)
+        if (nx->kind == LF_OPK_ELEMENTWISE || nx->kind == LF_OPK_BROADCAST)
           ok = in_domain(dom, nx->shape);
+        else if (nx->kind == LF_OPK_TRANSPOSE)
+          ok = in_domain(dom, nx->input_shape);
+        else if (nx->kind == LF_OPK_RESHAPE)
+          ok = true;
         else if (!chain_only && dom->reduction_like &&
                  nx->kind == LF_OPK_REDUCTION)
           ok = same_shape(dom->input, nx->input_shape) &&
@@ -649,21 +866,160 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
       }
     }
   }
+  settle_recomputed(g, b, gid);
   return LF_OK;
 }
 
-static lf_status_t new_group(building_t *b, int *out_gid) {
+static lf_status_t new_group(building_t *b, size_t root, int *out_gid) {
   if (b->num_groups == b->cap_groups) {
     size_t n = b->cap_groups ? 2 * b->cap_groups : 4;
     lf_group_t *p = realloc(b->groups, n * sizeof(*p));
     if (!p)
       return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
     b->groups = p;
+    size_t *r = realloc(b->roots, n * sizeof(*r));
+    if (!r)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    b->roots = r;
     b->cap_groups = n;
   }
   memset(&b->groups[b->num_groups], 0, sizeof(lf_group_t));
+  b->roots[b->num_groups] = root;
   b->cap_members = 0;
   *out_gid = (int)b->num_groups++;
+  return LF_OK;
+}
+
+/* ---- Rule 5: attention. ---- */
+
+/* Appends the members of group `src` to `dst` and points moved nodes at
+ * `dst`. Ops already in `dst` are not duplicated; an op moved by either
+ * group stays moved. `src` is left as it was (the caller empties it). */
+static lf_status_t merge_groups(graph_t *g, building_t *b, int dst, int src) {
+  lf_group_t *from = &b->groups[src];
+  size_t cap = b->groups[dst].num_members; /* realloc on every push: rare */
+  for (size_t m = 0; m < from->num_members; ++m) {
+    lf_member_t mem = from->members[m];
+    long mi = node_of(g, mem.op);
+    lf_group_t *to = &b->groups[dst];
+    bool dup = false;
+    for (size_t k = 0; k < to->num_members; ++k)
+      if (mlirOperationEqual(to->members[k].op, mem.op)) {
+        to->members[k].recompute &= mem.recompute;
+        dup = true;
+      }
+    if (!dup) {
+      if (to->num_members == cap) {
+        size_t n = cap ? 2 * cap : 8;
+        lf_member_t *p = realloc(to->members, n * sizeof(*p));
+        if (!p)
+          return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+        to->members = p;
+        cap = n;
+      }
+      to->members[to->num_members++] = mem;
+    }
+    if (mi >= 0 && !mem.recompute)
+      g->nodes[mi].group = dst;
+  }
+  return LF_OK;
+}
+
+/* With `producers`: the group of a contraction feeding a member of `self`
+ * whose output has `shape`, if that group grew from a contraction.
+ * Otherwise: the group whose root contraction reads a member of `self`.
+ * -1 if none. */
+static int neighbour_group(graph_t *g, building_t *b, int self,
+                           bool producers, MlirType shape) {
+  const lf_group_t *grp = &b->groups[self];
+  for (size_t m = 0; m < grp->num_members; ++m) {
+    long mi = node_of(g, grp->members[m].op);
+    if (mi < 0 || grp->members[m].recompute)
+      continue;
+    node_t *nm = &g->nodes[mi];
+    size_t n = producers ? nm->num_deps : nm->num_users;
+    for (size_t k = 0; k < n; ++k) {
+      node_t *nx = &g->nodes[producers ? nm->deps[k] : nm->users[k]];
+      if (nx->group < 0 || nx->group == self ||
+          g->nodes[b->roots[nx->group]].kind != LF_OPK_CONTRACTION)
+        continue;
+      /* Producer side: the scores GEMM, its output the row domain.
+       * Consumer side: the value GEMM, reading the probabilities. */
+      if (producers ? same_shape(nx->shape, shape)
+                    : (size_t)(nx - g->nodes) == b->roots[nx->group])
+        return nx->group;
+    }
+  }
+  return -1;
+}
+
+/* Are the results of these members used only by group `gid`? */
+static bool used_only_by(const graph_t *g, const lf_member_t *members,
+                         size_t n, int gid) {
+  for (size_t m = 0; m < n; ++m) {
+    long mi = node_of(g, members[m].op);
+    if (mi < 0 || members[m].recompute)
+      continue;
+    const node_t *nd = &g->nodes[mi];
+    for (size_t u = 0; u < nd->num_users; ++u)
+      if (g->nodes[nd->users[u]].group != gid)
+        return false;
+  }
+  return true;
+}
+
+/* Rule 5: a contraction group whose output is the row domain of a
+ * reduction or softmax group, which in turn feeds the root contraction of
+ * a third group (QK^T, softmax, PV), becomes one attention-like group,
+ * provided the scores and probabilities are used by nothing else: they
+ * then never leave the kernel (flash attention). A GEMM, a LayerNorm and
+ * the next GEMM have the same shape of graph, but the first GEMM's output
+ * is also the residual: they stay three groups. */
+static lf_status_t merge_attention(graph_t *g, building_t *b, size_t max_ops) {
+  for (size_t r = 0; r < b->num_groups; ++r) {
+    node_t *root = &g->nodes[b->roots[r]];
+    if ((root->kind != LF_OPK_REDUCTION && root->kind != LF_OPK_SOFTMAX) ||
+        !b->groups[r].num_members)
+      continue;
+    int a = neighbour_group(g, b, (int)r, true, root->input_shape);
+    int c = neighbour_group(g, b, (int)r, false, (MlirType){NULL});
+    if (a < 0 || c < 0 || a == c)
+      continue;
+    if (counted_members(&b->groups[a]) + counted_members(&b->groups[r]) +
+            counted_members(&b->groups[c]) > max_ops)
+      continue;
+    size_t old_len = b->groups[a].num_members;
+    lf_member_t *saved = malloc(old_len * sizeof(*saved));
+    if (!saved)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    memcpy(saved, b->groups[a].members, old_len * sizeof(*saved));
+    lf_status_t status = merge_groups(g, b, a, (int)r);
+    if (!status)
+      status = merge_groups(g, b, a, c);
+    bool legal = !status && used_only_by(g, saved, old_len, a) &&
+                 used_only_by(g, b->groups[r].members,
+                              b->groups[r].num_members, a) &&
+                 !group_has_cycle(g, a, b);
+    if (!legal) {
+      b->groups[a].num_members = old_len;
+      memcpy(b->groups[a].members, saved, old_len * sizeof(*saved));
+      free(saved);
+      for (int src = 0; src < 2; ++src) {
+        int gid = src ? c : (int)r;
+        const lf_group_t *grp = &b->groups[gid];
+        for (size_t m = 0; m < grp->num_members; ++m) {
+          long mi = node_of(g, grp->members[m].op);
+          if (mi >= 0 && !grp->members[m].recompute)
+            g->nodes[mi].group = gid;
+        }
+      }
+      LF_RETURN_IF_ERROR(status);
+      continue;
+    }
+    free(saved);
+    b->groups[r].num_members = 0;
+    b->groups[c].num_members = 0;
+  }
   return LF_OK;
 }
 
@@ -753,7 +1109,7 @@ lf_status_t lf_partition_block(MlirBlock block,
         continue;
       int gid;
       bool added;
-      if ((status = new_group(&b, &gid)) ||
+      if ((status = new_group(&b, i, &gid)) ||
           (status = try_add(&g, &b, gid, i, false, max_ops, &added)))
         goto out;
       domain_t dom = {nd->shape, nd->input_shape,
@@ -763,14 +1119,19 @@ lf_status_t lf_partition_block(MlirBlock block,
     }
   }
 
-  /* Rule 4: the remaining elementwise chains. */
+  /* Rule 5: attention. */
+  if ((status = merge_attention(&g, &b, max_ops)))
+    goto out;
+
+  /* Rule 4: the remaining elementwise (and transpose) chains. */
   for (size_t i = 0; i < g.num_nodes; ++i) {
     node_t *nd = &g.nodes[i];
-    if ((nd->kind != LF_OPK_ELEMENTWISE) || nd->group >= 0)
+    if ((nd->kind != LF_OPK_ELEMENTWISE && nd->kind != LF_OPK_TRANSPOSE) ||
+        nd->group >= 0)
       continue;
     int gid;
     bool added;
-    if ((status = new_group(&b, &gid)) ||
+    if ((status = new_group(&b, i, &gid)) ||
         (status = try_add(&g, &b, gid, i, false, max_ops, &added)))
       goto out;
     domain_t dom = {nd->shape, {NULL}, false};
@@ -778,10 +1139,40 @@ lf_status_t lf_partition_block(MlirBlock block,
       goto out;
   }
 
+  /* Drop the groups rule 5 emptied; order and classify the rest. */
+  size_t kept = 0;
   for (size_t i = 0; i < b.num_groups; ++i) {
-    sort_members(&b.groups[i]);
-    b.groups[i].group_class = classify_group(&b.groups[i]);
+    if (!b.groups[i].num_members) {
+      free(b.groups[i].members);
+      continue;
+    }
+    b.groups[kept] = b.groups[i];
+    sort_members(&b.groups[kept]);
+    b.groups[kept].group_class = classify_group(&b.groups[kept]);
+    ++kept;
   }
+  b.num_groups = kept;
+
+  /* Ops only ever cloned: the outliner may erase them afterwards. */
+  ++g.stamp;
+  for (size_t i = 0; i < b.num_groups; ++i)
+    for (size_t m = 0; m < b.groups[i].num_members; ++m) {
+      long mi = node_of(&g, b.groups[i].members[m].op);
+      if (mi < 0 || g.nodes[mi].group >= 0 || g.seen[mi] == g.stamp)
+        continue;
+      g.seen[mi] = g.stamp;
+      ++out->num_cloned_only;
+    }
+  out->cloned_only = calloc(out->num_cloned_only + 1, sizeof(MlirOperation));
+  if (!out->cloned_only) {
+    status = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    goto out;
+  }
+  out->num_cloned_only = 0;
+  for (size_t i = 0; i < g.num_nodes; ++i)
+    if (g.seen[i] == g.stamp)
+      out->cloned_only[out->num_cloned_only++] = g.nodes[i].op;
+
   out->groups = b.groups;
   out->num_groups = b.num_groups;
   b.groups = NULL;
@@ -792,6 +1183,7 @@ out:
       free(b.groups[i].members);
     free(b.groups);
   }
+  free(b.roots);
   graph_free(&g);
   if (status)
     lf_partition_free(out);
@@ -807,5 +1199,6 @@ void lf_partition_free(lf_partition_t *p) {
   for (size_t i = 0; i < p->num_left_alone; ++i)
     free(p->left_alone[i].reason);
   free(p->left_alone);
+  free(p->cloned_only);
   memset(p, 0, sizeof(*p));
 }

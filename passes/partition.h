@@ -29,6 +29,7 @@ typedef enum lf_op_kind_e {
   LF_OPK_TRANSPOSE,   /* linalg.transpose */
   LF_OPK_EMPTY,       /* tensor.empty: free, cloned where needed */
   LF_OPK_CONSTANT,    /* arith.constant: free, cloned where needed */
+  LF_OPK_RESHAPE,     /* expand/collapse_shape adding or dropping unit dims */
 } lf_op_kind_t;
 
 /// What a group computes; recorded on the outlined function.
@@ -64,6 +65,10 @@ typedef struct lf_left_alone_s {
 typedef struct lf_partition_s {
   lf_group_t *groups;
   size_t num_groups;
+  /* Ops cloned into groups but moved by none, in block order: the outliner
+   * erases those left without users once every group is outlined. */
+  MlirOperation *cloned_only;
+  size_t num_cloned_only;
   lf_left_alone_t *left_alone;
   size_t num_left_alone;
 } lf_partition_t;
