@@ -10,32 +10,56 @@
  * Rule 0  Classify every op (lf_classify_op). Ops with a dynamic shape are
  *         left alone with a remark: only static shapes are fused for now
  *         (the kernel contract and verification need concrete sizes). Ops
- *         the partitioner does not understand are left alone with a remark.
+ *         the partitioner does not understand (windowed/strided indexing,
+ *         reshapes that move non-unit dimensions, slices, anything outside
+ *         linalg/tensor/arith/math) are left alone with a remark.
+ *         A linalg.generic with reduction loops is a contraction only when
+ *         it multiplies two different inputs that both vary along a
+ *         reduction loop (A[i,k] B[k,j]); sum(x*x) or sum((x-mu)^2) is a
+ *         reduction.
  * Rule 1  Roots, in block order: contractions, then softmax, then
  *         reductions each start a group.
  * Rule 2  Producers fuse into a group when they feed a member:
  *         - tensor.empty and constants always (they are free; cloned);
- *         - linalg.fill and linalg.broadcast always (cheap; recomputed if
- *           they have users outside the group);
- *         - elementwise/transpose producers whose iteration space equals
- *           the group's (its output shape, or a reduction's input shape),
- *           but never into the operands of a contraction itself (that
- *           would turn the GEMM's operand loads into recomputation);
- *           a producer with users outside the group is recomputed only
- *           when cheap (few body ops, few inputs), otherwise left out.
- * Rule 3  Consumers fuse as epilogues: elementwise users whose iteration
- *         space equals the group's output, or for reduction/softmax
- *         groups also the reduction's input (normalize-by-row patterns);
- *         reductions over the same input domain with the same result shape
- *         join reduction groups (softmax as max/exp/sum/div, LayerNorm's
- *         mean and variance: one pass over the row).
- * Rule 4  Elementwise ops not in any group form chains of their own
- *         (connected through same-shape producers and consumers).
+ *         - linalg.fill, linalg.broadcast and unit-dim reshapes always
+ *           (cheap; recomputed if they have users outside the group);
+ *         - elementwise producers whose iteration space is the group's
+ *           (its output shape, or a reduction's input shape; size-1
+ *           dimensions ignored), or a smaller space that broadcasts into
+ *           it when they are cheap; never into the operands of a
+ *           contraction itself (that would turn the GEMM's operand loads
+ *           into recomputation); a producer with users outside the group
+ *           is recomputed only when cheap (few body ops, few inputs),
+ *           otherwise left out;
+ *         - a transpose feeding a contraction operand when the group is
+ *           its only user (a layout: the kernel reads the operand
+ *           strided), or an elementwise member like any elementwise op;
+ *         - a second contraction with the same output shape feeding the
+ *           epilogue (SwiGLU: silu(x Wg) * (x Wu)): a dual-GEMM group.
+ * Rule 3  Consumers fuse as epilogues: elementwise and broadcast users
+ *         whose iteration space equals the group's output, or for
+ *         reduction/softmax groups also the reduction's input
+ *         (normalize-by-row patterns); transposes of such a value; unit-dim
+ *         reshapes; reductions over the same input domain with the same
+ *         result shape join reduction groups (softmax as max/exp/sum/div,
+ *         LayerNorm's mean and variance: one kernel over the row).
+ *         A recomputed producer whose users all ended up in the group
+ *         moves in.
+ * Rule 5  Attention (applied after rules 1-3, before rule 4): a contraction
+ *         group whose output is the row domain of a reduction/softmax
+ *         group that feeds the root contraction of a third group (QK^T,
+ *         softmax, PV) merges into one attention-like group, if the scores
+ *         and probabilities have no other users (they never leave the
+ *         kernel) and no cycle forms.
+ * Rule 4  Elementwise ops and transposes not in any group form chains of
+ *         their own (connected through same-shape producers and
+ *         consumers).
  * Legality, checked for every addition:
  *         - no cycle may form: no op outside the group (or another group,
  *           seen as the single call it will become) may both depend on
  *           the group and feed it;
- *         - a group holds at most max-group-ops ops (free ops not counted).
+ *         - a group holds at most max-group-ops ops (free ops and unit
+ *           reshapes not counted); an op that would exceed it stays out.
  */
 #include "passes/partition.h"
 
