@@ -72,6 +72,7 @@
 #include "mlir-c/AffineMap.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "base/strbuf.h"
 
 /* ---- Op classification. ---- */
 
@@ -130,6 +131,41 @@ static bool has_dynamic_shape(MlirOperation op) {
     if (type_is_dynamic_tensor(mlirValueGetType(mlirOperationGetOperand(op, i))))
       return true;
   return false;
+}
+
+/* Element types the kernel path handles: f16, bf16, f32, f64 and integers
+ * up to 64 bits. */
+static bool element_type_supported(MlirType t) {
+  if (!mlirTypeIsATensor(t))
+    return true;
+  MlirType e = mlirShapedTypeGetElementType(t);
+  return mlirTypeIsAF16(e) || mlirTypeIsABF16(e) || mlirTypeIsAF32(e) ||
+         mlirTypeIsAF64(e) ||
+         (mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) <= 64);
+}
+
+static void print_cb(MlirStringRef s, void *user_data) {
+  lf_strbuf_t *buf = user_data;
+  lf_status_free(lf_strbuf_append(buf, s.data, s.length));
+}
+
+/* The first tensor operand/result type with an unsupported element type,
+ * printed into `out` (empty if none). */
+static void unsupported_type(MlirOperation op, lf_strbuf_t *out) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, i));
+    if (!element_type_supported(t)) {
+      mlirTypePrint(t, print_cb, out);
+      return;
+    }
+  }
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+    if (!element_type_supported(t)) {
+      mlirTypePrint(t, print_cb, out);
+      return;
+    }
+  }
 }
 
 typedef struct iter_count_s {
@@ -1115,10 +1151,32 @@ lf_status_t lf_partition_block(MlirBlock block,
       status = left_alone(out, &cap_left, nd->op,
                           "dynamic shape: not fused (only static shapes are "
                           "partitioned for now)");
-    } else if (nd->kind == LF_OPK_OTHER && has_tensor_result(nd->op)) {
-      status = left_alone(out, &cap_left, nd->op,
-                          "op not handled by the partitioner: left in place");
+      if (status)
+        goto out;
+      continue;
     }
+    lf_strbuf_t type = {0};
+    lf_strbuf_init(&type, 256);
+    if (nd->kind != LF_OPK_OTHER && !is_free_kind(nd->kind))
+      unsupported_type(nd->op, &type);
+    if (lf_strbuf_len(&type)) {
+      nd->kind = LF_OPK_OTHER;
+      char msg[400];
+      snprintf(msg, sizeof(msg),
+               "unsupported element type in %s (kernels handle f16, bf16, "
+               "f32, f64 and integers up to 64 bits): left in place",
+               lf_strbuf_cstr(&type));
+      status = left_alone(out, &cap_left, nd->op, msg);
+    } else if (nd->kind == LF_OPK_OTHER && has_tensor_result(nd->op)) {
+      MlirIdentifier name = mlirOperationGetName(nd->op);
+      status = left_alone(
+          out, &cap_left, nd->op,
+          mlirContextIsRegisteredOperation(mlirOperationGetContext(nd->op),
+                                           mlirIdentifierStr(name))
+              ? "op not handled by the partitioner: left in place"
+              : "unregistered op: left in place");
+    }
+    lf_strbuf_free(&type);
     if (status)
       goto out;
   }
