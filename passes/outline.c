@@ -327,6 +327,64 @@ static cJSON *operand_json(MlirValue v) {
   return j;
 }
 
+/* ---- Placing the call. ---- */
+
+typedef struct taint_walk_s {
+  const values_t *tainted;
+  bool hit;
+} taint_walk_t;
+
+static MlirWalkResult taint_walk_cb(MlirOperation op, void *user_data) {
+  taint_walk_t *w = user_data;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
+    if (values_find(w->tainted, mlirOperationGetOperand(op, i)) >= 0) {
+      w->hit = true;
+      return MlirWalkResultInterrupt;
+    }
+  return MlirWalkResultAdvance;
+}
+
+/* The call stands where the group's last moved member was, so ops between
+ * the group's first and last members that use its results (directly or
+ * through each other) must follow it. They cannot feed the group (the
+ * partitioner rejects cycles), so moving them down, in order, keeps every
+ * use dominated. */
+static lf_status_t move_users_below(const lf_group_t *grp, MlirOperation call,
+                                    const values_t *outputs) {
+  /* Earlier groups may have moved members down: find the first by the
+   * block's current order. */
+  MlirOperation first = {NULL};
+  for (size_t i = 0; i < grp->num_members; ++i)
+    if (!grp->members[i].recompute &&
+        (mlirOperationIsNull(first) ||
+         mlirOperationIsBeforeInBlock(grp->members[i].op, first)))
+      first = grp->members[i].op;
+  if (mlirOperationIsNull(first))
+    return LF_OK;
+  values_t tainted = {0};
+  lf_status_t status = LF_OK;
+  for (size_t i = 0; i < outputs->n && !status; ++i)
+    status = values_add(&tainted, outputs->v[i]);
+  MlirOperation anchor = call;
+  for (MlirOperation op = mlirOperationGetNextInBlock(first);
+       !status && !mlirOperationIsNull(op) && !mlirOperationEqual(op, call);) {
+    MlirOperation next = mlirOperationGetNextInBlock(op);
+    if (!in_members(grp, op, true)) {
+      taint_walk_t w = {&tainted, false};
+      mlirOperationWalk(op, taint_walk_cb, &w, MlirWalkPreOrder);
+      if (w.hit) {
+        for (intptr_t r = 0; r < mlirOperationGetNumResults(op) && !status; ++r)
+          status = values_add(&tainted, mlirOperationGetResult(op, r));
+        mlirOperationMoveAfter(op, anchor);
+        anchor = op;
+      }
+    }
+    op = next;
+  }
+  free(tainted.v);
+  return status;
+}
+
 /* ---- Outlining one group. ---- */
 
 static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
@@ -364,7 +422,10 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
     if (grp->members[i].recompute)
       continue;
     MlirOperation op = grp->members[i].op;
-    last = op;
+    /* By the block's current order: outlining earlier groups may have
+     * moved members down (move_users_below). */
+    if (mlirOperationIsNull(last) || mlirOperationIsBeforeInBlock(last, op))
+      last = op;
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       MlirValue v = mlirOperationGetResult(op, r);
       for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
@@ -477,6 +538,8 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
   mlirOperationStateAddResults(&cs, (intptr_t)outputs.n, out_types);
   MlirOperation call = mlirOperationCreate(&cs);
   mlirBlockInsertOwnedOperationAfter(body, last, call);
+  if ((status = move_users_below(grp, call, &outputs)))
+    goto out;
   for (size_t i = 0; i < outputs.n; ++i)
     mlirValueReplaceAllUsesOfWith(outputs.v[i],
                                   mlirOperationGetResult(call, (intptr_t)i));

@@ -437,6 +437,7 @@ typedef struct graph_s {
   size_t cap;
   /* DFS scratch */
   unsigned *seen;
+  size_t *stack;
   unsigned stamp;
 } graph_t;
 
@@ -532,7 +533,8 @@ static lf_status_t graph_build(graph_t *g, MlirBlock block) {
   g->keys = calloc(g->cap, sizeof(*g->keys));
   g->vals = calloc(g->cap, sizeof(*g->vals));
   g->seen = calloc(n ? n : 1, sizeof(*g->seen));
-  if (!g->nodes || !g->keys || !g->vals || !g->seen)
+  g->stack = calloc(n + 1, sizeof(*g->stack));
+  if (!g->nodes || !g->keys || !g->vals || !g->seen || !g->stack)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   for (MlirOperation o = mlirBlockGetFirstOperation(block);
        !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
@@ -583,6 +585,7 @@ static void graph_free(graph_t *g) {
   free(g->keys);
   free(g->vals);
   free(g->seen);
+  free(g->stack);
 }
 
 /* ---- Groups under construction. ---- */
@@ -590,6 +593,10 @@ static void graph_free(graph_t *g) {
 typedef struct building_s {
   lf_group_t *groups;
   size_t *roots; /* per group: the node it grew from */
+  /* per group: first and last node (block position) it moved; an empty
+   * group has lo > hi */
+  size_t *lo, *hi;
+  unsigned *seen; /* per group, against graph_t.stamp */
   size_t num_groups, cap_groups;
   size_t cap_members; /* of the group being built */
 } building_t;
@@ -617,56 +624,55 @@ static size_t counted_members(const lf_group_t *grp) {
   return n;
 }
 
-/* Does `start` (outside group `gid`) depend on group `gid`? Other groups
- * count as the single call op they will become: depending on any of their
- * members means depending on all their inputs. */
-static bool reaches_group(graph_t *g, size_t start, int gid,
-                          const building_t *b) {
-  size_t *stack = malloc((g->num_nodes + 1) * sizeof(*stack));
-  if (!stack)
-    return true; /* be conservative */
-  size_t top = 0;
-  bool found = false;
-  ++g->stamp;
-  stack[top++] = start;
-  g->seen[start] = g->stamp;
-  while (top && !found) {
-    size_t x = stack[--top];
-    node_t *nx = &g->nodes[x];
-    if (nx->group == gid) {
-      found = true;
-      break;
-    }
-    if (nx->group >= 0) {
-      /* Expand every member of that group. */
-      const lf_group_t *other = &b->groups[nx->group];
-      for (size_t m = 0; m < other->num_members; ++m) {
-        long mi = node_of(g, other->members[m].op);
-        if (mi < 0 || other->members[m].recompute)
-          continue;
-        node_t *nm = &g->nodes[mi];
-        for (size_t d = 0; d < nm->num_deps; ++d)
-          if (g->seen[nm->deps[d]] != g->stamp) {
-            g->seen[nm->deps[d]] = g->stamp;
-            stack[top++] = nm->deps[d];
-          }
-      }
+/* Recomputes the block span of group `gid`'s moved members. Node indices
+ * are block positions. */
+static void refresh_span(const graph_t *g, building_t *b, int gid) {
+  const lf_group_t *grp = &b->groups[gid];
+  b->lo[gid] = SIZE_MAX;
+  b->hi[gid] = 0;
+  for (size_t m = 0; m < grp->num_members; ++m) {
+    long mi = node_of(g, grp->members[m].op);
+    if (mi < 0 || g->nodes[mi].group != gid)
       continue;
-    }
-    for (size_t d = 0; d < nx->num_deps; ++d)
-      if (g->seen[nx->deps[d]] != g->stamp) {
-        g->seen[nx->deps[d]] = g->stamp;
-        stack[top++] = nx->deps[d];
+    if ((size_t)mi < b->lo[gid])
+      b->lo[gid] = (size_t)mi;
+    if ((size_t)mi > b->hi[gid])
+      b->hi[gid] = (size_t)mi;
+  }
+}
+
+/* The position below which nothing can depend on group `gid`. Plain
+ * dependences point backwards, so below the group's first member only a
+ * jump through another group (seen as the one call it becomes, depending
+ * on all its members' inputs) could climb back up; so the floor drops to
+ * the start of every group that spans it, until none does. */
+static size_t search_floor(const building_t *b, int gid) {
+  size_t floor = b->lo[gid];
+  bool lowered = true;
+  while (lowered) {
+    lowered = false;
+    for (size_t y = 0; y < b->num_groups; ++y)
+      if ((int)y != gid && b->lo[y] <= b->hi[y] && b->lo[y] < floor &&
+          b->hi[y] > floor) {
+        floor = b->lo[y];
+        lowered = true;
       }
   }
-  free(stack);
-  return found;
+  return floor;
 }
 
 /* Would group `gid` be part of a cycle? True when some op that feeds a
- * member from outside depends on the group itself. */
-static bool group_has_cycle(graph_t *g, int gid, const building_t *b) {
+ * member from outside depends on the group itself. One backward search
+ * from all those ops together, never below the search floor; other groups
+ * count as the single call op they will become: depending on any of their
+ * members means depending on all their inputs. */
+static bool group_has_cycle(graph_t *g, int gid, building_t *b) {
   const lf_group_t *grp = &b->groups[gid];
+  if (b->lo[gid] > b->hi[gid])
+    return false; /* nothing moved: nothing can depend on it */
+  size_t floor = search_floor(b, gid);
+  size_t top = 0;
+  ++g->stamp;
   for (size_t m = 0; m < grp->num_members; ++m) {
     long mi = node_of(g, grp->members[m].op);
     if (mi < 0)
@@ -674,11 +680,42 @@ static bool group_has_cycle(graph_t *g, int gid, const building_t *b) {
     node_t *nm = &g->nodes[mi];
     for (size_t d = 0; d < nm->num_deps; ++d) {
       size_t dep = nm->deps[d];
-      if (g->nodes[dep].group == gid || member_has(grp, dep, g))
+      if (g->nodes[dep].group == gid || dep < floor ||
+          g->seen[dep] == g->stamp)
         continue;
-      if (reaches_group(g, dep, gid, b))
-        return true;
+      g->seen[dep] = g->stamp;
+      g->stack[top++] = dep;
     }
+  }
+  while (top) {
+    size_t x = g->stack[--top];
+    node_t *nx = &g->nodes[x];
+    if (nx->group == gid)
+      return true;
+    if (nx->group >= 0) {
+      /* Expand every member of that group, once per search. */
+      if (b->seen[nx->group] == g->stamp)
+        continue;
+      b->seen[nx->group] = g->stamp;
+      const lf_group_t *other = &b->groups[nx->group];
+      for (size_t m = 0; m < other->num_members; ++m) {
+        long mi = node_of(g, other->members[m].op);
+        if (mi < 0 || other->members[m].recompute)
+          continue;
+        node_t *nm = &g->nodes[mi];
+        for (size_t d = 0; d < nm->num_deps; ++d)
+          if (nm->deps[d] >= floor && g->seen[nm->deps[d]] != g->stamp) {
+            g->seen[nm->deps[d]] = g->stamp;
+            g->stack[top++] = nm->deps[d];
+          }
+      }
+      continue;
+    }
+    for (size_t d = 0; d < nx->num_deps; ++d)
+      if (nx->deps[d] >= floor && g->seen[nx->deps[d]] != g->stamp) {
+        g->seen[nx->deps[d]] = g->stamp;
+        g->stack[top++] = nx->deps[d];
+      }
   }
   return false;
 }
@@ -709,12 +746,20 @@ static lf_status_t try_add(graph_t *g, building_t *b, int gid, size_t x,
   if (!is_uncounted_kind(nd->kind) && counted_members(grp) >= max_ops)
     return LF_OK;
   LF_RETURN_IF_ERROR(push_member(grp, &b->cap_members, nd, recompute));
-  if (!recompute)
+  size_t lo = b->lo[gid], hi = b->hi[gid];
+  if (!recompute) {
     nd->group = gid;
+    if (x < b->lo[gid])
+      b->lo[gid] = x;
+    if (x > b->hi[gid])
+      b->hi[gid] = x;
+  }
   if (group_has_cycle(g, gid, b)) {
     --grp->num_members;
     if (!recompute)
       nd->group = -1;
+    b->lo[gid] = lo;
+    b->hi[gid] = hi;
     return LF_OK;
   }
   *added = true;
@@ -809,11 +854,11 @@ static bool is_cheap(const node_t *nd) {
   return body.arith_ops <= 2 && inputs <= 2;
 }
 
-static bool all_users_in(const graph_t *g, const node_t *nd, int gid,
-                         const lf_group_t *grp) {
+/* Are all users of `nd` moved into group `gid`? A user merely cloned into
+ * the group does not count: its original stays and still reads `nd`. */
+static bool all_users_in(const graph_t *g, const node_t *nd, int gid) {
   for (size_t u = 0; u < nd->num_users; ++u)
-    if (g->nodes[nd->users[u]].group != gid &&
-        !member_has(grp, nd->users[u], g))
+    if (g->nodes[nd->users[u]].group != gid)
       return false;
   return true;
 }
@@ -829,11 +874,12 @@ static void settle_recomputed(graph_t *g, building_t *b, int gid) {
     if (!mem->recompute || is_free_kind(mem->kind) || mi < 0 ||
         g->nodes[mi].group >= 0 || !g->nodes[mi].num_users)
       continue;
-    if (all_users_in(g, &g->nodes[mi], gid, grp)) {
+    if (all_users_in(g, &g->nodes[mi], gid)) {
       mem->recompute = false;
       g->nodes[mi].group = gid;
     }
   }
+  refresh_span(g, b, gid);
 }
 
 /* Grows group `gid` to a fixed point by rules 2 and 3. */
@@ -855,7 +901,7 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
         if (nx->group >= 0 || member_has(&b->groups[gid], x, g))
           continue;
         bool ok = false, recompute = false;
-        bool sole = all_users_in(g, nx, gid, &b->groups[gid]);
+        bool sole = all_users_in(g, nx, gid);
         switch (nx->kind) {
         case LF_OPK_EMPTY:
         case LF_OPK_CONSTANT:
@@ -941,8 +987,23 @@ static lf_status_t new_group(building_t *b, size_t root, int *out_gid) {
     if (!r)
       return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
     b->roots = r;
+    size_t *lo = realloc(b->lo, n * sizeof(*lo));
+    if (!lo)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    b->lo = lo;
+    size_t *hi = realloc(b->hi, n * sizeof(*hi));
+    if (!hi)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    b->hi = hi;
+    unsigned *seen = realloc(b->seen, n * sizeof(*seen));
+    if (!seen)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    b->seen = seen;
     b->cap_groups = n;
   }
+  b->lo[b->num_groups] = SIZE_MAX;
+  b->hi[b->num_groups] = 0;
+  b->seen[b->num_groups] = 0;
   memset(&b->groups[b->num_groups], 0, sizeof(lf_group_t));
   b->roots[b->num_groups] = root;
   b->cap_members = 0;
@@ -1056,6 +1117,10 @@ static lf_status_t merge_attention(graph_t *g, building_t *b, size_t max_ops) {
     lf_status_t status = merge_groups(g, b, a, (int)r);
     if (!status)
       status = merge_groups(g, b, a, c);
+    /* While merged, r and c own nothing. */
+    refresh_span(g, b, a);
+    refresh_span(g, b, (int)r);
+    refresh_span(g, b, c);
     bool legal = !status && used_only_by(g, saved, old_len, a) &&
                  used_only_by(g, b->groups[r].members,
                               b->groups[r].num_members, a) &&
@@ -1072,7 +1137,9 @@ static lf_status_t merge_attention(graph_t *g, building_t *b, size_t max_ops) {
           if (mi >= 0 && !grp->members[m].recompute)
             g->nodes[mi].group = gid;
         }
+        refresh_span(g, b, gid);
       }
+      refresh_span(g, b, a);
       LF_RETURN_IF_ERROR(status);
       continue;
     }
@@ -1266,6 +1333,9 @@ out:
     free(b.groups);
   }
   free(b.roots);
+  free(b.lo);
+  free(b.hi);
+  free(b.seen);
   graph_free(&g);
   if (status)
     lf_partition_free(out);
