@@ -1,0 +1,179 @@
+/* http_client.h - an OpenAI-compatible chat-completions client.
+ *
+ * POSTs {base_url}/chat/completions over libcurl and reads
+ * choices[0].message.content from the reply, so it works with OpenAI, vLLM,
+ * llama.cpp's server and Ollama (all of which serve /v1/chat/completions;
+ * the base URL includes the /v1). Requests run in batches on one curl multi
+ * handle with at most max_concurrency in flight; each request has its own
+ * retry state, and a request waiting out a backoff never holds a slot or
+ * blocks the others.
+ *
+ * Safety rules, all enforced here rather than left to callers:
+ *  - the API key is read from the environment only (the variable named by
+ *    api_key_env), sent as "Authorization: Bearer", and never logged, never
+ *    put in a status message (server text is scrubbed of it);
+ *  - TLS verification is always on; https is required except to loopback
+ *    (127.0.0.0/8, ::1, localhost) unless allow_insecure_http is set;
+ *    redirects are followed to https URLs only, at most max_redirects times;
+ *  - every response is capped at max_response_bytes while it is received;
+ *  - retries (exponential backoff with jitter, or the server's Retry-After
+ *    / retry-after-ms within a cap) happen on 408, 409, 429, 5xx, timeouts
+ *    and dropped connections (curl 28, 52, 55, 56, 18, 16, 92), never on
+ *    other 4xx, on a 429 whose error code is insufficient_quota, on a
+ *    refused connection or an unresolvable host. A request takes at most
+ *    max_attempts * total_timeout_ms plus its waits.
+ *
+ * Redirects keep the POST body (CURLOPT_POSTREDIR); libcurl drops the
+ * Authorization header when a redirect leads to another host.
+ *
+ * A client is used from one thread at a time.
+ */
+#ifndef LF_LLM_CLIENT_HTTP_CLIENT_H
+#define LF_LLM_CLIENT_HTTP_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// What became of one attempt of one request.
+typedef enum lf_llm_attempt_outcome_e {
+  LF_LLM_ATTEMPT_OK = 0, /* the request succeeded with this attempt */
+  LF_LLM_ATTEMPT_RETRY,  /* failed; another attempt follows after wait_ms */
+  LF_LLM_ATTEMPT_FAILED, /* failed; the request gives up with this status */
+} lf_llm_attempt_outcome_t;
+
+/// One attempt, as reported to the attempt hook. Every pointer is borrowed
+/// and valid only during the hook call. Never contains the API key.
+typedef struct lf_llm_attempt_s {
+  size_t request_index; /* index in the batch */
+  const char *tag;      /* the request's tag, or "" */
+  int attempt;          /* 1-based */
+  lf_llm_attempt_outcome_t outcome;
+  long http_code;               /* 0 when no HTTP response arrived */
+  lf_status_code_t status_code; /* LF_STATUS_OK for a success */
+  const char *message;          /* why it failed; "" for a success */
+  long elapsed_ms;              /* duration of this attempt */
+  long wait_ms;                 /* delay before the next; 0 unless RETRY */
+} lf_llm_attempt_t;
+
+/// Called on the batch's thread after every attempt, in completion order.
+typedef void (*lf_llm_attempt_hook_t)(const lf_llm_attempt_t *attempt,
+                                      void *user);
+
+/// Client settings. Fill with lf_llm_client_options_init(), then override.
+/// Strings are borrowed during lf_llm_client_create() only (it copies them).
+typedef struct lf_llm_client_options_s {
+  const char *base_url;     /* required, e.g. "https://api.openai.com/v1" */
+  const char *model;        /* required unless every request names one */
+  const char *api_key_env;  /* variable holding the key; "OPENAI_API_KEY" */
+  double temperature;       /* sent when >= 0; default 0.2 */
+  int max_tokens;           /* sent as max_tokens when > 0; default 0 (omit) */
+  bool allow_insecure_http; /* permit http:// to non-loopback hosts */
+
+  long connect_timeout_ms;   /* default 10000 */
+  long total_timeout_ms;     /* per attempt; default 600000 */
+  long low_speed_limit_bps;  /* abort below this many bytes/s ... */
+  long low_speed_time_s;     /* ... for this long; default 1 B/s for 300 s.
+                                Counts the time the server spends before its
+                                first byte (replies are not streamed). */
+  size_t max_response_bytes; /* default 8 MiB; enforced while receiving */
+  int max_redirects;         /* https-only redirects; default 3 */
+
+  int max_attempts;        /* first try plus retries; default 5 */
+  long backoff_base_ms;    /* first backoff; default 1000 */
+  long backoff_max_ms;     /* cap of the exponential backoff; 30000 */
+  long retry_after_max_ms; /* cap on Retry-After / retry-after-ms; 60000 */
+  uint64_t jitter_seed;    /* 0: seeded from the clock; else reproducible */
+
+  int max_concurrency; /* requests in flight at once; default 8 */
+
+  lf_llm_attempt_hook_t on_attempt; /* optional */
+  void *on_attempt_user;
+} lf_llm_client_options_t;
+
+/// One chat message; both strings borrowed for the duration of a batch.
+typedef struct lf_llm_message_s {
+  const char *role; /* "system", "user", "assistant" */
+  const char *content;
+} lf_llm_message_t;
+
+/// One chat request; everything borrowed for the duration of a batch.
+typedef struct lf_llm_request_s {
+  const lf_llm_message_t *messages; /* at least one */
+  size_t message_count;
+  const char *model; /* NULL: the client's model */
+  const char *tag;   /* label for logs and the hook (e.g. a fingerprint) */
+} lf_llm_request_t;
+
+/// Token counts, when the server reported them.
+typedef struct lf_llm_usage_s {
+  bool present; /* false when the reply had no usage object */
+  long prompt_tokens;
+  long completion_tokens;
+} lf_llm_usage_t;
+
+/// The outcome of one request. Owned by the caller; release the members
+/// with lf_llm_result_clear().
+typedef struct lf_llm_result_s {
+  lf_status_t status;  /* NULL on success; else owned, the final error */
+  long http_code;      /* of the last attempt; 0 if none got a response */
+  char *content;       /* choices[0].message.content; NULL on failure */
+  char *finish_reason; /* e.g. "stop", "length"; NULL when absent */
+  lf_llm_usage_t usage;
+  int attempts;    /* attempts made; 0 if refused before sending */
+  long elapsed_ms; /* first attempt's start to the end, waits included */
+} lf_llm_result_t;
+
+/// Opaque client.
+typedef struct lf_llm_client_s lf_llm_client_t;
+
+/// Fills `options` with the defaults listed above; base_url and model NULL.
+void lf_llm_client_options_init(lf_llm_client_options_t *options);
+
+/// Validates `options`, reads the key from the environment and makes a
+/// client; no network I/O happens here. INVALID_ARGUMENT for a bad option or
+/// URL; FAILED_PRECONDITION for plain http to a non-loopback host without
+/// allow_insecure_http, or for a non-loopback endpoint whose key variable is
+/// unset or empty (a loopback server may go without a key: no Authorization
+/// header is sent then). On success `*out_client` is owned by the caller
+/// (lf_llm_client_destroy); on failure it is NULL.
+lf_status_t lf_llm_client_create(const lf_llm_client_options_t *options,
+                                 lf_llm_client_t **out_client);
+
+/// Frees the client and wipes its copy of the key. Accepts NULL.
+void lf_llm_client_destroy(lf_llm_client_t *client);
+
+/// The endpoint the client POSTs to ({base_url}/chat/completions), borrowed.
+const char *lf_llm_client_endpoint(const lf_llm_client_t *client);
+
+/// Runs `count` requests, at most max_concurrency at a time, and fills
+/// `results[i]` for `requests[i]` (any previous contents are overwritten,
+/// not freed). Returns non-OK only when the batch itself could not run (bad
+/// arguments, curl multi failure, out of memory); per-request failures are
+/// in results[i].status. A non-OK return still leaves every result
+/// initialized with a status, so lf_llm_result_clear() is always safe.
+lf_status_t lf_llm_client_run_batch(lf_llm_client_t *client,
+                                    const lf_llm_request_t *requests,
+                                    size_t count, lf_llm_result_t *results);
+
+/// One request: a batch of one. Returns the request's status and hands it
+/// to the caller (result->status is left NULL, so there is one owner);
+/// the other members of `result` are filled as by run_batch.
+lf_status_t lf_llm_client_complete(lf_llm_client_t *client,
+                                   const lf_llm_request_t *request,
+                                   lf_llm_result_t *result);
+
+/// Frees the members of `result` and zeroes it. Accepts NULL.
+void lf_llm_result_clear(lf_llm_result_t *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LF_LLM_CLIENT_HTTP_CLIENT_H */
