@@ -1,0 +1,846 @@
+/* contract.c - the kernel contract checker (docs/kernel-contract.md).
+ *
+ * Walks a parsed and verified reply with the MLIR C API and reports every
+ * broken rule as an error "[rule] message" at the offending op, so the
+ * repair prompt points at a line of the reply. The rule names here are the
+ * section names of the contract document; keep the two in step.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builder/internal.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+
+/* Emitted violations stop here; later ones are still counted. */
+#define MAX_REPORTED 40
+
+/* Shared-memory limits per block (bytes), opt-in maximum. */
+#define SMEM_LIMIT_SM80 (163u * 1024u)
+#define SMEM_LIMIT_SM90 (227u * 1024u)
+
+#define ATTR_DYNAMIC_SMEM "llm_fuse.dynamic_shared_memory"
+#define MAX_KERNEL_NAME 128
+
+static MlirStringRef str(const char *s) {
+  return mlirStringRefCreateFromCString(s);
+}
+
+static void append_cb(MlirStringRef s, void *user_data) {
+  lf_status_free(lf_strbuf_append(user_data, s.data, s.length));
+}
+
+/* Prints a type into `out` (cut to fit). */
+static void type_text(MlirType t, char *out, size_t size) {
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 4096);
+  mlirTypePrint(t, append_cb, &b);
+  snprintf(out, size, "%s", lf_strbuf_cstr(&b));
+  lf_strbuf_free(&b);
+}
+
+static void attr_text(MlirAttribute a, char *out, size_t size) {
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 4096);
+  mlirAttributePrint(a, append_cb, &b);
+  snprintf(out, size, "%s", lf_strbuf_cstr(&b));
+  lf_strbuf_free(&b);
+}
+
+static void op_name(MlirOperation op, char *out, size_t size) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  snprintf(out, size, "%.*s", (int)s.length, s.data);
+}
+
+static bool starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* ---- Expected signature -------------------------------------------------- */
+
+void lf_signature_free(lf_signature_t *sig) {
+  if (!sig)
+    return;
+  size_t n = sig->num_inputs + sig->num_results;
+  for (size_t i = 0; sig->texts && i < n; ++i)
+    free(sig->texts[i]);
+  free(sig->texts);
+  free(sig->types);
+  free(sig->pointer);
+  memset(sig, 0, sizeof(*sig));
+}
+
+static bool is_scalar(MlirType t) {
+  return mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) ||
+         (mlirTypeIsAFloat(t) && mlirFloatTypeGetWidth(t) <= 64);
+}
+
+/* The kernel argument for one subgraph operand: a static ranked tensor
+ * becomes an identity-layout memref of the same shape in the default
+ * (global) memory space; a scalar stays a scalar. */
+static lf_status_t kernel_arg_type(MlirType t, MlirType *out, bool *pointer) {
+  if (is_scalar(t)) {
+    *out = t;
+    *pointer = false;
+    return LF_OK;
+  }
+  if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
+      !is_scalar(mlirShapedTypeGetElementType(t)))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "only static ranked tensors of int/float/index and such "
+                     "scalars are supported");
+  intptr_t rank = mlirShapedTypeGetRank(t);
+  int64_t shape[64];
+  if (rank > 64)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "rank %ld is too high",
+                     (long)rank);
+  for (intptr_t i = 0; i < rank; ++i)
+    shape[i] = mlirShapedTypeGetDimSize(t, i);
+  *out = mlirMemRefTypeContiguousGet(mlirShapedTypeGetElementType(t), rank,
+                                     shape, mlirAttributeGetNull());
+  *pointer = true;
+  return LF_OK;
+}
+
+static MlirLogicalResult swallow_diag(MlirDiagnostic d, void *user_data) {
+  (void)d;
+  (void)user_data;
+  return mlirLogicalResultSuccess();
+}
+
+lf_status_t lf_signature_parse(MlirContext ctx, const char *text,
+                               lf_signature_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!text || !*text)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "no signature given");
+  /* Parse errors of the caller's signature are not the reply's: keep them
+   * out of the reply's diagnostics. */
+  MlirDiagnosticHandlerID id =
+      mlirContextAttachDiagnosticHandler(ctx, swallow_diag, NULL, NULL);
+  MlirType ft = mlirTypeParseGet(ctx, str(text));
+  mlirContextDetachDiagnosticHandler(ctx, id);
+  if (mlirTypeIsNull(ft) || !mlirTypeIsAFunction(ft))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "signature '%.200s' is not a function type such as "
+                     "'(tensor<4xf32>) -> tensor<4xf32>'",
+                     text);
+  size_t ni = (size_t)mlirFunctionTypeGetNumInputs(ft);
+  size_t nr = (size_t)mlirFunctionTypeGetNumResults(ft);
+  if (nr == 0)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "signature '%.200s' has no results", text);
+  size_t n = ni + nr;
+  out->num_inputs = ni;
+  out->num_results = nr;
+  out->types = calloc(n, sizeof(*out->types));
+  out->texts = calloc(n, sizeof(*out->texts));
+  out->pointer = calloc(n, sizeof(*out->pointer));
+  if (!out->types || !out->texts || !out->pointer) {
+    lf_signature_free(out);
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    MlirType t = i < ni ? mlirFunctionTypeGetInput(ft, (intptr_t)i)
+                        : mlirFunctionTypeGetResult(ft, (intptr_t)(i - ni));
+    lf_status_t s = kernel_arg_type(t, &out->types[i], &out->pointer[i]);
+    char buf[1024];
+    if (!s && !out->pointer[i] && i >= ni)
+      s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                    "scalar results are not supported");
+    if (s) {
+      type_text(t, buf, sizeof(buf));
+      lf_signature_free(out);
+      return lf_status_annotate(s, "signature %s #%zu (%s)",
+                                i < ni ? "input" : "result",
+                                i < ni ? i : i - ni, buf);
+    }
+    type_text(out->types[i], buf, sizeof(buf));
+    out->texts[i] = strdup(buf);
+    if (!out->texts[i]) {
+      lf_signature_free(out);
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+  }
+  return LF_OK;
+}
+
+/* ---- Violations ---------------------------------------------------------- */
+
+typedef struct checker_s {
+  lf_contract_info_t *info;
+  const lf_signature_t *sig;
+  const char *chip;
+  bool allow_inline_asm;
+  bool uses_dynamic_smem;
+  MlirOperation first_dynamic_smem;
+} checker_t;
+
+static void violation(lf_contract_info_t *info, MlirLocation loc,
+                      const char *rule, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void violation(lf_contract_info_t *info, MlirLocation loc,
+                      const char *rule, const char *fmt, ...) {
+  if (info->violations == 0)
+    snprintf(info->first_rule, sizeof(info->first_rule), "%s", rule);
+  if (info->violations++ >= MAX_REPORTED)
+    return;
+  ++info->reported;
+  char msg[768];
+  int n = snprintf(msg, sizeof(msg), "[%s] ", rule);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+  va_end(ap);
+  mlirEmitError(loc, msg);
+}
+
+/* ---- Memory spaces and types --------------------------------------------- */
+
+static bool is_workgroup_space(MlirAttribute space) {
+  if (mlirAttributeIsNull(space))
+    return false;
+  if (mlirAttributeIsAInteger(space))
+    return mlirIntegerAttrGetValueInt(space) == 3;
+  char text[128];
+  attr_text(space, text, sizeof(text));
+  return strcmp(text, "#gpu.address_space<workgroup>") == 0 ||
+         strcmp(text, "#gpu<address_space workgroup>") == 0;
+}
+
+static bool is_workgroup_memref(MlirType t) {
+  return mlirTypeIsAMemRef(t) &&
+         is_workgroup_space(mlirMemRefTypeGetMemorySpace(t));
+}
+
+/* Checks one type: no tensors, no floats wider than 64 bits. */
+static void check_type(checker_t *c, MlirOperation op, MlirType t) {
+  char name[96], text[256];
+  if (mlirTypeIsATensor(t)) {
+    op_name(op, name, sizeof(name));
+    type_text(t, text, sizeof(text));
+    violation(c->info, mlirOperationGetLocation(op), "buffers-only",
+              "'%s' uses the tensor type %s; a kernel works on its memref "
+              "arguments, registers and shared memory only",
+              name, text);
+    return;
+  }
+  MlirType e = mlirTypeIsAShaped(t) ? mlirShapedTypeGetElementType(t) : t;
+  if (mlirTypeIsAFloat(e) && mlirFloatTypeGetWidth(e) > 64) {
+    op_name(op, name, sizeof(name));
+    type_text(t, text, sizeof(text));
+    violation(c->info, mlirOperationGetLocation(op), "types",
+              "'%s' uses %s: floats wider than 64 bits (f80, f128) have no "
+              "NVPTX support",
+              name, text);
+  }
+}
+
+/* ---- Rules per op -------------------------------------------------------- */
+
+static const char *const allowed_dialects[] = {
+    "gpu",   "scf",    "cf",    "arith", "math", "memref", "vector", "nvvm",
+    "nvgpu", "affine", "index", "ub",    "func", "llvm",   NULL};
+
+/* The llvm dialect is allowed only for the values nvvm ops produce and
+ * consume (structs of wgmma/mma results). */
+static const char *const llvm_allowed[] = {
+    "llvm.mlir.constant",  "llvm.mlir.undef",
+    "llvm.mlir.poison",    "llvm.mlir.zero",
+    "llvm.extractvalue",   "llvm.insertvalue",
+    "llvm.extractelement", "llvm.insertelement",
+    "llvm.bitcast",        NULL};
+
+static const char *const host_ops[] = {"gpu.launch",
+                                       "gpu.launch_func",
+                                       "gpu.alloc",
+                                       "gpu.dealloc",
+                                       "gpu.memcpy",
+                                       "gpu.memset",
+                                       "gpu.wait",
+                                       "gpu.host_register",
+                                       "gpu.host_unregister",
+                                       "gpu.binary",
+                                       "gpu.set_default_device",
+                                       "gpu.set_csr_pointers",
+                                       "gpu.module",
+                                       "nvgpu.tma.create.descriptor",
+                                       NULL};
+
+static const char *const host_prefixes[] = {
+    "gpu.create_", "gpu.destroy_", "gpu.spmv", "gpu.spmm",
+    "gpu.sddmm",   "gpu.spgemm",   NULL};
+
+static bool in_list(const char *name, const char *const *list) {
+  for (; *list; ++list)
+    if (strcmp(name, *list) == 0)
+      return true;
+  return false;
+}
+
+static bool has_prefix_in(const char *name, const char *const *list) {
+  for (; *list; ++list)
+    if (starts_with(name, *list))
+      return true;
+  return false;
+}
+
+/* Ops that need sm_90a (architecture-specific Hopper features). */
+static bool needs_sm90a(const char *name) {
+  return starts_with(name, "nvvm.wgmma") ||
+         starts_with(name, "nvgpu.warpgroup") ||
+         starts_with(name, "nvvm.setmaxregister");
+}
+
+static void check_global(checker_t *c, MlirOperation op) {
+  MlirAttribute type_attr = mlirOperationGetAttributeByName(op, str("type"));
+  MlirAttribute constant = mlirOperationGetAttributeByName(op, str("constant"));
+  MlirAttribute sym = mlirOperationGetAttributeByName(op, str("sym_name"));
+  MlirStringRef name =
+      mlirAttributeIsNull(sym) ? str("?") : mlirStringAttrGetValue(sym);
+  bool shared = !mlirAttributeIsNull(type_attr) &&
+                is_workgroup_memref(mlirTypeAttrGetValue(type_attr));
+  if (mlirAttributeIsNull(constant) && !shared)
+    violation(c->info, mlirOperationGetLocation(op), "global-state",
+              "memref.global @%.*s is mutable and lives in global memory: it "
+              "would keep state across launches (and races between blocks); "
+              "use the output buffers, registers or shared memory, or mark "
+              "read-only tables 'constant'",
+              (int)name.length, name.data);
+}
+
+static MlirWalkResult check_op(MlirOperation op, void *user_data) {
+  checker_t *c = user_data;
+  char name[128];
+  op_name(op, name, sizeof(name));
+  MlirLocation loc = mlirOperationGetLocation(op);
+
+  /* Types of results and of block arguments in the op's regions. */
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
+    check_type(c, op, mlirValueGetType(mlirOperationGetResult(op, i)));
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); ++r)
+    for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+         !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
+      for (intptr_t a = 0; a < mlirBlockGetNumArguments(b); ++a)
+        check_type(c, op, mlirValueGetType(mlirBlockGetArgument(b, a)));
+
+  if (needs_sm90a(name))
+    c->info->needs_sm90a = true;
+
+  char dialect[32];
+  const char *dot = strchr(name, '.');
+  snprintf(dialect, sizeof(dialect), "%.*s",
+           dot ? (int)(dot - name) : (int)strlen(name), name);
+
+  if (strcmp(name, "gpu.module") == 0 &&
+      mlirOperationEqual(op, c->info->gpu_module))
+    return MlirWalkResultAdvance;
+  if (strcmp(name, "gpu.printf") == 0 || strcmp(name, "vector.print") == 0) {
+    violation(c->info, loc, "no-printf",
+              "'%s' is not allowed: device printf goes through an external "
+              "vprintf call and floods the output; a kernel communicates only "
+              "through its output buffers",
+              name);
+  } else if (strcmp(name, "cf.assert") == 0) {
+    violation(c->info, loc, "no-trap",
+              "'cf.assert' is not allowed: a failed device assert traps and "
+              "leaves the CUDA context unusable; handle the case in code");
+  } else if (in_list(name, host_ops) || has_prefix_in(name, host_prefixes)) {
+    violation(c->info, loc, "host-op",
+              "'%s' is a host-side op; the reply holds device code only (one "
+              "gpu.module), and llm-fuse launches the kernel itself",
+              name);
+  } else if (strcmp(name, "memref.alloc") == 0 ||
+             strcmp(name, "memref.realloc") == 0 ||
+             strcmp(name, "memref.dealloc") == 0) {
+    violation(c->info, loc, "no-heap",
+              "'%s' is not allowed: it becomes device malloc/free, which is "
+              "slow, can fail and can leak; use memref.alloca (registers), "
+              "workgroup attributions or dynamic shared memory",
+              name);
+  } else if (strcmp(name, "llvm.inline_asm") == 0 ||
+             strcmp(name, "nvvm.inline_ptx") == 0) {
+    if (!c->allow_inline_asm)
+      violation(c->info, loc, "no-inline-asm",
+                "'%s' is not allowed: inline assembly cannot be checked; use "
+                "the nvvm and nvgpu ops for special instructions",
+                name);
+  } else if (strcmp(name, "llvm.inttoptr") == 0 ||
+             strcmp(name, "llvm.ptrtoint") == 0 ||
+             strcmp(name, "llvm.addrspacecast") == 0 ||
+             strcmp(name, "builtin.unrealized_conversion_cast") == 0) {
+    violation(c->info, loc, "no-pointer-cast",
+              "'%s' is not allowed: casts between pointers, integers and "
+              "memrefs can forge addresses outside the kernel's buffers; "
+              "index memrefs with memref/vector/nvgpu ops",
+              name);
+  } else if (strcmp(name, "memref.extract_aligned_pointer_as_index") == 0) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
+    if (!is_workgroup_memref(t))
+      violation(c->info, loc, "no-pointer-cast",
+                "'%s' is allowed on shared (workgroup) memrefs only, e.g. to "
+                "build wgmma descriptors; global addresses must not become "
+                "integers",
+                name);
+  } else if (strcmp(name, "memref.global") == 0) {
+    check_global(c, op);
+  } else if (strcmp(name, "llvm.mlir.global") == 0) {
+    violation(c->info, loc, "global-state",
+              "'llvm.mlir.global' is not allowed; declare shared memory with "
+              "workgroup attributions, a workgroup memref.global or "
+              "gpu.dynamic_shared_memory, and read-only tables with a "
+              "'constant' memref.global");
+  } else if (strcmp(name, "llvm.call") == 0 ||
+             strcmp(name, "llvm.call_intrinsic") == 0 ||
+             strcmp(name, "llvm.invoke") == 0) {
+    violation(c->info, loc, "no-external-call",
+              "'%s' is not allowed: call only func.func helpers defined in "
+              "the same gpu.module",
+              name);
+  } else if (strcmp(name, "func.call_indirect") == 0 ||
+             strcmp(name, "func.constant") == 0) {
+    violation(c->info, loc, "no-external-call",
+              "'%s' is not allowed: indirect calls cannot be checked; call "
+              "helpers by name with func.call",
+              name);
+  } else if (strcmp(name, "func.func") == 0) {
+    MlirRegion body = mlirOperationGetRegion(op, 0);
+    if (mlirBlockIsNull(mlirRegionGetFirstBlock(body))) {
+      MlirAttribute sym = mlirOperationGetAttributeByName(op, str("sym_name"));
+      MlirStringRef s =
+          mlirAttributeIsNull(sym) ? str("?") : mlirStringAttrGetValue(sym);
+      violation(c->info, loc, "no-external-call",
+                "func.func @%.*s is a declaration without a body: a kernel "
+                "may call only helpers defined in the same gpu.module",
+                (int)s.length, s.data);
+    }
+  } else if (strcmp(dialect, "llvm") == 0) {
+    if (!in_list(name, llvm_allowed))
+      violation(c->info, loc, "dialects",
+                "'%s' is not allowed: from the llvm dialect only constants, "
+                "undef/poison/zero, insert/extractvalue, insert/extractelement "
+                "and bitcast may be used (for nvvm ops' struct results); "
+                "write the rest with arith, memref and vector ops",
+                name);
+  } else if (strcmp(dialect, "builtin") == 0) {
+    violation(c->info, loc, "single-module",
+              "'%s' is not allowed inside the gpu.module", name);
+  } else if (!in_list(dialect, allowed_dialects)) {
+    violation(c->info, loc, "dialects",
+              "'%s' is from the '%s' dialect, which a kernel may not use; "
+              "allowed: gpu, scf, cf, arith, math, memref, vector, nvvm, "
+              "nvgpu, affine, index, ub, func (helpers), a few llvm value ops",
+              name, dialect);
+  } else if (strcmp(name, "gpu.dynamic_shared_memory") == 0) {
+    if (!c->uses_dynamic_smem)
+      c->first_dynamic_smem = op;
+    c->uses_dynamic_smem = true;
+  }
+  return MlirWalkResultAdvance;
+}
+
+/* ---- Kernel-level rules -------------------------------------------------- */
+
+static bool dense_i32x3(MlirAttribute a, int64_t out[3]) {
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsADenseI32Array(a) ||
+      mlirDenseArrayGetNumElements(a) != 3)
+    return false;
+  for (int i = 0; i < 3; ++i)
+    out[i] = mlirDenseI32ArrayGetElement(a, i);
+  return true;
+}
+
+static void check_launch_config(checker_t *c, MlirOperation kernel) {
+  lf_contract_info_t *info = c->info;
+  MlirLocation loc = mlirOperationGetLocation(kernel);
+  int64_t b[3], g[3];
+  bool have_b = dense_i32x3(
+      mlirOperationGetAttributeByName(kernel, str("known_block_size")), b);
+  bool have_g = dense_i32x3(
+      mlirOperationGetAttributeByName(kernel, str("known_grid_size")), g);
+  if (!have_b)
+    violation(info, loc, "launch-config",
+              "the kernel has no known_block_size = array<i32: X, Y, Z> "
+              "attribute; the launch configuration must be given on the "
+              "gpu.func");
+  if (!have_g)
+    violation(info, loc, "launch-config",
+              "the kernel has no known_grid_size = array<i32: X, Y, Z> "
+              "attribute; the launch configuration must be given on the "
+              "gpu.func");
+  if (have_b) {
+    int64_t threads = b[0] * b[1] * b[2];
+    if (b[0] < 1 || b[1] < 1 || b[2] < 1 || b[0] > 1024 || b[1] > 1024 ||
+        b[2] > 64 || threads > 1024)
+      violation(info, loc, "launch-config",
+                "known_block_size = [%lld, %lld, %lld] is not a valid CUDA "
+                "block: each dimension >= 1, x and y <= 1024, z <= 64, at "
+                "most 1024 threads in all",
+                (long long)b[0], (long long)b[1], (long long)b[2]);
+    for (int i = 0; i < 3; ++i)
+      info->block[i] = b[i] > 0 ? (uint32_t)b[i] : 0;
+  }
+  if (have_g) {
+    if (g[0] < 1 || g[1] < 1 || g[2] < 1 || g[1] > 65535 || g[2] > 65535)
+      violation(info, loc, "launch-config",
+                "known_grid_size = [%lld, %lld, %lld] is not a valid CUDA "
+                "grid: each dimension >= 1, y and z <= 65535",
+                (long long)g[0], (long long)g[1], (long long)g[2]);
+    for (int i = 0; i < 3; ++i)
+      info->grid[i] = g[i] > 0 ? (uint32_t)g[i] : 0;
+  }
+
+  MlirAttribute dyn =
+      mlirOperationGetAttributeByName(kernel, str(ATTR_DYNAMIC_SMEM));
+  uint32_t limit =
+      strcmp(c->chip, "sm_80") == 0 ? SMEM_LIMIT_SM80 : SMEM_LIMIT_SM90;
+  if (!mlirAttributeIsNull(dyn)) {
+    int64_t v =
+        mlirAttributeIsAInteger(dyn) ? mlirIntegerAttrGetValueInt(dyn) : -1;
+    if (v < 0 || v > (int64_t)limit)
+      violation(info, loc, "dynamic-shared-memory",
+                ATTR_DYNAMIC_SMEM " must be an integer number of bytes "
+                                  "between 0 and %u (the %s limit per block)",
+                limit, c->chip);
+    else
+      info->dynamic_shared_bytes = (uint32_t)v;
+  }
+  if (c->uses_dynamic_smem && info->dynamic_shared_bytes == 0)
+    violation(info, mlirOperationGetLocation(c->first_dynamic_smem),
+              "dynamic-shared-memory",
+              "gpu.dynamic_shared_memory is used but the kernel does not say "
+              "how much: add " ATTR_DYNAMIC_SMEM " = <bytes> : i32 to the "
+              "gpu.func's attributes");
+}
+
+static void check_signature(checker_t *c, MlirOperation kernel) {
+  const lf_signature_t *sig = c->sig;
+  lf_contract_info_t *info = c->info;
+  MlirLocation loc = mlirOperationGetLocation(kernel);
+  MlirAttribute fta =
+      mlirOperationGetAttributeByName(kernel, str("function_type"));
+  if (mlirAttributeIsNull(fta))
+    return; /* the verifier makes sure it exists */
+  MlirType ft = mlirTypeAttrGetValue(fta);
+  size_t want = sig->num_inputs + sig->num_results;
+  size_t have = (size_t)mlirFunctionTypeGetNumInputs(ft);
+  if (have != want) {
+    violation(info, loc, "signature",
+              "the kernel takes %zu argument(s); the subgraph needs %zu: one "
+              "per input (%zu) then one per output (%zu)",
+              have, want, sig->num_inputs, sig->num_results);
+    return;
+  }
+  for (size_t i = 0; i < want; ++i) {
+    MlirType t = mlirFunctionTypeGetInput(ft, (intptr_t)i);
+    if (mlirTypeEqual(t, sig->types[i]))
+      continue;
+    char got[256];
+    type_text(t, got, sizeof(got));
+    bool out = i >= sig->num_inputs;
+    violation(info, loc, "signature",
+              "kernel argument #%zu has type %s; expected %s (%s %zu of the "
+              "subgraph; identity layout, default memory space)",
+              i, got, sig->texts[i], out ? "output" : "input",
+              out ? i - sig->num_inputs : i);
+  }
+}
+
+/* (op name, operand index) pairs of ops that write their memref operand. */
+typedef struct write_s {
+  const char *op;
+  int operand;
+} write_t;
+
+static const write_t writes[] = {{"memref.store", 1},
+                                 {"memref.atomic_rmw", 1},
+                                 {"memref.generic_atomic_rmw", 0},
+                                 {"memref.copy", 1},
+                                 {"vector.store", 1},
+                                 {"vector.transfer_write", 1},
+                                 {"vector.maskedstore", 0},
+                                 {"vector.scatter", 0},
+                                 {"vector.compressstore", 0},
+                                 {"affine.store", 1},
+                                 {"affine.vector_store", 1},
+                                 {"nvgpu.device_async_copy", 0},
+                                 {"gpu.subgroup_mma_store_matrix", 1},
+                                 {NULL, 0}};
+
+/* View-like ops whose result aliases operand 0. */
+static const char *const views[] = {
+    "memref.subview",          "memref.cast",
+    "memref.reinterpret_cast", "memref.collapse_shape",
+    "memref.expand_shape",     "memref.view",
+    "memref.transpose",        "memref.memory_space_cast",
+    "memref.assume_alignment", NULL};
+
+static void check_read_only(checker_t *c, MlirValue v, size_t input,
+                            int depth) {
+  if (depth > 16)
+    return;
+  for (MlirOpOperand use = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(use);
+       use = mlirOpOperandGetNextUse(use)) {
+    MlirOperation owner = mlirOpOperandGetOwner(use);
+    int index = (int)mlirOpOperandGetOperandNumber(use);
+    char name[128];
+    op_name(owner, name, sizeof(name));
+    for (const write_t *w = writes; w->op; ++w)
+      if (w->operand == index && strcmp(w->op, name) == 0)
+        violation(c->info, mlirOperationGetLocation(owner), "read-only-inputs",
+                  "'%s' writes input #%zu; inputs are read-only (they may be "
+                  "shared with other kernels); write only the output "
+                  "arguments",
+                  name, input);
+    if (index == 0 && in_list(name, views))
+      for (intptr_t r = 0; r < mlirOperationGetNumResults(owner); ++r)
+        check_read_only(c, mlirOperationGetResult(owner, r), input, depth + 1);
+  }
+}
+
+static void check_arguments(checker_t *c, MlirOperation kernel) {
+  const lf_signature_t *sig = c->sig;
+  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(kernel, 0));
+  size_t n = sig->num_inputs + sig->num_results;
+  if (mlirBlockIsNull(entry) || (size_t)mlirBlockGetNumArguments(entry) < n)
+    return;
+  for (size_t i = 0; i < n; ++i) {
+    MlirValue arg = mlirBlockGetArgument(entry, (intptr_t)i);
+    if (i < sig->num_inputs) {
+      check_read_only(c, arg, i, 0);
+    } else if (mlirOpOperandIsNull(mlirValueGetFirstUse(arg))) {
+      violation(c->info, mlirOperationGetLocation(kernel), "outputs-written",
+                "output %zu (kernel argument #%zu) is never used, so it is "
+                "never written; the kernel must write every element of every "
+                "output",
+                i - sig->num_inputs, i);
+    }
+  }
+}
+
+/* ---- Entry points -------------------------------------------------------- */
+
+/* NVPTX rewrites characters PTX does not allow in names, so the launcher
+ * could not find the entry by its MLIR name. */
+static bool valid_kernel_name(MlirStringRef s) {
+  if (s.length == 0 || s.length > MAX_KERNEL_NAME ||
+      (s.data[0] >= '0' && s.data[0] <= '9'))
+    return false;
+  for (size_t i = 0; i < s.length; ++i) {
+    char ch = s.data[i];
+    if (!(ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+          (ch >= '0' && ch <= '9')))
+      return false;
+  }
+  return true;
+}
+
+lf_status_t lf_contract_check(MlirModule module, const lf_signature_t *sig,
+                              const char *chip, bool allow_inline_asm,
+                              lf_contract_info_t *out) {
+  memset(out, 0, sizeof(*out));
+  checker_t c = {.info = out,
+                 .sig = sig,
+                 .chip = chip,
+                 .allow_inline_asm = allow_inline_asm};
+  MlirOperation top = mlirModuleGetOperation(module);
+  MlirBlock body = mlirModuleGetBody(module);
+
+  /* One gpu.module, nothing else at the top level. */
+  int modules = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    char name[128];
+    op_name(op, name, sizeof(name));
+    if (strcmp(name, "gpu.module") == 0 && modules++ == 0) {
+      out->gpu_module = op;
+      continue;
+    }
+    violation(out, mlirOperationGetLocation(op), "single-module",
+              "'%s' at the top level: the reply must hold exactly one "
+              "gpu.module and nothing beside it (no host code)",
+              name);
+  }
+  if (modules == 0) {
+    violation(out, mlirOperationGetLocation(top), "single-module",
+              "the reply holds no gpu.module");
+    return LF_OK;
+  }
+
+  /* Exactly one kernel. */
+  MlirBlock mbody =
+      mlirRegionGetFirstBlock(mlirOperationGetRegion(out->gpu_module, 0));
+  int kernels = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(mbody);
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    char name[128];
+    op_name(op, name, sizeof(name));
+    if (strcmp(name, "gpu.func") != 0 ||
+        mlirAttributeIsNull(
+            mlirOperationGetAttributeByName(op, str("gpu.kernel"))))
+      continue;
+    if (kernels++ == 0) {
+      out->kernel = op;
+      MlirStringRef s = mlirStringAttrGetValue(
+          mlirOperationGetAttributeByName(op, str("sym_name")));
+      snprintf(out->kernel_name, sizeof(out->kernel_name), "%.*s",
+               (int)s.length, s.data);
+      if (!valid_kernel_name(s))
+        violation(out, mlirOperationGetLocation(op), "kernel-name",
+                  "the kernel name '%s' is not a plain identifier "
+                  "([A-Za-z_][A-Za-z0-9_]*, at most %d characters); the PTX "
+                  "entry must carry the same name",
+                  out->kernel_name, MAX_KERNEL_NAME);
+    } else {
+      violation(out, mlirOperationGetLocation(op), "single-kernel",
+                "a second kernel; the gpu.module must hold exactly one "
+                "gpu.func with the 'kernel' attribute (helpers are func.func "
+                "with a body, called with func.call)");
+    }
+  }
+  if (kernels == 0)
+    violation(out, mlirOperationGetLocation(out->gpu_module), "single-kernel",
+              "the gpu.module holds no gpu.func with the 'kernel' attribute");
+
+  mlirOperationWalk(out->gpu_module, check_op, &c, MlirWalkPreOrder);
+  if (kernels > 0) {
+    check_signature(&c, out->kernel);
+    check_arguments(&c, out->kernel);
+    check_launch_config(&c, out->kernel);
+  }
+  if (out->needs_sm90a && strcmp(chip, "sm_80") == 0)
+    violation(out, mlirOperationGetLocation(out->gpu_module), "target",
+              "the kernel uses wgmma/setmaxnreg (sm_90a only) but is built "
+              "for sm_80; use mma.sync (nvgpu.mma.sync) there");
+  return LF_OK;
+}
+
+static MlirWalkResult check_lowered_op(MlirOperation op, void *user_data) {
+  lf_contract_info_t *info = user_data;
+  char name[128];
+  op_name(op, name, sizeof(name));
+  if (strcmp(name, "llvm.func") == 0) {
+    MlirRegion body = mlirOperationGetRegion(op, 0);
+    MlirAttribute sym = mlirOperationGetAttributeByName(op, str("sym_name"));
+    MlirStringRef s =
+        mlirAttributeIsNull(sym) ? str("?") : mlirStringAttrGetValue(sym);
+    if (mlirBlockIsNull(mlirRegionGetFirstBlock(body)) &&
+        !(s.length > 5 && strncmp(s.data, "__nv_", 5) == 0))
+      violation(info, mlirOperationGetLocation(op), "no-external-call",
+                "the lowered kernel calls the external function '%.*s', "
+                "which does not exist on the device (printf, malloc, a libm "
+                "function or a runtime call such as memrefCopy)",
+                (int)s.length, s.data);
+  } else if (strcmp(name, "llvm.mlir.global") == 0) {
+    MlirAttribute constant =
+        mlirOperationGetAttributeByName(op, str("constant"));
+    MlirAttribute space =
+        mlirOperationGetAttributeByName(op, str("addr_space"));
+    int64_t as =
+        mlirAttributeIsNull(space) ? 0 : mlirIntegerAttrGetValueInt(space);
+    if (mlirAttributeIsNull(constant) && as != 3)
+      violation(info, mlirOperationGetLocation(op), "global-state",
+                "the lowered kernel has a mutable global outside shared "
+                "memory; it would keep state across launches");
+  }
+  return MlirWalkResultAdvance;
+}
+
+void lf_contract_check_lowered(lf_contract_info_t *info) {
+  mlirOperationWalk(info->gpu_module, check_lowered_op, info, MlirWalkPreOrder);
+}
+
+/* ---- Hints --------------------------------------------------------------- */
+
+typedef struct rule_hint_s {
+  const char *rule;
+  const char *hint;
+} rule_hint_t;
+
+static const rule_hint_t rule_hints[] = {
+    {"single-module",
+     "Reply with exactly one gpu.module (optionally inside "
+     "'module attributes {gpu.container_module} { ... }') and nothing else: "
+     "no host functions, no second module."},
+    {"single-kernel",
+     "Put exactly one 'gpu.func @name(...) kernel attributes {...}' in the "
+     "gpu.module; helpers are func.func with a body and are called with "
+     "func.call."},
+    {"kernel-name",
+     "Name the kernel with a plain identifier such as @fused_rmsnorm "
+     "(letters, digits, underscores; not starting with a digit)."},
+    {"launch-config",
+     "Give the launch configuration on the kernel: "
+     "attributes {known_block_size = array<i32: X, Y, Z>, known_grid_size = "
+     "array<i32: X, Y, Z>}; at most 1024 threads per block; the grid must "
+     "cover every output element."},
+    {"dynamic-shared-memory",
+     "When using gpu.dynamic_shared_memory, declare its size in bytes on the "
+     "kernel: llm_fuse.dynamic_shared_memory = N : i32 (at most 227 KiB on "
+     "sm_90, 163 KiB on sm_80)."},
+    {"dialects",
+     "Write the kernel with gpu, scf, cf, arith, math, memref, vector, "
+     "nvgpu, nvvm, affine and index ops only; func.func/func.call for "
+     "helpers."},
+    {"buffers-only",
+     "Do not use tensors or linalg/tensor ops in the kernel: load from the "
+     "memref arguments, compute on scalars or vectors, store to the output "
+     "memrefs."},
+    {"types",
+     "Use i1-i64, index, f16, bf16, f32, f64 (and their vectors); f80/f128 "
+     "do not exist on the GPU."},
+    {"no-printf", "Remove gpu.printf/vector.print."},
+    {"no-trap", "Remove cf.assert; guard the case with scf.if instead."},
+    {"host-op",
+     "Remove host-side ops (gpu.launch, gpu.launch_func, gpu.alloc, "
+     "gpu.memcpy, gpu.wait, TMA descriptor creation): llm-fuse allocates the "
+     "buffers and launches the kernel."},
+    {"no-heap",
+     "Replace memref.alloc with memref.alloca for small per-thread arrays, "
+     "or with a workgroup attribution "
+     "(gpu.func @k(...) workgroup(%buf : memref<N x f32, "
+     "#gpu.address_space<workgroup>>) kernel) for shared memory."},
+    {"no-inline-asm",
+     "Replace inline assembly with nvvm/nvgpu ops (nvvm.shfl.sync, "
+     "nvgpu.mma.sync, nvgpu.ldmatrix, nvgpu.device_async_copy, ...)."},
+    {"no-pointer-cast",
+     "Access buffers only through memref ops (memref.load/store, "
+     "vector.load/store, nvgpu ops); never cast pointers to integers or "
+     "back."},
+    {"global-state",
+     "Remove mutable globals: keep per-launch state in registers or shared "
+     "memory; read-only tables may be 'memref.global \"private\" constant'."},
+    {"no-external-call",
+     "Call only func.func helpers defined in the same gpu.module; math "
+     "functions come from the math dialect (math.exp, math.tanh, ...)."},
+    {"read-only-inputs",
+     "Never store to an input argument; write results only to the output "
+     "arguments (the last ones)."},
+    {"outputs-written",
+     "Every output argument must be written completely: each element by "
+     "some thread of the grid."},
+    {"target", "Build wgmma/setmaxnreg kernels for sm_90a only; for sm_80 use "
+               "nvgpu.mma.sync."},
+    {NULL, NULL}};
+
+char *lf_contract_rule_hint(const char *rule, const lf_signature_t *sig) {
+  if (rule && strcmp(rule, "signature") == 0 && sig) {
+    lf_strbuf_t b;
+    lf_strbuf_init(&b, LF_BUILD_HINT_CAP - 8);
+    lf_status_free(lf_strbuf_append_str(
+        &b, "Declare the kernel with exactly these arguments (inputs, then "
+            "outputs): gpu.func @kernel("));
+    size_t n = sig->num_inputs + sig->num_results;
+    for (size_t i = 0; i < n; ++i)
+      lf_status_free(lf_strbuf_appendf(&b, "%s%%arg%zu: %s", i ? ", " : "", i,
+                                       sig->texts[i]));
+    lf_status_free(lf_strbuf_append_str(&b, ") kernel"));
+    return lf_strbuf_take(&b);
+  }
+  for (const rule_hint_t *h = rule_hints; rule && h->rule; ++h)
+    if (strcmp(h->rule, rule) == 0)
+      return strdup(h->hint);
+  return NULL;
+}

@@ -1,0 +1,256 @@
+/* child_test.c - the kernel build in a child process: success, a real
+ * parser crash, a timeout, the process runner on its own, and the result's
+ * JSON and repair text. argv[1] is the llm-fuse-build-kernel to run. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/testing.h"
+#include "builder/builder.h"
+#include "builder/internal.h"
+
+static const char *tool;
+
+static const char *const good_kernel =
+    "gpu.module @kernels {\n"
+    "  gpu.func @copy(%x: memref<256xf32>, %y: memref<256xf32>) kernel\n"
+    "      attributes {known_block_size = array<i32: 256, 1, 1>,\n"
+    "                  known_grid_size = array<i32: 1, 1, 1>} {\n"
+    "    %tid = gpu.thread_id x\n"
+    "    %v = memref.load %x[%tid] : memref<256xf32>\n"
+    "    memref.store %v, %y[%tid] : memref<256xf32>\n"
+    "    gpu.return\n"
+    "  }\n"
+    "}\n";
+
+static const char *const signature = "(tensor<256xf32>) -> tensor<256xf32>";
+
+static lf_build_request_t request(const char *text) {
+  lf_build_request_t r = {0};
+  r.kernel_text = text;
+  r.kernel_size = strlen(text);
+  r.signature = signature;
+  r.skip_cubin = true;
+  return r;
+}
+
+LF_TEST(success) {
+  lf_build_request_t req = request(good_kernel);
+  lf_build_limits_t limits = {.tool_path = tool};
+  lf_build_result_t *r = NULL;
+  lf_status_t s = lf_build_kernel(&req, &limits, &r);
+  LF_EXPECT(s == NULL);
+  LF_EXPECT(r && r->kind == LF_BUILD_OK);
+  if (r && r->kind == LF_BUILD_OK) {
+    LF_EXPECT_STREQ(r->kernel_name, "copy");
+    LF_EXPECT_STREQ(r->chip, "sm_90");
+    LF_EXPECT(r->ptx && strstr(r->ptx, ".visible .entry copy("));
+    LF_EXPECT(r->ptx_size == strlen(r->ptx));
+    LF_EXPECT(r->cubin == NULL);
+    LF_EXPECT(r->block[0] == 256 && r->block[1] == 1 && r->grid[0] == 1);
+    LF_EXPECT(r->num_params == 2);
+    if (r->num_params == 2) {
+      LF_EXPECT(!r->params[0].is_output && r->params[1].is_output);
+      LF_EXPECT_STREQ(r->params[1].type, "memref<256xf32>");
+    }
+    LF_EXPECT(r->ms_total > 0);
+  }
+  lf_status_free(s);
+  lf_build_result_destroy(r);
+}
+
+/* 100000 nested arrays overflow MLIR's recursive parser: a real SIGSEGV in
+ * the child; this process must survive and report a crash. */
+LF_TEST(crash) {
+  size_t depth = 100000;
+  const char *head = "gpu.module @kernels attributes {x = ";
+  const char *tail = "} {}\n";
+  size_t n = strlen(head) + 2 * depth + strlen(tail);
+  char *text = malloc(n + 1);
+  LF_EXPECT(text != NULL);
+  if (!text)
+    return;
+  char *p = text;
+  p += sprintf(p, "%s", head);
+  memset(p, '[', depth);
+  memset(p + depth, ']', depth);
+  p += 2 * depth;
+  sprintf(p, "%s", tail);
+  lf_build_request_t req = request(text);
+  lf_build_limits_t limits = {.tool_path = tool};
+  lf_build_result_t *r = NULL;
+  lf_status_t s = lf_build_kernel(&req, &limits, &r);
+  LF_EXPECT(s == NULL);
+  LF_EXPECT(r && r->kind == LF_BUILD_CRASH);
+  if (r) {
+    LF_EXPECT(strstr(r->message, "SIGSEGV") != NULL);
+    LF_EXPECT(strstr(r->message, "during parse") != NULL);
+    LF_EXPECT(r->hint && r->hint[0]);
+    LF_EXPECT(r->ptx == NULL);
+  }
+  lf_status_free(s);
+  lf_build_result_destroy(r);
+  free(text);
+}
+
+LF_TEST(timeout) {
+  lf_build_request_t req = request(good_kernel);
+  lf_build_limits_t limits = {.tool_path = tool, .timeout_ms = 1};
+  lf_build_result_t *r = NULL;
+  lf_status_t s = lf_build_kernel(&req, &limits, &r);
+  LF_EXPECT(s == NULL);
+  LF_EXPECT(r && r->kind == LF_BUILD_TIMEOUT);
+  if (r)
+    LF_EXPECT(strstr(r->message, "ran past its 1 ms limit") != NULL);
+  lf_status_free(s);
+  lf_build_result_destroy(r);
+}
+
+LF_TEST(missing_tool) {
+  lf_build_request_t req = request(good_kernel);
+  lf_build_limits_t limits = {.tool_path =
+                                  "/nonexistent/llm-fuse-build-kernel"};
+  lf_build_result_t *r = NULL;
+  lf_status_t s = lf_build_kernel(&req, &limits, &r);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND);
+  LF_EXPECT(r == NULL);
+  lf_status_free(s);
+}
+
+LF_TEST(bad_signature_is_a_status) {
+  lf_build_request_t req = request(good_kernel);
+  req.signature = "(tensor<?xf32>) -> tensor<?xf32>";
+  lf_build_limits_t limits = {.tool_path = tool};
+  lf_build_result_t *r = NULL;
+  lf_status_t s = lf_build_kernel(&req, &limits, &r);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INTERNAL);
+  LF_EXPECT(strstr(lf_status_message(s), "static ranked tensors") != NULL);
+  LF_EXPECT(r == NULL);
+  lf_status_free(s);
+}
+
+LF_TEST(subprocess_signal_exit_timeout) {
+  lf_subprocess_outcome_t o;
+  const char *abrt[] = {"/bin/sh", "-c", "kill -ABRT $$", NULL};
+  lf_subprocess_t spec = {.argv = abrt, .timeout_ms = 10000};
+  LF_EXPECT(lf_subprocess_run(&spec, &o) == NULL);
+  LF_EXPECT(o.signaled && o.signal == SIGABRT && !o.timed_out);
+
+  const char *exit3[] = {"/bin/sh", "-c", "exit 3", NULL};
+  spec.argv = exit3;
+  LF_EXPECT(lf_subprocess_run(&spec, &o) == NULL);
+  LF_EXPECT(!o.signaled && !o.timed_out && o.exit_code == 3);
+
+  /* The deadline kills the whole group, grandchildren included. */
+  const char *hang[] = {"/bin/sh", "-c", "sleep 30 & sleep 30; wait", NULL};
+  spec.argv = hang;
+  spec.timeout_ms = 200;
+  LF_EXPECT(lf_subprocess_run(&spec, &o) == NULL);
+  LF_EXPECT(o.timed_out && o.ms >= 200 && o.ms < 5000);
+
+  /* Limits apply in the child, which reports them. */
+  char out[] = "/tmp/lf_child_test.XXXXXX";
+  int fd = mkstemp(out);
+  LF_EXPECT(fd >= 0);
+  if (fd < 0)
+    return;
+  close(fd);
+  const char *limits[] = {"/bin/sh", "-c", "ulimit -v; ulimit -t; ulimit -c",
+                          NULL};
+  spec.argv = limits;
+  spec.output_path = out;
+  spec.timeout_ms = 10000;
+  spec.memory_bytes = 64ll << 20;
+  spec.cpu_seconds = 7;
+  LF_EXPECT(lf_subprocess_run(&spec, &o) == NULL);
+  LF_EXPECT(!o.signaled && o.exit_code == 0);
+  lf_strbuf_t text;
+  lf_strbuf_init(&text, 4096);
+  LF_EXPECT(lf_read_file(out, &text) == NULL);
+  LF_EXPECT_STREQ(lf_strbuf_cstr(&text), "65536\n7\n0\n");
+  lf_strbuf_free(&text);
+  unlink(out);
+}
+
+LF_TEST(json_round_trip_and_repair_cap) {
+  lf_build_result_t *r = lf_build_result_new();
+  LF_EXPECT(r != NULL);
+  if (!r)
+    return;
+  LF_EXPECT(lf_build_result_fail(r, LF_BUILD_CONTRACT, "[x] %s", "bad") ==
+            NULL);
+  char big[8192];
+  memset(big, 'd', sizeof(big) - 1);
+  big[sizeof(big) - 1] = '\0';
+  LF_EXPECT(lf_set_capped(&r->diagnostics, big, LF_BUILD_DIAGNOSTICS_CAP) ==
+            NULL);
+  LF_EXPECT(strlen(r->diagnostics) < LF_BUILD_DIAGNOSTICS_CAP);
+  char *json = NULL;
+  LF_EXPECT(lf_build_result_to_json(r, NULL, NULL, &json) == NULL);
+  lf_build_result_t *back = NULL;
+  LF_EXPECT(json &&
+            lf_build_result_from_json(json, strlen(json), &back) == NULL);
+  if (back) {
+    LF_EXPECT(back->kind == LF_BUILD_CONTRACT);
+    LF_EXPECT_STREQ(back->message, "[x] bad");
+    LF_EXPECT_STREQ(back->diagnostics, r->diagnostics);
+  }
+  lf_strbuf_t text;
+  lf_strbuf_init(&text, 1 << 16);
+  LF_EXPECT(lf_build_result_repair_text(r, &text) == NULL);
+  LF_EXPECT(lf_strbuf_len(&text) > 0 &&
+            lf_strbuf_len(&text) <= LF_BUILD_REPAIR_CAP);
+  LF_EXPECT(strncmp(lf_strbuf_cstr(&text), "Build failed (contract): [x] bad",
+                    32) == 0);
+  lf_strbuf_free(&text);
+  lf_build_result_destroy(back);
+  lf_build_result_destroy(r);
+  free(json);
+  lf_build_result_destroy(NULL);
+
+  lf_build_result_t *bad = NULL;
+  lf_status_t s = lf_build_result_from_json("{\"kind\": \"nope\"}", 16, &bad);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT && !bad);
+  lf_status_free(s);
+}
+
+LF_TEST(find_tool) {
+  /* This test lives in <build>/builder, the tool in <build>/bin: found
+   * through ../bin beside the binary that holds the library. */
+  unsetenv("LLM_FUSE_BUILD_KERNEL");
+  char *path = NULL;
+  lf_status_t s = lf_build_find_tool(&path);
+  LF_EXPECT(s == NULL);
+  LF_EXPECT(path && strstr(path, "/bin/llm-fuse-build-kernel") != NULL);
+  free(path);
+  path = NULL;
+  setenv("LLM_FUSE_BUILD_KERNEL", tool, 1);
+  LF_EXPECT(lf_build_find_tool(&path) == NULL);
+  LF_EXPECT_STREQ(path, tool);
+  free(path);
+  path = NULL;
+  setenv("LLM_FUSE_BUILD_KERNEL", "/nonexistent/tool", 1);
+  s = lf_build_find_tool(&path);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND && path == NULL);
+  lf_status_free(s);
+  unsetenv("LLM_FUSE_BUILD_KERNEL");
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s PATH/TO/llm-fuse-build-kernel\n", argv[0]);
+    return 2;
+  }
+  tool = argv[1];
+  LF_RUN(success);
+  LF_RUN(crash);
+  LF_RUN(timeout);
+  LF_RUN(missing_tool);
+  LF_RUN(bad_signature_is_a_status);
+  LF_RUN(subprocess_signal_exit_timeout);
+  LF_RUN(json_round_trip_and_repair_cap);
+  LF_RUN(find_tool);
+  return lf_test_finish();
+}

@@ -1,0 +1,17 @@
+// Float to i128 conversion: the NVPTX back end aborts (LLVM ERROR) on it.
+gpu.module @kernels {
+  gpu.func @k(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel
+      attributes {known_block_size = array<i32: 256, 1, 1>,
+                  known_grid_size = array<i32: 4, 1, 1>} {
+    %bid = gpu.block_id x
+    %tid = gpu.thread_id x
+    %c256 = arith.constant 256 : index
+    %base = arith.muli %bid, %c256 : index
+    %i = arith.addi %base, %tid : index
+    %v = memref.load %x[%i] : memref<1024xf32>
+    %w = arith.fptosi %v : f32 to i128
+    %r = arith.sitofp %w : i128 to f32
+    memref.store %r, %y[%i] : memref<1024xf32>
+    gpu.return
+  }
+}

@@ -1,0 +1,20 @@
+// A kernel that allocates on the device heap: memref.alloc is forbidden.
+gpu.module @kernels {
+  gpu.func @k(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel
+      attributes {known_block_size = array<i32: 256, 1, 1>,
+                  known_grid_size = array<i32: 4, 1, 1>} {
+    %bid = gpu.block_id x
+    %tid = gpu.thread_id x
+    %c256 = arith.constant 256 : index
+    %base = arith.muli %bid, %c256 : index
+    %i = arith.addi %base, %tid : index
+    %v = memref.load %x[%i] : memref<1024xf32>
+    %tmp = memref.alloc() : memref<4xf32>
+    %c0 = arith.constant 0 : index
+    memref.store %v, %tmp[%c0] : memref<4xf32>
+    %r = memref.load %tmp[%c0] : memref<4xf32>
+    memref.dealloc %tmp : memref<4xf32>
+    memref.store %r, %y[%i] : memref<1024xf32>
+    gpu.return
+  }
+}

@@ -1,0 +1,14 @@
+// No known_grid_size: the launch configuration must be complete.
+gpu.module @kernels {
+  gpu.func @k(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel
+      attributes {known_block_size = array<i32: 256, 1, 1>} {
+    %bid = gpu.block_id x
+    %tid = gpu.thread_id x
+    %c256 = arith.constant 256 : index
+    %base = arith.muli %bid, %c256 : index
+    %i = arith.addi %base, %tid : index
+    %v = memref.load %x[%i] : memref<1024xf32>
+    memref.store %v, %y[%i] : memref<1024xf32>
+    gpu.return
+  }
+}

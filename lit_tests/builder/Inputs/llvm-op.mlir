@@ -1,0 +1,19 @@
+// A raw llvm.load: only a few llvm value ops are allowed.
+gpu.module @kernels {
+  gpu.func @k(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel
+      attributes {known_block_size = array<i32: 256, 1, 1>,
+                  known_grid_size = array<i32: 4, 1, 1>} {
+    %bid = gpu.block_id x
+    %tid = gpu.thread_id x
+    %c256 = arith.constant 256 : index
+    %base = arith.muli %bid, %c256 : index
+    %i = arith.addi %base, %tid : index
+    %v = memref.load %x[%i] : memref<1024xf32>
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %a = llvm.alloca %c1 x f32 : (i64) -> !llvm.ptr
+    llvm.store %v, %a : f32, !llvm.ptr
+    %r = llvm.load %a : !llvm.ptr -> f32
+    memref.store %r, %y[%i] : memref<1024xf32>
+    gpu.return
+  }
+}

@@ -1,0 +1,19 @@
+// Two kernels in one gpu.module: exactly one is allowed.
+gpu.module @kernels {
+  gpu.func @first(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel
+      attributes {known_block_size = array<i32: 256, 1, 1>,
+                  known_grid_size = array<i32: 4, 1, 1>} {
+    %tid = gpu.thread_id x
+    %v = memref.load %x[%tid] : memref<1024xf32>
+    memref.store %v, %y[%tid] : memref<1024xf32>
+    gpu.return
+  }
+  gpu.func @second(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel
+      attributes {known_block_size = array<i32: 256, 1, 1>,
+                  known_grid_size = array<i32: 4, 1, 1>} {
+    %tid = gpu.thread_id x
+    %v = memref.load %x[%tid] : memref<1024xf32>
+    memref.store %v, %y[%tid] : memref<1024xf32>
+    gpu.return
+  }
+}
