@@ -1,0 +1,110 @@
+/* reference.h - the reference lowering of an outlined subgraph.
+ *
+ * The reference is what the subgraph becomes without llm-fuse: the upstream
+ * default GPU path (one-shot bufferization with results as out-params,
+ * linalg to parallel loops, tiling, mapping to blocks and threads, kernel
+ * outlining). It is the verifier's ground truth and the fallback when no
+ * candidate is verified, so its launch ABI is the candidates': the
+ * subgraph's inputs then its results, as buffers.
+ *
+ * The upstream path may make several kernels and temporaries, so the
+ * reference is a plan: temporaries to allocate, then steps (launches and
+ * copies) in order, each launch naming one single-kernel gpu.module and its
+ * arguments (an input, an output, a temporary, or a constant scalar).
+ */
+#ifndef LF_PASSES_REFERENCE_H
+#define LF_PASSES_REFERENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "mlir-c/IR.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The upstream pipeline, applied to a module holding the subgraph as a
+/// public function. Tile sizes: rows one per block, 256 elements of the
+/// innermost tiled dimension per block of threads.
+#define LF_REFERENCE_PIPELINE                                                  \
+  "builtin.module(one-shot-bufferize{bufferize-function-boundaries=1 "         \
+  "function-boundary-type-conversion=identity-layout-map},"                    \
+  "buffer-results-to-out-params{hoist-static-allocs=1 "                        \
+  "modify-public-functions=1},canonicalize,"                                   \
+  "func.func(convert-linalg-to-parallel-loops,"                                \
+  "scf-parallel-loop-tiling{parallel-loop-tile-sizes=1,256 "                   \
+  "no-min-max-bounds=1},gpu-map-parallel-loops),"                              \
+  "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse)"
+
+typedef enum lf_ref_arg_kind_e {
+  LF_REF_ARG_INPUT,  ///< index: which subgraph input
+  LF_REF_ARG_OUTPUT, ///< index: which subgraph result
+  LF_REF_ARG_TEMP,   ///< index: which temporary
+  LF_REF_ARG_INT,    ///< a constant integer or index (value in `i`)
+  LF_REF_ARG_FLOAT,  ///< a constant float (value in `f`; `type` says which)
+} lf_ref_arg_kind_t;
+
+typedef struct lf_ref_arg_s {
+  lf_ref_arg_kind_t kind;
+  size_t index;
+  int64_t i;
+  double f;
+  char *type; ///< the kernel argument's MLIR type (owned)
+} lf_ref_arg_t;
+
+typedef struct lf_ref_step_s {
+  bool is_copy;
+  /* launch */
+  size_t kernel; ///< index into the plan's kernels
+  uint32_t grid[3], block[3];
+  lf_ref_arg_t *args;
+  size_t num_args;
+  /* copy: whole buffers, args[0] the source, args[1] the target */
+} lf_ref_step_t;
+
+typedef struct lf_ref_kernel_s {
+  char *name;   ///< the kernel's name (k0, k1, ...)
+  char *module; ///< its gpu.module as MLIR text, known sizes set
+} lf_ref_kernel_t;
+
+typedef struct lf_ref_temp_s {
+  char *type; ///< memref type
+  size_t bytes;
+  /// A constant buffer (a memref.global the upstream path made of a dense
+  /// constant): its contents, `init_size` bytes repeated to fill `bytes`
+  /// (one element for a splat, the whole buffer otherwise). NULL: none.
+  uint8_t *init;
+  size_t init_size;
+} lf_ref_temp_t;
+
+typedef struct lf_reference_s {
+  char *subgraph;  ///< the outlined function's name
+  char *signature; ///< its function type over tensors
+  lf_ref_temp_t *temps;
+  size_t num_temps;
+  lf_ref_kernel_t *kernels;
+  size_t num_kernels;
+  lf_ref_step_t *steps;
+  size_t num_steps;
+} lf_reference_t;
+
+/// Lowers outlined function `func` (a func.func over static tensors) by the
+/// upstream path into `*out`. The passes of LF_REFERENCE_PIPELINE must be
+/// registered. `func` is not modified. On failure *out is empty and the
+/// status says which op or step could not be lowered.
+lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out);
+
+/// The plan as JSON (schema "llm-fuse-reference/0"), kernels by name only.
+/// Returns a malloc'ed string or NULL when out of memory.
+char *lf_reference_plan_json(const lf_reference_t *ref);
+
+/// Frees what `ref` owns. Accepts NULL.
+void lf_reference_free(lf_reference_t *ref);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LF_PASSES_REFERENCE_H */
