@@ -3,7 +3,8 @@
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @scale(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel
-        attributes {known_block_size = array<i32: 256, 1, 1>} {
+        attributes {known_block_size = array<i32: 256, 1, 1>,
+                    known_grid_size = array<i32: 4, 1, 1>} {
       %bid = gpu.block_id x
       %tid = gpu.thread_id x
       %bdim = gpu.block_dim x
