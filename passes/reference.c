@@ -466,8 +466,23 @@ static cJSON *arg_json(const lf_ref_arg_t *a) {
     cJSON_AddNumberToObject(j, "index", (double)a->index);
   else if (a->kind == LF_REF_ARG_INT)
     cJSON_AddNumberToObject(j, "value", (double)a->i);
-  else
+  else {
+    /* JSON has no inf or NaN (a max-reduction starts at -inf): the exact
+     * bits carry the value; "value" is for people. */
+    char bits[24];
+    if (a->type && strcmp(a->type, "f64") == 0) {
+      uint64_t u;
+      memcpy(&u, &a->f, sizeof(u));
+      snprintf(bits, sizeof(bits), "0x%016llx", (unsigned long long)u);
+    } else {
+      float f = (float)a->f;
+      uint32_t u;
+      memcpy(&u, &f, sizeof(u));
+      snprintf(bits, sizeof(bits), "0x%08x", u);
+    }
+    cJSON_AddStringToObject(j, "bits", bits);
     cJSON_AddNumberToObject(j, "value", a->f);
+  }
   cJSON_AddStringToObject(j, "type", a->type ? a->type : "");
   return j;
 }

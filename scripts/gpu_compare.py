@@ -66,9 +66,9 @@ def scalar(arg):
     if t == "index" or t.startswith("i"):
         return np.int64(arg["value"]) if t in ("index", "i64") else np.int32(arg["value"])
     if t == "f32":
-        return np.float32(arg["value"])
+        return np.array([int(arg["bits"], 16)], dtype=np.uint32).view(np.float32)[0]
     if t == "f64":
-        return np.float64(arg["value"])
+        return np.array([int(arg["bits"], 16)], dtype=np.uint64).view(np.float64)[0]
     raise ValueError("scalar type " + t)
 
 
@@ -154,11 +154,15 @@ def main():
         for (dims, et), r, c in zip(out_t, ref_out, cand_out):
             rr, cc = as_f64(cp.asnumpy(r), et), as_f64(cp.asnumpy(c), et)
             tol_rel = 2e-2 if et in ("bf16", "f16") else 1e-3
+            nan_r, nan_c = int(np.isnan(rr).sum()), int(np.isnan(cc).sum())
+            if nan_r or nan_c:
+                print("  %s: NaN in reference %d, in hand-written %d of %d" % (
+                    name, nan_r, nan_c, rr.size))
             err = np.abs(rr - cc) / (np.abs(rr) + 1e-2)
             finite = np.isfinite(cc).all() == np.isfinite(rr).all()
-            w = float(np.nanmax(err)) if err.size else 0.0
+            w = float(np.nanmax(err)) if err.size and not np.isnan(err).all() else float('nan')
             worst = max(worst, w)
-            ok &= finite and w <= tol_rel and not np.isnan(cc[np.isfinite(rr)]).any()
+            ok &= finite and not np.isnan(w) and w <= tol_rel and not np.isnan(cc[np.isfinite(rr)]).any()
         bad += not ok
         rows.append((name, ok, worst, t_ref, t_cand))
         print("%s: %s max rel err %.2e  reference %.3f ms  hand-written %.3f ms  (%.1fx)" % (

@@ -1,0 +1,808 @@
+#!/usr/bin/env python3
+"""gen_rows.py - emit the hand-written row-reduction and attention kernels.
+
+Writes one gpu.module per outlined subgraph of the example models into this
+folder (<sg_name>.mlir) and the manifest manifest-rows.json beside them.
+Every kernel follows docs/kernel-contract.md: one memref per subgraph input,
+then per result, bare pointers, known_block_size / known_grid_size.
+
+    kernels/handwritten/gen_rows.py            # rewrite the .mlir files
+    kernels/handwritten/gen_rows.py --check    # fail if a file is stale
+    kernels/handwritten/gen_rows.py --out DIR  # write elsewhere
+    kernels/handwritten/gen_rows.py --variant NAME=k=v,... --out DIR
+                                               # a tuning variant (bench)
+
+Row kernels (norms and softmax) keep the whole row in registers: the row is
+read from global memory exactly once with 16-byte vector loads
+(vector<8xbf16> or vector<4xf32>), reduced with a gpu.shuffle xor butterfly
+per warp plus one shared-memory step across warps, and written once with
+16-byte vector stores.  Chunk k of thread t covers the V columns starting at
+(k * T + t) * V, so each warp's loads and stores are contiguous 512-byte runs.
+The attention kernel is a flash-attention-style f32 SIMT kernel (see
+gen_attention).
+
+Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SMEM = "3"  # the workgroup (shared) address space as an integer; with
+            # #gpu.address_space<workgroup> vector ops on shared memrefs
+            # build fine but leave spurious "error: conversion of memref
+            # memory space" lines in the build result's diagnostics.
+
+F32_MAX = "3.40282347E+38"
+
+
+class Emitter:
+    """Straight-line SSA text with named values and hoisted constants."""
+
+    def __init__(self, reserved=()):
+        self.lines = []
+        self.indent = 4
+        self.used = set(reserved)  # the kernel's argument names
+        self.consts = {}  # (value text, type) -> name
+        self.const_lines = []
+
+    def name(self, hint):
+        if hint not in self.used:
+            self.used.add(hint)
+            return "%" + hint
+        i = 1
+        while "%s_%d" % (hint, i) in self.used:
+            i += 1
+        self.used.add("%s_%d" % (hint, i))
+        return "%%%s_%d" % (hint, i)
+
+    def line(self, text):
+        self.lines.append(" " * self.indent + text)
+
+    def comment(self, text):
+        self.line("// " + text)
+
+    def op(self, rhs, hint="v"):
+        n = self.name(hint)
+        self.line("%s = %s" % (n, rhs))
+        return n
+
+    def const(self, value, ty, hint=None):
+        key = (str(value), ty)
+        if key not in self.consts:
+            if hint is None:
+                if ty == "index":
+                    hint = "c%s" % value
+                elif ty == "i32":
+                    hint = "c%s_i32" % value
+                else:
+                    hint = "cst"
+            n = self.name(hint)
+            self.consts[key] = n
+            self.const_lines.append("%s = arith.constant %s : %s" % (n, value, ty))
+        return self.consts[key]
+
+    def idx(self, v):
+        return self.const(v, "index")
+
+    def addc(self, a, k, hint):
+        """a + k for an index constant k (a itself when k == 0)."""
+        if k == 0:
+            return a
+        return self.op("arith.addi %s, %s : index" % (a, self.idx(k)), hint)
+
+    def body(self):
+        return ([" " * 4 + l for l in self.const_lines] + self.lines)
+
+
+# ---------------------------------------------------------------- helpers --
+
+def vty(n, t):
+    return "vector<%dx%s>" % (n, t)
+
+
+def warp_allreduce(e, v, kind, ty="f32", offsets=(16, 8, 4, 2, 1), hint="w"):
+    """Butterfly over gpu.shuffle xor: every lane ends with the same value
+    (each step combines the same two operands on both partner lanes)."""
+    width = e.const(32, "i32")
+    op = {"add": "arith.addf", "max": "arith.maximumf"}[kind]
+    for off in offsets:
+        o = e.const(off, "i32")
+        sh = e.name("sh")
+        e.line("%s, %%ok_%s = gpu.shuffle xor %s, %s, %s : %s"
+               % (sh, sh[1:], v, o, width, ty))
+        v = e.op("%s %s, %s : %s" % (op, v, sh, ty), hint)
+    return v
+
+
+def block_allreduce(e, v, kind, red, slot, nwarps, tid, hint):
+    """Warp butterfly, lane 0 of each warp stores into red[slot, warp], one
+    barrier, then every thread reads all nwarps partials (16-byte shared
+    loads) and combines them in the same order, so the result is uniform.
+    Each reduction uses its own slot: no second barrier is needed."""
+    w = warp_allreduce(e, v, kind, hint=hint + "_warp")
+    if nwarps == 1:
+        return w
+    lane = e.op("arith.remui %s, %s : index" % (tid, e.idx(32)), "lane")
+    warp = e.op("arith.divui %s, %s : index" % (tid, e.idx(32)), "warp")
+    first = e.op("arith.cmpi eq, %s, %s : index" % (lane, e.idx(0)), "lane0")
+    e.line("scf.if %s {" % first)
+    e.line("  memref.store %s, %s[%s, %s] : memref<2x32xf32, %s>"
+           % (w, red, e.idx(slot), warp, SMEM))
+    e.line("}")
+    e.line("gpu.barrier")
+    op = {"add": "arith.addf", "max": "arith.maximumf"}[kind]
+    rkind = {"add": "add", "max": "maximumf"}[kind]
+    assert nwarps % 4 == 0
+    acc = None
+    for k in range(nwarps // 4):
+        p = e.op("vector.load %s[%s, %s] : memref<2x32xf32, %s>, vector<4xf32>"
+                 % (red, e.idx(slot), e.idx(4 * k), SMEM), "part")
+        acc = p if acc is None else e.op("%s %s, %s : vector<4xf32>" % (op, acc, p), "part")
+    return e.op("vector.reduction <%s>, %s : vector<4xf32> into f32" % (rkind, acc), hint)
+
+
+def header_comment(lines):
+    return "".join("// " + l + "\n" if l else "//\n" for l in lines)
+
+
+def module_text(comment, kname, args, block, grid, body_lines, globals_=(), extra_attrs=""):
+    out = [header_comment(comment)]
+    out.append("gpu.module @kernels {\n")
+    for g in globals_:
+        out.append("  " + g + "\n")
+    out.append("  gpu.func @%s(%s) kernel\n" % (kname, ", ".join(args)))
+    out.append("      attributes {known_block_size = array<i32: %d, 1, 1>,\n"
+               "                  known_grid_size = array<i32: %d, 1, 1>%s} {\n"
+               % (block, grid, extra_attrs))
+    for l in body_lines:
+        out.append(l + "\n")
+    out.append("    gpu.return\n  }\n}\n")
+    return "".join(out)
+
+
+# ------------------------------------------------------------ row kernels --
+
+class Row:
+    """Geometry of a row kernel: R rows of N elements of type `et`, T
+    threads per row, V elements per 16-byte vector, C chunks per thread."""
+
+    def __init__(self, R, N, et, T, rows_per_block=1):
+        self.R, self.N, self.et, self.T = R, N, et, T
+        self.V = 8 if et == "bf16" else 4
+        assert N % (T * self.V) == 0, (N, T, self.V)
+        self.C = N // (T * self.V)
+        self.rpb = rows_per_block
+        self.block = T * rows_per_block
+        assert R % rows_per_block == 0
+        self.grid = R // rows_per_block
+        self.nwarps = max(1, T // 32)
+        self.mem = "memref<%dx%dx%s>" % (R, N, et)
+        self.vmem = "memref<%dx%s>" % (N, et)
+
+    def launch_text(self):
+        if self.rpb == 1:
+            return ("one %d-thread block per row (grid %d), %d chunks of %d "
+                    "%s per thread" % (self.T, self.grid, self.C, self.V, self.et))
+        return ("one warp per row, %d rows per %d-thread block (grid %d), "
+                "%d chunks of %d %s per lane" % (self.rpb, self.block, self.grid,
+                                                 self.C, self.V, self.et))
+
+
+def row_prologue(e, g):
+    """Row and per-thread column indices; returns (row, tid_in_row, cols)."""
+    tid = e.op("gpu.thread_id x", "tid")
+    bid = e.op("gpu.block_id x", "bid")
+    if g.rpb == 1:
+        row, t = bid, tid
+    else:
+        wid = e.op("arith.divui %s, %s : index" % (tid, e.idx(32)), "wid")
+        t = e.op("arith.remui %s, %s : index" % (tid, e.idx(32)), "lane")
+        r0 = e.op("arith.muli %s, %s : index" % (bid, e.idx(g.rpb)), "row0")
+        row = e.op("arith.addi %s, %s : index" % (r0, wid), "row")
+    col0 = e.op("arith.muli %s, %s : index" % (t, e.idx(g.V)), "col")
+    cols = [col0]
+    for k in range(1, g.C):
+        cols.append(e.op("arith.addi %s, %s : index" % (col0, e.idx(k * g.T * g.V)), "col"))
+    return tid, row, cols
+
+
+def load_row(e, g, x, row, cols, hint="x"):
+    """All C vector loads first (all in flight), then widen to f32."""
+    raw = [e.op("vector.load %s[%s, %s] : %s, %s" % (x, row, c, g.mem, vty(g.V, g.et)),
+                hint + ("raw" if g.et != "f32" else "v"))
+           for c in cols]
+    if g.et == "f32":
+        return raw
+    return [e.op("arith.extf %s : %s to %s" % (r, vty(g.V, g.et), vty(g.V, "f32")), hint + "f")
+            for r in raw]
+
+
+def vsum(e, g, vals, kind="add", hint="acc", square=False):
+    """Elementwise combine of the chunks (optionally of their squares, each
+    squared just before it is added: fewer live registers), then one
+    vector.reduction."""
+    op = {"add": "arith.addf", "max": "arith.maximumf"}[kind]
+    rk = {"add": "add", "max": "maximumf"}[kind]
+    ty = vty(g.V, "f32")
+    acc = None
+    for v in vals:
+        if square:
+            v = e.op("arith.mulf %s, %s : %s" % (v, v, ty), "sq")
+        acc = v if acc is None else e.op("%s %s, %s : %s" % (op, acc, v, ty), hint)
+    return e.op("vector.reduction <%s>, %s : %s into f32" % (rk, acc, ty), hint)
+
+
+def reduce_row(e, g, v, kind, red, slot, tid, hint):
+    if g.rpb == 1:
+        return block_allreduce(e, v, kind, red, slot, g.nwarps, tid, hint)
+    return warp_allreduce(e, v, kind, hint=hint)
+
+
+def store_row(e, g, y, row, cols, vals32):
+    ty = vty(g.V, "f32")
+    for c, v in zip(cols, vals32):
+        if g.et != "f32":
+            v = e.op("arith.truncf %s : %s to %s" % (v, ty, vty(g.V, g.et)), "yv")
+        e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, y, row, c, g.mem, vty(g.V, g.et)))
+
+
+def load_vec(e, g, w, col, hint):
+    v = e.op("vector.load %s[%s] : %s, %s" % (w, col, g.vmem, vty(g.V, g.et)), hint)
+    if g.et != "f32":
+        v = e.op("arith.extf %s : %s to %s" % (v, vty(g.V, g.et), vty(g.V, "f32")), hint)
+    return v
+
+
+def wearly(p, g):
+    """Load the weight vectors together with x (in flight at once) when they
+    fit in registers: the bf16 rows (16 weights per thread) and the
+    one-warp-per-row kernel; the 16384-wide f32 rows load them after the
+    reductions (L1/L2 hits, latency hidden by the other blocks)."""
+    return bool(p.get("wearly", g.et == "bf16" or g.rpb > 1))
+
+
+RED_GLOBAL = ("memref.global \"private\" @red : memref<2x32xf32, %s> = uninitialized "
+              "{alignment = 16}" % SMEM)
+
+
+def red_ref(e):
+    return e.op("memref.get_global @red : memref<2x32xf32, %s>" % SMEM, "red")
+
+
+def gen_rmsnorm(p):
+    """y = bf16((f32(x) * rsqrt(sum(f32(x)^2) / N + eps)) * f32(w))."""
+    g = Row(p["R"], p["N"], p["et"], p["T"])
+    e = Emitter(("x", "w", "y"))
+    tid, row, cols = row_prologue(e, g)
+    red = red_ref(e) if g.nwarps > 1 else None
+    xs = load_row(e, g, "%x", row, cols)
+    ty = vty(g.V, "f32")
+    early = wearly(p, g)
+    if early:  # in flight with x; reused by the block's epilogue
+        ws = [load_vec(e, g, "%w", c, "w") for c in cols]
+    part = vsum(e, g, xs, hint="sumsq", square=True)
+    total = reduce_row(e, g, part, "add", red, 0, tid, "sumsq")
+    if p["mean"] == "div":
+        ms = e.op("arith.divf %s, %s : f32" % (total, e.const("%.6e" % g.N, "f32", "n")), "ms")
+    else:  # TOSA: multiply by the reciprocal constant 1/N (exact for N = 2^k)
+        ms = e.op("arith.mulf %s, %s : f32" % (total, e.const(p["mean"], "f32", "inv_n")), "ms")
+    mse = e.op("arith.addf %s, %s : f32" % (ms, e.const(p["eps"], "f32", "eps")), "mse")
+    r = e.op("math.rsqrt %s : f32" % mse, "rstd")
+    rv = e.op("vector.broadcast %s : f32 to %s" % (r, ty), "rstdv")
+    outs = []
+    for k, c in enumerate(cols):
+        wv = ws[k] if early else load_vec(e, g, "%w", c, "w")
+        t = e.op("arith.mulf %s, %s : %s" % (xs[k], rv, ty), "xn")
+        outs.append(e.op("arith.mulf %s, %s : %s" % (t, wv, ty), "yf"))
+    store_row(e, g, "%y", row, cols, outs)
+    args = ["%%x: %s" % g.mem, "%%w: %s" % g.vmem, "%%y: %s" % g.mem]
+    return g, e, args, [RED_GLOBAL] if red else []
+
+
+def gen_layernorm(p):
+    """mean = sum(x)/N; var = sum((x-mean)^2)/N;
+    y = ((x - mean) * rsqrt(var + eps)) * gamma + beta, two-pass from
+    registers (the IR's own two-pass form)."""
+    g = Row(p["R"], p["N"], p["et"], p["T"], p.get("rpb", 1))
+    e = Emitter(("x", "gamma", "beta", "y"))
+    tid, row, cols = row_prologue(e, g)
+    red = red_ref(e) if g.rpb == 1 and g.nwarps > 1 else None
+    xs = load_row(e, g, "%x", row, cols)
+    ty = vty(g.V, "f32")
+    early = wearly(p, g)
+    if early:  # in flight with x
+        gbs = [(load_vec(e, g, "%gamma", c, "gamma"), load_vec(e, g, "%beta", c, "beta"))
+               for c in cols]
+    part = vsum(e, g, xs, hint="sum")
+    total = reduce_row(e, g, part, "add", red, 0, tid, "sum")
+    n = e.const("%.6e" % g.N, "f32", "n")
+    mean = e.op("arith.divf %s, %s : f32" % (total, n), "mean")
+    mv = e.op("vector.broadcast %s : f32 to %s" % (mean, ty), "meanv")
+    ds = [e.op("arith.subf %s, %s : %s" % (v, mv, ty), "d") for v in xs]
+    part2 = vsum(e, g, ds, hint="ssd", square=True)
+    ssd = reduce_row(e, g, part2, "add", red, 1, tid, "ssd")
+    var = e.op("arith.divf %s, %s : f32" % (ssd, n), "var")
+    ve = e.op("arith.addf %s, %s : f32" % (var, e.const(p["eps"], "f32", "eps")), "vare")
+    r = e.op("math.rsqrt %s : f32" % ve, "rstd")
+    rv = e.op("vector.broadcast %s : f32 to %s" % (r, ty), "rstdv")
+    outs = []
+    for k, c in enumerate(cols):
+        if early:
+            gv, bv = gbs[k]
+        else:
+            gv = load_vec(e, g, "%gamma", c, "gamma")
+            bv = load_vec(e, g, "%beta", c, "beta")
+        t = e.op("arith.mulf %s, %s : %s" % (ds[k], rv, ty), "xn")
+        t = e.op("arith.mulf %s, %s : %s" % (t, gv, ty), "xg")
+        outs.append(e.op("arith.addf %s, %s : %s" % (t, bv, ty), "yf"))
+    store_row(e, g, "%y", row, cols, outs)
+    args = ["%%x: %s" % g.mem, "%%gamma: %s" % g.vmem, "%%beta: %s" % g.vmem,
+            "%%y: %s" % g.mem]
+    return g, e, args, [RED_GLOBAL] if red else []
+
+
+def gen_softmax(p):
+    """m = max(init, max(x)); e = exp(x - m); s = sum(e);
+    y = e / s (div = "div") or e * (1 / s) (div = "recip", TOSA's form)."""
+    g = Row(p["R"], p["N"], p["et"], p["T"])
+    e = Emitter(("x", "y"))
+    tid, row, cols = row_prologue(e, g)
+    red = red_ref(e)
+    xs = load_row(e, g, "%x", row, cols)
+    ty = vty(g.V, "f32")
+    part = vsum(e, g, xs, kind="max", hint="max")
+    if p["init"] != "-inf":  # TOSA's reduce_max starts from -FLT_MAX
+        part = e.op("arith.maximumf %s, %s : f32" % (part, e.const(p["init"], "f32", "lowest")), "max")
+    m = reduce_row(e, g, part, "max", red, 0, tid, "rowmax")
+    mv = e.op("vector.broadcast %s : f32 to %s" % (m, ty), "rowmaxv")
+    ex = []
+    for v in xs:
+        d = e.op("arith.subf %s, %s : %s" % (v, mv, ty), "xm")
+        ex.append(e.op("math.exp %s : %s" % (d, ty), "ex"))
+    part2 = vsum(e, g, ex, hint="sum")
+    s = reduce_row(e, g, part2, "add", red, 1, tid, "rowsum")
+    outs = []
+    if p["div"] == "recip":
+        inv = e.op("arith.divf %s, %s : f32" % (e.const("1.000000e+00", "f32", "one"), s), "inv")
+        iv = e.op("vector.broadcast %s : f32 to %s" % (inv, ty), "invv")
+        outs = [e.op("arith.mulf %s, %s : %s" % (v, iv, ty), "yf") for v in ex]
+    elif p["div"] == "div":
+        sv = e.op("vector.broadcast %s : f32 to %s" % (s, ty), "rowsumv")
+        outs = [e.op("arith.divf %s, %s : %s" % (v, sv, ty), "yf") for v in ex]
+    else:  # "markstein": the correctly rounded e / s from one reciprocal
+        one = e.const("1.000000e+00", "f32", "one")
+        inv = e.op("arith.divf %s, %s : f32" % (one, s), "inv")
+        iv = e.op("vector.broadcast %s : f32 to %s" % (inv, ty), "invv")
+        sv = e.op("vector.broadcast %s : f32 to %s" % (s, ty), "rowsumv")
+        nsv = e.op("arith.negf %s : %s" % (sv, ty), "nrowsumv")
+        for v in ex:
+            q = e.op("arith.mulf %s, %s : %s" % (v, iv, ty), "q")
+            rr = e.op("vector.fma %s, %s, %s : %s" % (nsv, q, v, ty), "res")
+            outs.append(e.op("vector.fma %s, %s, %s : %s" % (rr, iv, q, ty), "yf"))
+    store_row(e, g, "%y", row, cols, outs)
+    args = ["%%x: %s" % g.mem, "%%y: %s" % g.mem]
+    return g, e, args, [RED_GLOBAL]
+
+
+# ------------------------------------------------------------- attention --
+
+def gen_attention(p):
+    """Causal multi-head attention, f32, flash-attention style.
+
+    q, k, v, out: [S, H, D] row-major (S = 1024, H = 12, D = 64).
+    One block of 128 threads per (head, 32-query tile); key tiles of 64.
+    Thread t: ty = t / 16 owns query rows ty*4 + i (i < 4) of the tile,
+    tx = t % 16 owns the score columns tx + 16*j (j < 4) of a key tile and
+    the output columns tx*4 .. tx*4+3.  The 16 threads of one row group are
+    one half-warp, so row max / row sum are shuffle-xor butterflies over
+    offsets 8, 4, 2, 1.  Shared memory (static, 42.5 KiB): Q tile 32x64 and
+    K tile 64x64 with rows padded to 68 floats (the column-strided reads hit
+    distinct banks), V tile 64x64; the P tile (32x64) reuses the K buffer
+    once the scores are computed.
+    """
+    S, H, D, BM, BN, PAD = p["S"], p["H"], p["D"], 32, 64, 68
+    U = p.get("U", 4)  # dot-product steps (of 4) per loop iteration
+    assert D == 64 and S % BN == 0 and (D // 4) % U == 0
+    NQT = S // BM
+    e = Emitter(("q", "k", "v", "out"))
+    mem = "memref<%dx%dx%dxf32>" % (S, H, D)
+    v4 = "vector<4xf32>"
+    qsT = "memref<%dx%dxf32, %s>" % (BM, PAD, SMEM)
+    kpT = "memref<%dx%dxf32, %s>" % (BN, PAD, SMEM)
+    vsT = "memref<%dx%dxf32, %s>" % (BN, D, SMEM)
+    globals_ = [
+        "memref.global \"private\" @qs : %s = uninitialized {alignment = 16}" % qsT,
+        "memref.global \"private\" @kp : %s = uninitialized {alignment = 16}" % kpT,
+        "memref.global \"private\" @vs : %s = uninitialized {alignment = 16}" % vsT,
+    ]
+    c = e.idx
+    tid = e.op("gpu.thread_id x", "tid")
+    bid = e.op("gpu.block_id x", "bid")
+    e.comment("heaviest query tiles first: block b -> head b %% %d, query tile %d - b / %d"
+              % (H, NQT - 1, H))
+    h = e.op("arith.remui %s, %s : index" % (bid, c(H)), "head")
+    bq = e.op("arith.divui %s, %s : index" % (bid, c(H)), "bq")
+    qt = e.op("arith.subi %s, %s : index" % (c(NQT - 1), bq), "qt")
+    q0 = e.op("arith.muli %s, %s : index" % (qt, c(BM)), "q0")
+    e.comment("key tiles 0 .. nkt-1 cover keys 0 .. q0+%d; later tiles are fully masked"
+              % (BM - 1))
+    qh = e.op("arith.divui %s, %s : index" % (qt, c(BN // BM)), "qhalf")
+    nkt = e.op("arith.addi %s, %s : index" % (qh, c(1)), "nkt")
+    ty = e.op("arith.divui %s, %s : index" % (tid, c(16)), "ty")
+    tx = e.op("arith.remui %s, %s : index" % (tid, c(16)), "tx")
+    txc = e.op("arith.muli %s, %s : index" % (tx, c(4)), "txcol")
+    qs = e.op("memref.get_global @qs : %s" % qsT, "qs")
+    kp = e.op("memref.get_global @kp : %s" % kpT, "kp")
+    vs = e.op("memref.get_global @vs : %s" % vsT, "vs")
+    e.comment("Q tile -> qs: thread loads rows ty + 8n, dims tx*4 .. +3")
+    for n in range(BM // 8):
+        r = e.addc(ty, 8 * n, "qr")
+        gr = e.op("arith.addi %s, %s : index" % (q0, r), "qg")
+        v = e.op("vector.load %%q[%s, %s, %s] : %s, %s" % (gr, h, txc, mem, v4), "qv")
+        e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, txc, qsT, v4))
+
+    def load_kv_tile(kt):
+        base = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "kbase") if kt else None
+        kv, vv = [], []
+        for n in range(BN // 8):
+            rr = e.addc(ty, 8 * n, "kr")
+            gr = e.op("arith.addi %s, %s : index" % (base, rr), "kg") if base else rr
+            kv.append(e.op("vector.load %%k[%s, %s, %s] : %s, %s" % (gr, h, txc, mem, v4), "kv"))
+            vv.append(e.op("vector.load %%v[%s, %s, %s] : %s, %s" % (gr, h, txc, mem, v4), "vv"))
+        return kv + vv
+
+    e.comment("prefetch K/V tile 0 into registers (8 + 8 vector<4xf32> per thread)")
+    pre = load_kv_tile(None)
+    ninf = e.const("0xFF800000", "f32", "ninf")
+    zero4 = e.const("dense<0.000000e+00>", v4, "zero4")
+    e.comment("this thread's query rows r_i = ty*4 + i and key rows tx + 16j")
+    r0 = e.op("arith.muli %s, %s : index" % (ty, c(4)), "r")
+    rows = [r0] + [e.op("arith.addi %s, %s : index" % (r0, c(i)), "r") for i in range(1, 4)]
+    krows = [tx] + [e.op("arith.addi %s, %s : index" % (tx, c(16 * j)), "kj") for j in range(1, 4)]
+    qidx = [e.op("vector.broadcast %s : index to vector<4xindex>"
+                 % e.op("arith.addi %s, %s : index" % (q0, rows[i]), "qi"), "qiv")
+            for i in range(4)]
+    kofs = e.op("vector.broadcast %s : index to vector<4xindex>" % tx, "txv")
+    kofs = e.op("arith.addi %s, %s : vector<4xindex>"
+                % (kofs, e.const("dense<[0, 16, 32, 48]>", "vector<4xindex>", "j16")), "kofs")
+    scale = e.const("dense<1.250000e-01>", v4, "scale")
+    ninf4 = e.const("dense<0xFF800000>", v4, "ninf4")
+
+    it_names = (["m%d" % i for i in range(4)] + ["l%d" % i for i in range(4)]
+                + ["o%d" % i for i in range(4)] + ["pk%d" % n for n in range(8)]
+                + ["pv%d" % n for n in range(8)])
+    it_types = ["f32"] * 8 + [v4] * 20
+    inits = [ninf] * 4 + [e.const("0.000000e+00", "f32", "zero")] * 4 + [zero4] * 4 + pre
+    for n in it_names:
+        e.used.add(n)
+    res = e.name("acc")
+    kt = e.name("kt")
+    e.comment("loop over the key tiles: m_i running row max, l_i this thread's partial")
+    e.comment("row sum, o_i output accumulator, pk/pv the prefetched next K/V tile")
+    e.line("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
+           % (res, len(it_names), kt, c(0), nkt, c(1),
+              ", ".join("%%%s = %s" % (n, v) for n, v in zip(it_names, inits)),
+              ", ".join(it_types)))
+    e.indent += 2
+    m = ["%%m%d" % i for i in range(4)]
+    l = ["%%l%d" % i for i in range(4)]
+    o = ["%%o%d" % i for i in range(4)]
+    pk = ["%%pk%d" % n for n in range(8)]
+    pv = ["%%pv%d" % n for n in range(8)]
+    e.comment("(1) the previous tile's reads of kp (as P) and vs are done")
+    e.line("gpu.barrier")
+    for n in range(8):
+        rr = e.addc(ty, 8 * n, "sr")
+        e.line("vector.store %s, %s[%s, %s] : %s, %s" % (pk[n], kp, rr, txc, kpT, v4))
+        e.line("vector.store %s, %s[%s, %s] : %s, %s" % (pv[n], vs, rr, txc, vsT, v4))
+    e.comment("prefetch the next tile (the last one again on the last iteration)")
+    nxt = e.op("arith.addi %s, %s : index" % (kt, c(1)), "ktn")
+    last = e.op("arith.subi %s, %s : index" % (nkt, c(1)), "ktl")
+    nxt = e.op("arith.minui %s, %s : index" % (nxt, last), "ktn")
+    nxtv = load_kv_tile(nxt)
+    e.comment("(2) K and V (and Q, first time) are in shared memory")
+    e.line("gpu.barrier")
+    e.comment("S[r_i, tx+16j] = sum_d Q[r_i, d] K[tx+16j, d], %d dims per iteration" % (4 * U))
+    sacc = e.name("s")
+    dc = e.name("dc")
+    sa = ["%%sa%d" % i for i in range(4)]
+    for n in sa:
+        e.used.add(n[1:])
+    e.line("%s:4 = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
+           % (sacc, dc, c(0), c(D), c(4 * U),
+              ", ".join("%s = %s" % (n, zero4) for n in sa), ", ".join([v4] * 4)))
+    e.indent += 2
+    acc = list(sa)
+    for u2 in range(U):
+        col = e.addc(dc, 4 * u2, "d")
+        kk = [e.op("vector.load %s[%s, %s] : %s, %s" % (kp, krows[j], col, kpT, v4), "kd")
+              for j in range(4)]
+        # kt_u = [k_0[u], k_1[u], k_2[u], k_3[u]]: dim col+u of the 4 keys
+        kel = [[e.op("vector.extract %s[%d] : f32 from %s" % (kk[j], u, v4), "ke")
+                for u in range(4)] for j in range(4)]
+        kcols = [e.op("vector.from_elements %s : %s"
+                      % (", ".join(kel[j][u] for j in range(4)), v4), "kt")
+                 for u in range(4)]
+        for i in range(4):
+            qv = e.op("vector.load %s[%s, %s] : %s, %s" % (qs, rows[i], col, qsT, v4), "qd")
+            for u in range(4):
+                qe = e.op("vector.extract %s[%d] : f32 from %s" % (qv, u, v4), "qe")
+                qb = e.op("vector.broadcast %s : f32 to %s" % (qe, v4), "qb")
+                acc[i] = e.op("vector.fma %s, %s, %s : %s" % (qb, kcols[u], acc[i], v4), "sa")
+    e.line("scf.yield %s : %s" % (", ".join(acc), ", ".join([v4] * 4)))
+    e.indent -= 2
+    e.line("}")
+    e.comment("(3) every thread is done reading K: kp may now take P")
+    e.line("gpu.barrier")
+    e.comment("scale, causal mask (key > query -> -inf), running max, p = exp(s - m)")
+    kbase = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "kb")
+    kidx = e.op("arith.addi %s, %s : vector<4xindex>"
+                % (e.op("vector.broadcast %s : index to vector<4xindex>" % kbase, "kbv"), kofs),
+                "kidx")
+    newm, newl, newo = [], [], []
+    for i in range(4):
+        sc = e.op("arith.mulf %s#%d, %s : %s" % (sacc, i, scale, v4), "sc")
+        msk = e.op("arith.cmpi ugt, %s, %s : vector<4xindex>" % (kidx, qidx[i]), "msk")
+        sc = e.op("arith.select %s, %s, %s : vector<4xi1>, %s" % (msk, ninf4, sc, v4), "sm")
+        tm = e.op("vector.reduction <maximumf>, %s : %s into f32" % (sc, v4), "tmax")
+        tm = warp_allreduce(e, tm, "max", offsets=(8, 4, 2, 1), hint="tmax")
+        mn = e.op("arith.maximumf %s, %s : f32" % (m[i], tm), "mnew")
+        al = e.op("math.exp %s : f32" % e.op("arith.subf %s, %s : f32" % (m[i], mn), "dm"), "alpha")
+        mnv = e.op("vector.broadcast %s : f32 to %s" % (mn, v4), "mnewv")
+        pe = e.op("math.exp %s : %s" % (e.op("arith.subf %s, %s : %s" % (sc, mnv, v4), "sd"), v4), "p")
+        psum = e.op("vector.reduction <add>, %s : %s into f32" % (pe, v4), "psum")
+        ln = e.op("arith.addf %s, %s : f32"
+                  % (e.op("arith.mulf %s, %s : f32" % (l[i], al), "ls"), psum), "lnew")
+        alv = e.op("vector.broadcast %s : f32 to %s" % (al, v4), "alphav")
+        newo.append(e.op("arith.mulf %s, %s : %s" % (o[i], alv, v4), "os"))
+        newm.append(mn)
+        newl.append(ln)
+        for j in range(4):
+            pj = e.op("vector.extract %s[%d] : f32 from %s" % (pe, j, v4), "pj")
+            e.line("memref.store %s, %s[%s, %s] : %s" % (pj, kp, rows[i], krows[j], kpT))
+    e.comment("(4) P is in kp rows 0 .. %d" % (BM - 1))
+    e.line("gpu.barrier")
+    e.comment("O[r_i, tx*4 .. +3] += sum_j P[r_i, j] V[j, tx*4 .. +3], %d keys per iteration"
+              % (4 * U))
+    oacc = e.name("oacc")
+    jc = e.name("j")
+    oa = ["%%oa%d" % i for i in range(4)]
+    for n in oa:
+        e.used.add(n[1:])
+    e.line("%s:4 = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
+           % (oacc, jc, c(0), c(BN), c(4 * U),
+              ", ".join("%s = %s" % (n, v) for n, v in zip(oa, newo)), ", ".join([v4] * 4)))
+    e.indent += 2
+    acc = list(oa)
+    for u2 in range(U):
+        j4 = e.addc(jc, 4 * u2, "jj")
+        vrow = [e.op("vector.load %s[%s, %s] : %s, %s"
+                     % (vs, e.addc(jc, 4 * u2 + u, "jj"), txc, vsT, v4), "vrow")
+                for u in range(4)]
+        for i in range(4):
+            pvv = e.op("vector.load %s[%s, %s] : %s, %s" % (kp, rows[i], j4, kpT, v4), "pi")
+            for u in range(4):
+                pe_ = e.op("vector.extract %s[%d] : f32 from %s" % (pvv, u, v4), "pe")
+                pb = e.op("vector.broadcast %s : f32 to %s" % (pe_, v4), "pb")
+                acc[i] = e.op("vector.fma %s, %s, %s : %s" % (pb, vrow[u], acc[i], v4), "oa")
+    e.line("scf.yield %s : %s" % (", ".join(acc), ", ".join([v4] * 4)))
+    e.indent -= 2
+    e.line("}")
+    e.line("scf.yield %s : %s"
+           % (", ".join(newm + newl + ["%s#%d" % (oacc, i) for i in range(4)] + nxtv),
+              ", ".join(it_types)))
+    e.indent -= 2
+    e.line("}")
+    e.comment("row sums over the 16 threads of each row group, then out = O / l")
+    for i in range(4):
+        lt = warp_allreduce(e, "%s#%d" % (res, 4 + i), "add", offsets=(8, 4, 2, 1), hint="lsum")
+        lv = e.op("vector.broadcast %s : f32 to %s" % (lt, v4), "lsumv")
+        ov = e.op("arith.divf %s#%d, %s : %s" % (res, 8 + i, lv, v4), "o")
+        gr = e.op("arith.addi %s, %s : index" % (q0, rows[i]), "orow")
+        e.line("vector.store %s, %%out[%s, %s, %s] : %s, %s" % (ov, gr, h, txc, mem, v4))
+    args = ["%%q: %s" % mem, "%%k: %s" % mem, "%%v: %s" % mem, "%%out: %s" % mem]
+    return (128, H * NQT), e, args, globals_
+
+
+# ------------------------------------------------------------ the kernels --
+
+KERNELS = [
+    dict(sg="sg_07f0dc6cb70576f3", example="rmsnorm", gen="rmsnorm", kernel="rmsnorm_bf16_4096",
+         R=16384, N=4096, et="bf16", T=256, mean="div", eps="9.99999997E-7",
+         math=["s = sum_j f32(x[r, j])^2 (f32)",
+               "y[r, j] = bf16((f32(x[r, j]) * rsqrt(s / 4096.0 + 1e-6)) * f32(w[j]))"]),
+    dict(sg="sg_5d00258a2473dc37", example="tosa/rmsnorm", gen="rmsnorm", kernel="rmsnorm_tosa_bf16_4096",
+         R=16384, N=4096, et="bf16", T=256, mean="2.44140625E-4", eps="9.99999997E-7",
+         math=["s = sum_j f32(x[r, j]) * f32(x[r, j]) (f32)",
+               "y[r, j] = bf16((f32(x[r, j]) * rsqrt(s * 2.44140625e-4 + 1e-6)) * f32(w[j]))",
+               "(TOSA multiplies by 1/4096 = 2^-12, exactly the linalg form's divide by",
+               "4096; the one rounding to bf16 is at the very end, as in the IR)"]),
+    dict(sg="sg_ed978a54a6ae6b04", example="layernorm", gen="layernorm", kernel="layernorm_bf16_4096",
+         R=16384, N=4096, et="bf16", T=256, eps="9.99999974E-6",
+         math=["mean = sum_j f32(x[r, j]) / 4096.0; var = sum_j (f32(x[r, j]) - mean)^2 / 4096.0",
+               "y[r, j] = bf16(((f32(x[r, j]) - mean) * rsqrt(var + 1e-5)) * f32(gamma[j]) + f32(beta[j]))"]),
+    dict(sg="sg_e2da8c8a3c5cd5d1", example="layernorm_f32", gen="layernorm", kernel="layernorm_f32_16384",
+         R=4096, N=16384, et="f32", T=512, eps="9.99999974E-6",
+         math=["mean = sum_j x[r, j] / 16384.0; var = sum_j (x[r, j] - mean)^2 / 16384.0",
+               "y[r, j] = ((x[r, j] - mean) * rsqrt(var + 1e-5)) * gamma[j] + beta[j]"]),
+    dict(sg="sg_c77eec1dbd2dbb32", example="minigpt_block", gen="layernorm", kernel="layernorm_f32_768",
+         R=1024, N=768, et="f32", T=32, rpb=4, eps="9.99999974E-6",
+         math=["mean = sum_j x[r, j] / 768.0; var = sum_j (x[r, j] - mean)^2 / 768.0",
+               "y[r, j] = ((x[r, j] - mean) * rsqrt(var + 1e-5)) * gamma[j] + beta[j]",
+               "(both LayerNorms of the block are this subgraph)"]),
+    dict(sg="sg_36479e4312f16cf5", example="softmax", gen="softmax", kernel="softmax_bf16_8192",
+         R=16384, N=8192, et="bf16", T=256, init="-inf", div="markstein",
+         math=["m = max_j f32(x[r, j]) (from -inf); e[j] = exp(f32(x[r, j]) - m); s = sum_j e[j]",
+               "y[r, j] = bf16(e[j] / s)"]),
+    dict(sg="sg_ff8348df2653ec41", example="tosa/softmax", gen="softmax", kernel="softmax_tosa_f32_16384",
+         R=4096, N=16384, et="f32", T=512, init=F32_MAX and "-" + F32_MAX, div="recip",
+         math=["m = max(-3.40282347e38, max_j x[r, j]); e[j] = exp(x[r, j] - m); s = sum_j e[j]",
+               "y[r, j] = e[j] * (1.0 / s)   (TOSA's reciprocal, then multiply)"]),
+    dict(sg="sg_4b6d101fd59f7da9", example="minigpt_block", gen="attention", kernel="causal_attention_f32",
+         S=1024, H=12, D=64,
+         math=["per head h: s[i, j] = 0.125 * sum_d q[i, h, d] k[j, h, d], -inf where j > i",
+               "p = softmax_j(s) (max, exp, sum, divide); out[i, h, :] = sum_j p[i, j] v[j, h, :]"]),
+]
+
+FINGERPRINTS = {
+    "sg_07f0dc6cb70576f3": "07f0dc6cb70576f34ddea627009be4572873bf958823d09424676466554e8ecb",
+    "sg_5d00258a2473dc37": "5d00258a2473dc370450a08512a28ae64b7a6c17cc4749f47fea1cf775366e01",
+    "sg_ed978a54a6ae6b04": "ed978a54a6ae6b04fa383eb71fb3fe25ff747abbb9e80b2cd3e9fa3e164a55be",
+    "sg_e2da8c8a3c5cd5d1": "e2da8c8a3c5cd5d1924aa59f5ad83fd2e14368013587b27aa74c6d8ac6485494",
+    "sg_c77eec1dbd2dbb32": "c77eec1dbd2dbb32a03a78905c01e89691a7ad6e138ef68845512337f7265141",
+    "sg_36479e4312f16cf5": "36479e4312f16cf5a770c44e1b7b2fa91f78fa15dcc632f6129d574b8e9d964f",
+    "sg_ff8348df2653ec41": "ff8348df2653ec41cf6383ff7e12ac30473b92ed1c81fb30e50680fbbe15c97d",
+    "sg_4b6d101fd59f7da9": "4b6d101fd59f7da903457bcf116e6bf9012ee2b2e5d8aa401c758c5549415b79",
+}
+
+
+def signature(p):
+    if p["gen"] == "attention":
+        t = "tensor<%dx%dx%dxf32>" % (p["S"], p["H"], p["D"])
+        return "(%s, %s, %s) -> %s" % (t, t, t, t)
+    x = "tensor<%dx%dx%s>" % (p["R"], p["N"], p["et"])
+    w = "tensor<%dx%s>" % (p["N"], p["et"])
+    ins = {"rmsnorm": [x, w], "layernorm": [x, w, w], "softmax": [x]}[p["gen"]]
+    return "(%s) -> %s" % (", ".join(ins), x)
+
+
+DESIGN = {
+    "rmsnorm": [
+        "Single pass: the row is loaded once into registers, sum of squares",
+        "(per-thread vector<8xf32> partials, vector.reduction), one block",
+        "reduction, then the scaled row is written; w is re-read per block",
+        "(8 KiB, stays in L1/L2)."],
+    "layernorm": [
+        "Single read of x: the row stays in registers for the exact two-pass",
+        "mean / variance of the IR (two block reductions, each into its own",
+        "shared slot, so one barrier each), then the normalized row is",
+        "written; gamma/beta are read per block from L1/L2."],
+    "softmax": [
+        "Single read of x: row in registers; block max, then exp(x - m) kept",
+        "in registers, block sum, normalize and write; exp is the IR's",
+        "math.exp (libdevice __nv_expf)."],
+}
+
+
+def generate(p):
+    gen = p["gen"]
+    if gen == "attention":
+        (block, grid), e, args, globals_ = gen_attention(p)
+        launch = ("block 128 threads, grid %d = %d heads x %d query tiles of 32;"
+                  % (grid, p["H"], p["S"] // 32))
+        design = [
+            "Flash attention in f32 SIMT FMA (tensor cores would change f32",
+            "numerics): one block per (head, 32-query tile), the heaviest",
+            "(last) query tiles get the lowest block ids so they start first.",
+            "Key tiles of 64 up to the diagonal only (fully masked tiles are",
+            "skipped); the next K/V tile is prefetched into registers while",
+            "the current one is computed.  Each thread holds a 4x4 score tile",
+            "(rows ty*4+i, keys tx+16j) and a 4x4 output tile (rows ty*4+i,",
+            "dims tx*4..+3); online softmax with running max m and per-thread",
+            "partial sums l (summed over the row's 16 threads at the end).",
+            "The causal mask is applied to every tile exactly as the IR does",
+            "(select -inf where key > query, after the 0.125 scale); masked",
+            "scores give exp(-inf) = 0.  Key 0 is in the first tile, so the",
+            "running max is finite after it and exp(m_old - m_new) is never",
+            "NaN.  out = O / l at the end (the IR divides p by the sum before",
+            "P V; same value up to f32 rounding).",
+            "Shared memory 42.5 KiB static: Q 32x64 and K 64x64 f32 with rows",
+            "padded to 68 floats (conflict-free column-strided reads, linear",
+            "addresses), V 64x64; P (32x64) reuses the K buffer after the",
+            "scores are computed (4 barriers per key tile).",
+            "Inner loops: %d dims / keys per iteration (vector.fma on 4x4" % (4 * p.get("U", 4)),
+            "register tiles, 64 FMAs per 8 16-byte shared loads)."]
+        gp = None
+    else:
+        g, e, args, globals_ = {"rmsnorm": gen_rmsnorm, "layernorm": gen_layernorm,
+                                "softmax": gen_softmax}[gen](p)
+        block, grid = g.block, g.grid
+        launch = g.launch_text() + ";"
+        design = list(DESIGN[gen])
+        if gen == "softmax":
+            design += {
+                "div": ["y = e / s with arith.divf per element, as the IR."],
+                "recip": ["1 / s once per row (arith.divf), then e * (1/s), as TOSA's IR."],
+                "markstein": [
+                    "e / s per element as q = e * (1/s), q' = fma(fma(-s, q, e), 1/s, q):",
+                    "with 1/s correctly rounded (one arith.divf per row) this is the",
+                    "correctly rounded quotient (Markstein) barring under/overflow, at",
+                    "3 instructions instead of a full div.rn per element."]}[p["div"]]
+        if g.rpb > 1:
+            design = [
+                "One warp per row: the 768-float row is 6 vector<4xf32> per lane,",
+                "kept in registers; both reductions are shuffle-xor butterflies",
+                "(no shared memory, no barrier).  The divides by 768.0 are real",
+                "arith.divf (768 is no power of two), once per row.",
+                "A small problem (3 MiB in, 3 MiB out): latency-bound, one wave."]
+        gp = g
+    comment = ["%s: hand-written kernel for %s (%s)." % (p["kernel"], p["sg"], p["example"]),
+               "signature: %s" % signature(p), "", "Math (exactly the outlined IR's, f32 inside):"]
+    comment += ["  " + m for m in p["math"]]
+    comment += ["", "Launch: " + launch]
+    if gp is not None:
+        comment += ["  %d threads x %d elements = %d per row; the 16-byte chunk k of"
+                    % (gp.T, gp.C * gp.V, gp.N),
+                    "  thread t starts at column (k * %d + t) * %d (coalesced 512-byte warp runs)."
+                    % (gp.T, gp.V)]
+    comment += [""] + design
+    comment += ["", "Generated by kernels/handwritten/gen_rows.py; edit the generator, not this file."]
+    extra = ", nvvm.minctasm = %d : i32" % p["minctasm"] if p.get("minctasm") else ""
+    text = module_text(comment, p["kernel"], args, block, grid, e.body(), globals_, extra)
+    return text
+
+
+def manifest_entry(p):
+    return {"subgraph": p["sg"], "fingerprint": FINGERPRINTS[p["sg"]],
+            "example": p["example"], "signature": signature(p),
+            "file": p["sg"] + ".mlir", "kernel": p["kernel"],
+            "chips": ["sm_80", "sm_90"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=HERE)
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if a generated file differs from the one on disk")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="SG=key=value,...: override parameters (tuning)")
+    ap.add_argument("--only", action="append", default=[])
+    a = ap.parse_args()
+    kernels = [dict(k) for k in KERNELS]
+    for v in a.variant:
+        sg, _, kvs = v.partition("=")
+        for k in kernels:
+            if k["sg"] == sg:
+                for kv in kvs.split(","):
+                    key, _, val = kv.partition("=")
+                    k[key] = int(val) if val.lstrip("-").isdigit() else val
+    if a.only:
+        kernels = [k for k in kernels if k["sg"] in a.only]
+    stale = []
+    for p in kernels:
+        text = generate(p)
+        path = os.path.join(a.out, p["sg"] + ".mlir")
+        if a.check:
+            old = open(path).read() if os.path.exists(path) else None
+            if old != text:
+                stale.append(path)
+            continue
+        with open(path, "w") as f:
+            f.write(text)
+    man = json.dumps([manifest_entry(p) for p in kernels], indent=2) + "\n"
+    mpath = os.path.join(a.out, "manifest-rows.json")
+    if a.check:
+        if not os.path.exists(mpath) or open(mpath).read() != man:
+            stale.append(mpath)
+        if stale:
+            sys.exit("stale (rerun gen_rows.py): " + ", ".join(stale))
+        return
+    if not a.variant and not a.only:
+        with open(mpath, "w") as f:
+            f.write(man)
+
+
+if __name__ == "__main__":
+    main()
