@@ -25,6 +25,8 @@ root, out, chip, tool = sys.argv[1:5]
 n = bad = 0
 for m in sorted(glob.glob(os.path.join(root, "kernels/handwritten/manifest-*.json"))):
     for e in json.load(open(m)):
+        if os.path.isdir(os.path.join(out, e["subgraph"], "candidate")):
+            continue  # first variant listed per subgraph (sm_90 before sm_90a)
         c = chip if chip in e.get("chips", [chip]) else e["chips"][-1]
         d = os.path.join(out, e["subgraph"], "candidate")
         r = subprocess.run([tool, "--signature", e["signature"], "--chip", c,
