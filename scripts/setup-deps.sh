@@ -10,6 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libcurl4-openssl-dev libcjson-dev libssl-dev
+  clang-22 libclang-rt-22-dev
 )
 
 missing=()
