@@ -342,16 +342,11 @@ static const struct {
     {"linalg.transpose", LF_OPK_TRANSPOSE},
 };
 
-/* A reshape that only adds or drops size-1 dimensions: free, the elements
- * keep their order. Other reshapes are left in place. */
-static bool is_unit_reshape(MlirOperation op) {
-  if (mlirOperationGetNumOperands(op) < 1 ||
-      mlirOperationGetNumResults(op) != 1)
-    return false;
-  MlirType a = mlirValueGetType(mlirOperationGetOperand(op, 0));
-  MlirType b = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!mlirTypeIsARankedTensor(a) || !mlirTypeIsARankedTensor(b) ||
-      !mlirShapedTypeHasStaticShape(a) || !mlirShapedTypeHasStaticShape(b))
+/* Equal once size-1 dimensions are dropped: [4096] and [4096, 1], or
+ * [1, 4096, 768] and [4096, 768], index the same elements in the same
+ * order. */
+static bool same_shape_mod_units(MlirType a, MlirType b) {
+  if (mlirTypeIsNull(a) || mlirTypeIsNull(b))
     return false;
   intptr_t i = 0, j = 0, ra = mlirShapedTypeGetRank(a),
            rb = mlirShapedTypeGetRank(b);
@@ -365,6 +360,20 @@ static bool is_unit_reshape(MlirOperation op) {
     if (mlirShapedTypeGetDimSize(a, i++) != mlirShapedTypeGetDimSize(b, j++))
       return false;
   }
+}
+
+/* A reshape that only adds or drops size-1 dimensions: free, the elements
+ * keep their order. Other reshapes are left in place. */
+static bool is_unit_reshape(MlirOperation op) {
+  if (mlirOperationGetNumOperands(op) < 1 ||
+      mlirOperationGetNumResults(op) != 1)
+    return false;
+  MlirType a = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  MlirType b = mlirValueGetType(mlirOperationGetResult(op, 0));
+  if (!mlirTypeIsARankedTensor(a) || !mlirTypeIsARankedTensor(b) ||
+      !mlirShapedTypeHasStaticShape(a) || !mlirShapedTypeHasStaticShape(b))
+    return false;
+  return same_shape_mod_units(a, b);
 }
 
 lf_op_kind_t lf_classify_op(MlirOperation op) {
@@ -781,26 +790,6 @@ static bool same_shape(MlirType a, MlirType b) {
   return true;
 }
 
-/* Equal once size-1 dimensions are dropped: [4096] and [4096, 1], or
- * [1, 4096, 768] and [4096, 768], index the same elements in the same
- * order. */
-static bool same_shape_mod_units(MlirType a, MlirType b) {
-  if (mlirTypeIsNull(a) || mlirTypeIsNull(b))
-    return false;
-  intptr_t i = 0, j = 0, ra = mlirShapedTypeGetRank(a),
-           rb = mlirShapedTypeGetRank(b);
-  for (;;) {
-    while (i < ra && mlirShapedTypeGetDimSize(a, i) == 1)
-      ++i;
-    while (j < rb && mlirShapedTypeGetDimSize(b, j) == 1)
-      ++j;
-    if (i == ra || j == rb)
-      return i == ra && j == rb;
-    if (mlirShapedTypeGetDimSize(a, i++) != mlirShapedTypeGetDimSize(b, j++))
-      return false;
-  }
-}
-
 /* `small` broadcasts to `big`: same rank, each dimension equal or 1. */
 static bool broadcasts_to(MlirType small, MlirType big) {
   if (mlirTypeIsNull(small) || mlirTypeIsNull(big))
@@ -976,37 +965,31 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
   return LF_OK;
 }
 
+/* Resizes `*arr` to `n` elements of `size` bytes. */
+static lf_status_t resize(void **arr, size_t n, size_t size) {
+  void *p = realloc(*arr, n * size);
+  if (!p)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  *arr = p;
+  return LF_OK;
+}
+
 static lf_status_t new_group(building_t *b, size_t root, int *out_gid) {
   if (b->num_groups == b->cap_groups) {
     size_t n = b->cap_groups ? 2 * b->cap_groups : 4;
-    lf_group_t *p = realloc(b->groups, n * sizeof(*p));
-    if (!p)
-      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    b->groups = p;
-    size_t *r = realloc(b->roots, n * sizeof(*r));
-    if (!r)
-      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    b->roots = r;
-    size_t *lo = realloc(b->lo, n * sizeof(*lo));
-    if (!lo)
-      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    b->lo = lo;
-    size_t *hi = realloc(b->hi, n * sizeof(*hi));
-    if (!hi)
-      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    b->hi = hi;
-    unsigned *seen = realloc(b->seen, n * sizeof(*seen));
-    if (!seen)
-      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    b->seen = seen;
+    LF_RETURN_IF_ERROR(resize((void **)&b->groups, n, sizeof(*b->groups)));
+    LF_RETURN_IF_ERROR(resize((void **)&b->roots, n, sizeof(*b->roots)));
+    LF_RETURN_IF_ERROR(resize((void **)&b->lo, n, sizeof(*b->lo)));
+    LF_RETURN_IF_ERROR(resize((void **)&b->hi, n, sizeof(*b->hi)));
+    LF_RETURN_IF_ERROR(resize((void **)&b->seen, n, sizeof(*b->seen)));
     b->cap_groups = n;
   }
-  b->lo[b->num_groups] = SIZE_MAX;
-  b->hi[b->num_groups] = 0;
-  b->seen[b->num_groups] = 0;
   memset(&b->groups[b->num_groups], 0, sizeof(lf_group_t));
   b->roots[b->num_groups] = root;
   b->cap_members = 0;
+  b->lo[b->num_groups] = SIZE_MAX;
+  b->hi[b->num_groups] = 0;
+  b->seen[b->num_groups] = 0;
   *out_gid = (int)b->num_groups++;
   return LF_OK;
 }
