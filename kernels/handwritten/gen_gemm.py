@@ -1,0 +1,1179 @@
+#!/usr/bin/env python3
+"""Generator of the hand-written GEMM kernels (with fused epilogues) for the
+contraction subgraphs of the example models.
+
+    python3 kernels/handwritten/gen_gemm.py [--out-dir DIR] [--only SG|FILE ...]
+    python3 kernels/handwritten/gen_gemm.py --check    # checked-in files up to date?
+
+writes one `<sg_name>.mlir` per subgraph (sm_90 and sm_80), one
+`<sg_name>.sm90a.mlir` per bf16 subgraph (wgmma, sm_90a only) -- each a single
+`gpu.module` that follows docs/kernel-contract.md -- and `manifest-gemm.json`
+beside this script.  Python 3 standard library only; deterministic output.
+
+Kernel families (each kernel calls small func.func helpers that LLVM inlines:
+@epilogue, the subgraph's elementwise tail on a row piece, and @mma_bf16):
+
+* `bf16_mma` (sm_80, sm_90): C[M,N] = A[M,K] @ B[K,N] (both row-major) with
+  mma.sync m16n8k16 (bf16 x bf16 -> f32; nvvm.mma.sync, since nvgpu.mma.sync
+  has no bf16 lowering), operands staged in dynamic shared memory by
+  nvgpu.device_async_copy (cp.async.cg, 16 bytes) in an S-stage ring,
+  fragments read with nvgpu.ldmatrix (A plain, B .trans) from XOR-swizzled
+  tiles (no bank conflicts, no padding), epilogue on the accumulator
+  registers, bf16 pairs stored straight from the fragments.  Optionally two
+  B operands sharing the A tile (the SwiGLU dual GEMM).
+* `bf16_wgmma` (sm_90a): the same math with wgmma.mma_async m64nNk16 from
+  128-byte-swizzled shared-memory tiles (descriptors built in the kernel),
+  operands still loaded by cp.async (no TMA: the contract has no way to pass
+  a tensor map).
+* `f32_simt` (sm_80, sm_90): f32 register-blocked FMA GEMM (no tf32: f32
+  accuracy up to K = 8192).  8x8 outputs per thread as four 4x4
+  vector.outerproduct accumulators, A staged transposed (k-major, padded) and
+  B k-major in double-buffered shared memory with a register prefetch of the
+  next k-tile, float4 loads and stores; optional split-K inside the CTA.
+
+Fragment layouts used (PTX ISA, mma.m16n8k16 with .bf16, g = lane/4,
+t = lane%4):
+  A (16x16, row): a0=(g, 2t..2t+1) a1=(g+8, 2t..) a2=(g, 2t+8..) a3=(g+8, 2t+8..)
+  B (16x8, col):  b0=(k=2t..2t+1, n=g)  b1=(k=2t+8..2t+9, n=g)
+  C (16x8, f32):  c0,c1=(g, 2t..2t+1)   c2,c3=(g+8, 2t..2t+1)
+ldmatrix.x4 (no trans) over the 8x8 matrices [rows 0-7|8-15] x [k 0-7|8-15]
+(lanes 0-7, 8-15, 16-23, 24-31 address the rows of matrix 0..3: lane l gives
+row l%16, k-chunk l/16) returns exactly a0..a3.  ldmatrix.x4.trans over a
+[k][n] tile (lane l gives k-row (l%8) + 8*((l/8)%2), n-chunk l/16) returns
+b0,b1 of the n-tile 2j and b0,b1 of the n-tile 2j+1.  The wgmma D fragment
+(m64nN, f32) is, per warp w of the warpgroup, the C layout above for rows
+16w.. of each n8 block (registers 4*ni .. 4*ni+3).
+All kernels were checked element by element against a torch reference on an
+H200 (see the engineer's report); shapes must divide the tiles (asserted).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+WG = "#gpu.address_space<workgroup>"
+
+
+# --------------------------------------------------------------------------
+# A small SSA text emitter.
+# --------------------------------------------------------------------------
+class Emitter:
+    def __init__(self):
+        self.lines = []
+        self.consts = {}
+        self.const_lines = []
+        self.n = 0
+        self.indent = 4
+
+    def fresh(self, hint="v"):
+        self.n += 1
+        return "%%%s_%d" % (hint, self.n)
+
+    def emit(self, text):
+        self.lines.append(" " * self.indent + text)
+
+    def comment(self, text):
+        self.emit("// " + text)
+
+    def op(self, text, hint="v"):
+        name = self.fresh(hint)
+        self.emit("%s = %s" % (name, text))
+        return name
+
+    def idx(self, v):
+        """index constant"""
+        key = ("index", v)
+        if key not in self.consts:
+            name = "%%c%d" % v if v >= 0 else "%%cm%d" % (-v)
+            self.consts[key] = name
+            self.const_lines.append("%s = arith.constant %d : index" % (name, v))
+        return self.consts[key]
+
+    def f32(self, text, hint):
+        key = ("f32", text)
+        if key not in self.consts:
+            name = "%%cst_%s" % hint
+            self.consts[key] = name
+            self.const_lines.append("%s = arith.constant %s : f32" % (name, text))
+        return self.consts[key]
+
+    def const(self, text, ty, hint):
+        key = (ty, text)
+        if key not in self.consts:
+            name = "%%k_%s" % hint
+            self.consts[key] = name
+            self.const_lines.append("%s = arith.constant %s : %s" % (name, text, ty))
+        return self.consts[key]
+
+    def const_op(self, text, hint):
+        """an op without operands hoisted to the entry (e.g. llvm.mlir.zero)"""
+        key = ("op", text)
+        if key not in self.consts:
+            name = "%%k_%s" % hint
+            self.consts[key] = name
+            self.const_lines.append("%s = %s" % (name, text))
+        return self.consts[key]
+
+    # index arithmetic with constant folding for python ints
+    def add(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if isinstance(b, int) and b == 0:
+            return a
+        if isinstance(a, int) and a == 0:
+            return b
+        return self.op("arith.addi %s, %s : index" % (self.v(a), self.v(b)), "i")
+
+    def mul(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if isinstance(b, int) and b == 1:
+            return a
+        return self.op("arith.muli %s, %s : index" % (self.v(a), self.v(b)), "i")
+
+    def div(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a // b
+        if isinstance(b, int) and b == 1:
+            return a
+        return self.op("arith.divui %s, %s : index" % (self.v(a), self.v(b)), "i")
+
+    def rem(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a % b
+        return self.op("arith.remui %s, %s : index" % (self.v(a), self.v(b)), "i")
+
+    def shr(self, a, b):
+        assert isinstance(b, int)
+        if isinstance(a, int):
+            return a >> b
+        return self.op("arith.shrui %s, %s : index" % (a, self.idx(b)), "i")
+
+    def band(self, a, b):
+        assert isinstance(b, int)
+        if isinstance(a, int):
+            return a & b
+        return self.op("arith.andi %s, %s : index" % (a, self.idx(b)), "i")
+
+    def xor(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a ^ b
+        if isinstance(b, int) and b == 0:
+            return a
+        return self.op("arith.xori %s, %s : index" % (self.v(a), self.v(b)), "i")
+
+    def v(self, a):
+        return self.idx(a) if isinstance(a, int) else a
+
+    def body(self, indent):
+        pad = " " * indent
+        return [pad + c for c in self.const_lines] + self.lines
+
+
+def memref_ty(shape, dt, space=None):
+    s = "x".join(str(d) for d in shape)
+    if space:
+        return "memref<%sx%s, %s>" % (s, dt, space)
+    return "memref<%sx%s>" % (s, dt)
+
+
+def parse_signature(sig):
+    """'(tensor<AxBxT>, ...) -> tensor<...>' -> ([(shape, dt)...], [(shape, dt)...])"""
+    ins, outs = sig.split("->")
+
+    def types(s):
+        out = []
+        for part in s.replace("(", "").replace(")", "").split("tensor<")[1:]:
+            body = part.split(">")[0]
+            dims = body.split("x")
+            out.append(([int(d) for d in dims[:-1]], dims[-1]))
+        return out
+
+    return types(ins), types(outs)
+
+
+# --------------------------------------------------------------------------
+# Operands, raster
+# --------------------------------------------------------------------------
+class Operand:
+    """A 2-D view of a kernel argument: memref<MxN> as is, memref<1xMxN>
+    (TOSA's batch of one) indexed with a leading 0 (memref.collapse_shape has
+    no lowering in the builder's pipeline)."""
+
+    def __init__(self, em, name, shape, dt):
+        self.name, self.dt = name, dt
+        self.ty = memref_ty(shape, dt)
+        if len(shape) == 3:
+            assert shape[0] == 1, shape
+            self.prefix = [em.idx(0)]
+            self.shape = shape[1:]
+        else:
+            assert len(shape) in (1, 2), shape
+            self.prefix = []
+            self.shape = shape
+
+    def at(self, *idx):
+        return "%s[%s]" % (self.name, ", ".join(self.prefix + [str(i) for i in idx]))
+
+    def load(self, em, idx, n, hint):
+        return em.op("vector.load %s : %s, vector<%dx%s>" % (self.at(*idx), self.ty, n, self.dt), hint)
+
+
+def operands(em, cfg, ins, outs, names):
+    A = Operand(em, names[cfg["a"]], *ins[cfg["a"]])
+    Bs = [Operand(em, names[i], *ins[i]) for i in cfg["b"]]
+    C = Operand(em, names[len(ins)], *outs[0])
+    bias = Operand(em, names[cfg["bias"]], *ins[cfg["bias"]]) if cfg.get("bias") is not None else None
+    res = Operand(em, names[cfg["res"]], *ins[cfg["res"]]) if cfg.get("res") is not None else None
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    assert A.shape == [M, K] and C.shape == [M, N] and all(b.shape == [K, N] for b in Bs)
+    assert (bias is None or bias.shape == [N]) and (res is None or res.shape == [M, N])
+    return A, Bs, C, bias, res
+
+
+def grouped_raster(em, pid, gm, gn, group_m):
+    """Triton-style grouped tile order: GROUP_M row tiles sweep the N tiles
+    together so that their A panels and B panels stay in L2."""
+    assert gm % group_m == 0
+    per_group = group_m * gn
+    gid = em.div(pid, per_group)
+    first_m = em.mul(gid, group_m)
+    in_group = em.rem(pid, per_group)
+    pid_m = em.add(first_m, em.rem(in_group, group_m))
+    pid_n = em.div(in_group, group_m)
+    return pid_m, pid_n
+
+
+# --------------------------------------------------------------------------
+# Epilogues.  Each reproduces the outlined linalg/TOSA body op for op (same
+# operation order, same f32 constants), on f32 vectors (lanes = adjacent
+# columns), inside the helper @epilogue that every kernel calls once per
+# 2- or 4-element row piece (LLVM inlines it).
+# --------------------------------------------------------------------------
+def _c(em, ty, text, hint):
+    return em.const("dense<%s>" % text, ty, hint)
+
+
+def ep_bias(em, ty, accs, bias, res):
+    return em.op("arith.addf %s, %s : %s" % (accs[0], bias, ty), "x")
+
+
+def ep_bias_residual(em, ty, accs, bias, res):
+    x = em.op("arith.addf %s, %s : %s" % (accs[0], bias, ty), "x")
+    return em.op("arith.addf %s, %s : %s" % (x, res, ty), "y")
+
+
+def ep_bias_gelu_tanh(em, ty, accs, bias, res):
+    c05 = _c(em, ty, "5.000000e-01", "half")
+    c1 = _c(em, ty, "1.000000e+00", "one")
+    c_s2pi = _c(em, ty, "0.797884583", "sqrt_2_over_pi")
+    c_k = _c(em, ty, "4.471500e-02", "gelu_k")
+    x = em.op("arith.addf %s, %s : %s" % (accs[0], bias, ty), "x")
+    x2 = em.op("arith.mulf %s, %s : %s" % (x, x, ty), "x2")
+    x3 = em.op("arith.mulf %s, %s : %s" % (x2, x, ty), "x3")
+    t = em.op("arith.mulf %s, %s : %s" % (x3, c_k, ty), "t")
+    s = em.op("arith.addf %s, %s : %s" % (x, t, ty), "s")
+    u = em.op("arith.mulf %s, %s : %s" % (s, c_s2pi, ty), "u")
+    th = em.op("math.tanh %s : %s" % (u, ty), "th")
+    a = em.op("arith.addf %s, %s : %s" % (th, c1, ty), "a")
+    h = em.op("arith.mulf %s, %s : %s" % (x, c05, ty), "h")
+    return em.op("arith.mulf %s, %s : %s" % (h, a, ty), "y")
+
+
+def ep_sub_mul_relu(em, ty, accs, bias, res):
+    c05 = _c(em, ty, "5.000000e-01", "half")
+    c2 = _c(em, ty, "2.000000e+00", "two")
+    c0 = _c(em, ty, "0.000000e+00", "zero")
+    a = em.op("arith.subf %s, %s : %s" % (accs[0], c05, ty), "a")
+    b = em.op("arith.mulf %s, %s : %s" % (a, c2, ty), "b")
+    return em.op("arith.maximumf %s, %s : %s" % (b, c0, ty), "y")
+
+
+def ep_silu_mul(em, ty, accs, bias, res):
+    c1 = _c(em, ty, "1.000000e+00", "one")
+    g, u = accs
+    ng = em.op("arith.negf %s : %s" % (g, ty), "ng")
+    ex = em.op("math.exp %s : %s" % (ng, ty), "ex")
+    d = em.op("arith.addf %s, %s : %s" % (ex, c1, ty), "d")
+    s = em.op("arith.divf %s, %s : %s" % (g, d, ty), "s")
+    return em.op("arith.mulf %s, %s : %s" % (s, u, ty), "y")
+
+
+EPILOGUES = {
+    "bias": (ep_bias, "y = acc + bias[n]"),
+    "bias_residual": (ep_bias_residual, "y = (acc + bias[n]) + res[m,n]"),
+    "bias_gelu_tanh": (ep_bias_gelu_tanh,
+                       "x = acc + bias[n]; y = (x*0.5) * (tanh((x + ((x*x)*x)*0.044715) * 0.797884583) + 1)"),
+    "sub_mul_relu": (ep_sub_mul_relu, "y = maximumf((acc - 0.5) * 2.0, 0.0)"),
+    "silu_mul": (ep_silu_mul, "g = A@B1, u = A@B2; y = (g / (exp(-g) + 1)) * u"),
+}
+
+
+class EpilogueHelper:
+    """func.func private @epilogue(acc vectors [, bias piece] [, residual
+    piece]) -> output piece, all vector<n x .>; bf16 inputs are extended
+    (extf) and the result truncated (truncf) inside, as in the subgraph."""
+
+    def __init__(self, cfg, n, nb, bias_dt, res_dt, out_dt):
+        self.n, self.nb, self.bias_dt, self.res_dt, self.out_dt = n, nb, bias_dt, res_dt, out_dt
+        ty = "vector<%dxf32>" % n
+        em = Emitter()
+        em.indent = 4
+        args, self.arg_tys = [], []
+        accs = []
+        for j in range(nb):
+            accs.append("%%acc%d" % j if nb > 1 else "%acc")
+            args.append("%s: %s" % (accs[-1], ty))
+            self.arg_tys.append(ty)
+
+        def ext(name, dt):
+            t = "vector<%dx%s>" % (n, dt)
+            args.append("%s: %s" % (name, t))
+            self.arg_tys.append(t)
+            if dt == "f32":
+                return name
+            return em.op("arith.extf %s : %s to %s" % (name, t, ty), name[1:] + "_f32")
+
+        bias = ext("%bias", bias_dt) if bias_dt else None
+        res = ext("%res", res_dt) if res_dt else None
+        y = EPILOGUES[cfg["epilogue"]][0](em, ty, accs, bias, res)
+        self.out_ty = "vector<%dx%s>" % (n, out_dt)
+        if out_dt != "f32":
+            y = em.op("arith.truncf %s : %s to %s" % (y, ty, self.out_ty), "out")
+        em.emit("return %s : %s" % (y, self.out_ty))
+        self.text = ["  // the subgraph's elementwise tail on %d adjacent output columns: %s" % (
+            n, EPILOGUES[cfg["epilogue"]][1]),
+            "  func.func private @epilogue(%s) -> %s {" % (", ".join(args), self.out_ty)]
+        self.text += em.body(4) + ["  }"]
+
+    def call(self, em, accs, bias, res):
+        ops = list(accs) + ([bias] if self.bias_dt else []) + ([res] if self.res_dt else [])
+        return em.op("func.call @epilogue(%s) : (%s) -> %s" % (
+            ", ".join(ops), ", ".join(self.arg_tys), self.out_ty), "y")
+
+
+MMA_HELPER = """\
+  // One mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32.  a = ldmatrix.x4 result
+  // (rows = the 32-bit registers a0..a3), b = b0,b1, c = d = c0..c3 of the
+  // m16n8 f32 tile ((g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1); g = lane/4,
+  // t = lane%4).  nvgpu.mma.sync has no bf16 lowering, hence nvvm.mma.sync.
+  func.func private @mma_bf16(%a: vector<4x2xbf16>, %b: vector<2x2xbf16>, %c: vector<4xf32>) -> vector<4xf32> {
+{regs}
+    %c0 = vector.extract %c[0] : f32 from vector<4xf32>
+    %c1 = vector.extract %c[1] : f32 from vector<4xf32>
+    %c2 = vector.extract %c[2] : f32 from vector<4xf32>
+    %c3 = vector.extract %c[3] : f32 from vector<4xf32>
+    %d = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
+        {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+         multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>,
+         shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+    %d0 = llvm.extractvalue %d[0] : !llvm.struct<(f32, f32, f32, f32)>
+    %d1 = llvm.extractvalue %d[1] : !llvm.struct<(f32, f32, f32, f32)>
+    %d2 = llvm.extractvalue %d[2] : !llvm.struct<(f32, f32, f32, f32)>
+    %d3 = llvm.extractvalue %d[3] : !llvm.struct<(f32, f32, f32, f32)>
+    %r = vector.from_elements %d0, %d1, %d2, %d3 : vector<4xf32>
+    return %r : vector<4xf32>
+  }"""
+
+
+def mma_helper():
+    regs = []
+    for nm, v, rows in (("a", "%a", 4), ("b", "%b", 2)):
+        for r in range(rows):
+            regs.append("    %%%s%dh = vector.extract %s[%d] : vector<2xbf16> from vector<%dx2xbf16>" % (nm, r, v, r, rows))
+            regs.append("    %%%s%dv = vector.bitcast %%%s%dh : vector<2xbf16> to vector<1xi32>" % (nm, r, nm, r))
+            regs.append("    %%%s%d = vector.extract %%%s%dv[0] : i32 from vector<1xi32>" % (nm, r, nm, r))
+    return MMA_HELPER.replace("{regs}", "\n".join(regs))
+
+
+def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair):
+    """Epilogue on m16n8 accumulator fragments (the mma.sync C layout, also the
+    wgmma D layout per n8 block): for each 16-row block (row_offs) and n8 block
+    (col_offs) this thread holds rows row_base+off+8h (h = 0, 1), columns
+    col_base+off+{0,1}; pair(j, mi, ni, h) is that vector<2xf32> of product j.
+    Bias pairs are loaded once per n8 block; residual pairs, outputs: 4 bytes."""
+    for ni, coff in enumerate(col_offs):
+        col = em.add(col_base, coff)
+        bv = bias.load(em, [col], 2, "bias") if bias else None
+        for mi, roff in enumerate(row_offs):
+            for h in range(2):
+                row = em.add(row_base, roff + 8 * h)
+                rv = res.load(em, [row, col], 2, "res") if res else None
+                y = helper.call(em, [pair(j, mi, ni, h) for j in range(nb)], bv, rv)
+                em.emit("vector.store %s, %s : %s, vector<2x%s>" % (y, C.at(row, col), C.ty, C.dt))
+
+
+# --------------------------------------------------------------------------
+# bf16 mma.sync kernel (sm_80 / sm_90)
+# --------------------------------------------------------------------------
+def gen_bf16_mma(cfg):
+    ins, outs = parse_signature(cfg["signature"])
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    BM, BN, BK = cfg["BM"], cfg["BN"], cfg["BK"]
+    WM, WN = cfg["WM"], cfg["WN"]
+    S = cfg["stages"]
+    GROUP_M = cfg["group_m"]
+    nb = len(cfg["b"])
+    warps_m, warps_n = BM // WM, BN // WN
+    T = 32 * warps_m * warps_n
+    MI, NI = WM // 16, WN // 8
+    assert WN % 16 == 0 and WM % 16 == 0 and BK in (32, 64) and BN % 64 == 0
+    assert M % BM == 0 and N % BN == 0 and K % BK == 0, "shapes must divide the tiles"
+    KT = K // BK
+    assert KT >= S - 1
+    gm, gn = M // BM, N // BN
+    grid = gm * gn
+    a_bytes = BM * BK * 2
+    b_bytes = BK * BN * 2
+    smem = S * (a_bytes + nb * b_bytes)
+    kchunks = BK // 8           # 16-byte chunks per A row
+    nchunks = BN // 8           # 16-byte chunks per B row
+
+    em = Emitter()
+    names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
+    sm_ty_a = memref_ty([S, BM, BK], "bf16", WG)
+    sm_ty_b = memref_ty([S, BK, BN], "bf16", WG)
+    acc_ty = "vector<4xf32>"
+    A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
+    helper = EpilogueHelper(cfg, 2, nb, bias.dt if bias else None, res.dt if res else None, C.dt)
+
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d" % (gm, gn, GROUP_M))
+    pid = em.op("gpu.block_id x", "pid")
+    tid = em.op("gpu.thread_id x", "tid")
+    pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
+    m0 = em.mul(pid_m, BM)
+    n0 = em.mul(pid_n, BN)
+    lane = em.rem(tid, 32)
+    warp = em.div(tid, 32)
+    wm0 = em.mul(em.div(warp, warps_n), WM)
+    wn0 = em.mul(em.rem(warp, warps_n), WN)
+
+    em.comment("shared memory: A[S][%d][%d], then %d x B[S][%d][%d]; 16-byte chunk c of row r stored at chunk c ^ %s (A), c ^ (k %% 8) (B)" % (
+        BM, BK, nb, BK, BN, "((r >> 1) & 3)" if kchunks == 4 else "(r & 7)"))
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sm_ty_a), "sA")
+    sB = []
+    for j in range(nb):
+        off = S * a_bytes + j * S * b_bytes
+        sB.append(em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (
+            smem_v, em.idx(off), WG, sm_ty_b), "sB"))
+
+    def swz_a(row):
+        # conflict-free ldmatrix phases (8 consecutive rows, one chunk column)
+        if kchunks == 4:
+            return em.band(em.shr(row, 1), 3)
+        return em.band(row, 7)
+
+    em.comment("cp.async assignments (loop invariant): consecutive threads copy consecutive 16-byte chunks of a row")
+    a_copies = []
+    assert (BM * kchunks) % T == 0 and (BK * nchunks) % T == 0
+    for i in range(BM * kchunks // T):
+        q = em.add(tid, i * T)
+        r = em.div(q, kchunks)
+        c = em.rem(q, kchunks)
+        a_copies.append((r, em.mul(em.xor(c, swz_a(r)), 8), em.add(m0, r), em.mul(c, 8)))
+    b_copies = []
+    for i in range(BK * nchunks // T):
+        q = em.add(tid, i * T)
+        r = em.div(q, nchunks)
+        c = em.rem(q, nchunks)
+        b_copies.append((r, em.mul(em.xor(c, em.band(r, 7)), 8), em.add(n0, em.mul(c, 8))))
+
+    def issue_loads(kt_load, stage, valid):
+        """k-tile kt_load -> stage; when valid (i1) is false the copies read
+        nothing and zero-fill, so that every iteration commits one group."""
+        if valid is None:
+            ktc, tail = kt_load, ""
+        else:
+            ktc = em.op("arith.select %s, %s, %s : index" % (valid, em.v(kt_load), em.idx(0)), "kc")
+            tail = ", %s" % em.op("arith.select %s, %s, %s : index" % (valid, em.idx(8), em.idx(0)), "n")
+        k0 = em.mul(ktc, BK)
+        toks = []
+        for (r, dcol, grow, gcol) in a_copies:
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8%s {bypassL1} : %s to %s" % (
+                A.at(em.v(grow), em.v(em.add(k0, gcol))), sA, em.v(stage), em.v(r), em.v(dcol), tail, A.ty, sm_ty_a), "cp"))
+        for j in range(nb):
+            for (r, dcol, gcol) in b_copies:
+                toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8%s {bypassL1} : %s to %s" % (
+                    Bs[j].at(em.v(em.add(k0, r)), em.v(gcol)), sB[j], em.v(stage), em.v(r), em.v(dcol), tail,
+                    Bs[j].ty, sm_ty_b), "cp"))
+        return em.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+
+    em.comment("prologue: k-tiles 0..%d in flight" % (S - 2))
+    grp = None
+    for s in range(S - 1):
+        grp = issue_loads(s, s, None)
+
+    em.comment("ldmatrix lane addresses (loop invariant). A: row lane%16, k-chunk lane/16 (+2 per k16 step);")
+    em.comment("B (.trans): k-row (lane%8) + 8*((lane/8)%2) (+16 per k16 step), n-chunk lane/16 (+2 per n16 pair)")
+    l15 = em.band(lane, 15)
+    a_row = em.add(wm0, l15)
+    a_hi = em.shr(lane, 4)
+    a_swz = swz_a(l15)                   # wm0 + 16*mi is a multiple of 16: the swizzle only sees lane%16
+    a_col = [em.mul(em.xor(em.add(a_hi, 2 * kk), a_swz), 8) for kk in range(BK // 16)]
+    b_krow = em.add(em.band(lane, 7), em.mul(em.band(em.shr(lane, 3), 1), 8))
+    b_swz = em.band(lane, 7)             # == k-row % 8
+    b_col = [em.mul(em.xor(em.add(em.add(em.div(wn0, 8), 2 * nj), a_hi), b_swz), 8) for nj in range(WN // 16)]
+    a_rows = [em.add(a_row, 16 * mi) for mi in range(MI)]
+    b_krows = [em.add(b_krow, 16 * kk) for kk in range(BK // 16)]
+
+    zero = em.const("dense<0.000000e+00>", acc_ty, "zero4")
+    nacc = nb * MI * NI
+    em.comment("accumulators: %s per m16n8 tile, index (j*%d + mi)*%d + ni for B_j, 16-row block mi, n8 block ni" % (acc_ty, MI, NI))
+    res_names = em.fresh("acc")
+    iter_args = ", ".join("%%a%d = %s" % (i, zero) for i in range(nacc))
+    em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%s) -> (%s) {" % (
+        res_names, nacc, em.idx(0), em.idx(KT), em.idx(1), iter_args, ", ".join([acc_ty] * nacc)))
+    em.indent += 2
+    em.comment("k-tile kt has landed (<= %d younger groups pending); every warp is done with k-tile kt-1" % (S - 2))
+    em.emit("nvgpu.device_async_wait %s {numGroups = %d : i32}" % (grp, S - 2))
+    em.emit("gpu.barrier")
+    em.comment("refill the stage of k-tile kt-1 with k-tile kt+%d (zero-fill past the end)" % (S - 1))
+    kl = em.add("%kt", S - 1)
+    valid = em.op("arith.cmpi ult, %s, %s : index" % (kl, em.idx(KT)), "p")
+    issue_loads(kl, em.rem(kl, S), valid)
+    st = em.rem("%kt", S)
+    accs = ["%%a%d" % i for i in range(nacc)]
+
+    def acc_i(j, mi, ni):
+        return (j * MI + mi) * NI + ni
+
+    for kk in range(BK // 16):
+        em.comment("k16 step %d" % kk)
+        afr = [em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = false} : %s -> vector<4x2xbf16>" % (
+            sA, st, a_rows[mi], em.v(a_col[kk]), sm_ty_a), "fa") for mi in range(MI)]
+        bfr = []
+        for j in range(nb):
+            bj = []
+            for nj in range(WN // 16):
+                r4 = em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = true} : %s -> vector<4x2xbf16>" % (
+                    sB[j], st, b_krows[kk], em.v(b_col[nj]), sm_ty_b), "fb")
+                for h in range(2):   # rows 0,1: n8 tile 2nj; rows 2,3: n8 tile 2nj+1
+                    bj.append(em.op("vector.extract_strided_slice %s {offsets = [%d, 0], sizes = [2, 2], strides = [1, 1]} : vector<4x2xbf16> to vector<2x2xbf16>" % (r4, 2 * h), "b"))
+            bfr.append(bj)
+        for j in range(nb):
+            for mi in range(MI):
+                for ni in range(NI):
+                    i = acc_i(j, mi, ni)
+                    accs[i] = em.op("func.call @mma_bf16(%s, %s, %s) : (vector<4x2xbf16>, vector<2x2xbf16>, %s) -> %s" % (
+                        afr[mi], bfr[j][ni], accs[i], acc_ty, acc_ty), "d")
+    em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nacc)))
+    em.indent -= 2
+    em.emit("}")
+    em.emit("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp)
+
+    em.comment("epilogue on the fragments: rows m0+wm0+16*mi+lane/4 (+8), columns n0+wn0+8*ni+2*(lane%4) (+1)")
+    g = em.shr(lane, 2)
+    t2 = em.mul(em.band(lane, 3), 2)
+    row_base = em.add(em.add(m0, wm0), g)
+    col_base = em.add(em.add(n0, wn0), t2)
+
+    def pair(j, mi, ni, h):
+        return em.op("vector.extract_strided_slice %s#%d {offsets = [%d], sizes = [2], strides = [1]} : %s to vector<2xf32>" % (
+            res_names, acc_i(j, mi, ni), 2 * h, acc_ty), "c")
+
+    fragment_epilogue(em, helper, C, bias, res, nb, row_base, [16 * mi for mi in range(MI)],
+                      col_base, [8 * ni for ni in range(NI)], pair)
+    em.emit("gpu.return")
+
+    launch = dict(block=[T, 1, 1], grid=[grid, 1, 1], smem=smem)
+    header = [
+        "tiling: CTA %dx%dx%d, %d warps (%dx%d), warp tile %dx%d = %dx%d m16n8k16 tiles%s" % (
+            BM, BN, BK, T // 32, warps_m, warps_n, WM, WN, MI, NI, " per B" if nb > 1 else ""),
+        "pipeline: %d-stage cp.async.cg ring (16 B copies), one barrier per k-tile, %d k-tiles" % (S, KT),
+        "smem: XOR-swizzled 16-byte chunks (A: chunk ^ %s, B: chunk ^ (k %% 8)), conflict-free ldmatrix" % (
+            "((row >> 1) & 3)" if kchunks == 4 else "(row & 7)"),
+        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+            grid, gm, gn, GROUP_M, T, smem),
+    ]
+    return finish(cfg, em, ins, outs, names, launch, header, [mma_helper(), "\n".join(helper.text)])
+
+
+# --------------------------------------------------------------------------
+# bf16 wgmma kernel (sm_90a)
+# --------------------------------------------------------------------------
+def gen_bf16_wgmma(cfg):
+    """C = A @ B (+ epilogue) with wgmma.mma_async m64nBNk16 (sm_90a).
+
+    WGS warpgroups, each 64 rows x BN; operands staged by cp.async (all
+    threads) into the canonical 128-byte-swizzled wgmma layouts:
+      A (K-major): [BM rows][64 k] rows of 128 B, 16-byte chunk c of row r at
+          chunk c ^ (r % 8); 8-row atoms of 1024 B (SBO = 1024); the k16 step
+          kk starts kk*32 B into the row (the hardware swizzles on address bits,
+          so the tile base is aligned to 1024 B).
+      B (MN-major, B is K x N row-major): [BN/64 atoms][BK k][64 n] rows of
+          128 B, chunk c of k-row k at c ^ (k % 8); LBO = BK*128 B between
+          64-column atoms, SBO = 1024 B between 8-k-row groups; the k16 step kk
+          starts 2048*kk B in; wgmma with the B-transpose bit (layoutB = row).
+    Pipeline: S stages, k-tile kt+S-2 is fetched while wgmma groups of k-tiles
+    kt and kt-1 may still run (wgmma.wait_group 1), so a stage is refilled two
+    iterations after its last reader was issued; cp.async writes are made
+    visible to the async proxy with fence.proxy.async before the barrier.
+    """
+    ins, outs = parse_signature(cfg["signature"])
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    BN, BK, S, WGS = cfg["BN"], 64, cfg["stages"], cfg["WGS"]
+    BM = 64 * WGS
+    GROUP_M = cfg["group_m"]
+    nb = len(cfg["b"])
+    T = 128 * WGS
+    assert BN % 64 == 0 and BN <= 256 and S >= 4
+    assert M % BM == 0 and N % BN == 0 and K % BK == 0
+    KT = K // BK
+    assert KT >= S - 2
+    gm, gn = M // BM, N // BN
+    grid = gm * gn
+    a_bytes = BM * BK * 2
+    b_bytes = BK * BN * 2
+    smem = S * (a_bytes + nb * b_bytes) + 1024      # + alignment slack
+    WGN = cfg.get("WGN", min(BN, 128))                # N of one wgmma instruction
+    nsub = BN // WGN                                  # wgmma (accumulator structs) per product
+    assert BN % WGN == 0 and WGN % 64 == 0
+    nacc = WGN // 2                                   # f32 per thread per accumulator struct
+    sw_lbo, sw_sbo = cfg.get("b_lbo_sbo", (BK * 128, 1024))
+
+    em = Emitter()
+    names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
+    A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
+    helper = EpilogueHelper(cfg, 2, nb, bias.dt if bias else None, res.dt if res else None, C.dt)
+
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d" % (gm, gn, GROUP_M))
+    pid = em.op("gpu.block_id x", "pid")
+    tid = em.op("gpu.thread_id x", "tid")
+    pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
+    m0 = em.mul(pid_m, BM)
+    n0 = em.mul(pid_n, BN)
+    wg = em.div(tid, 128)
+    lane = em.rem(tid, 32)
+    wq = em.rem(em.div(tid, 32), 4)              # warp within the warpgroup
+
+    em.comment("shared memory, base aligned to 1024 B: A[S][%d x 64], then B_j[S][%d atoms][64 k][64 n], bf16" % (BM, BN // 64))
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (smem_v, WG), "addr")
+    pad = em.band(em.op("arith.subi %s, %s : index" % (em.idx(1024), em.band(raw, 1023)), "i"), 1023)
+    sbase = em.add(raw, pad)                     # shared-window address of the aligned base
+    nel = (smem - 1024) // 2
+    sm_ty = memref_ty([nel], "bf16", WG)
+    sflat = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, pad, WG, sm_ty), "sm")
+
+    em.comment("cp.async assignments (16-byte chunks, element offsets within a stage)")
+    a_copies = []
+    assert (BM * 8) % T == 0 and (BK * BN // 8) % T == 0
+    for i in range(BM * 8 // T):
+        q = em.add(tid, i * T)
+        r = em.div(q, 8)
+        c = em.rem(q, 8)
+        dst = em.add(em.mul(r, 64), em.mul(em.xor(c, em.band(r, 7)), 8))
+        a_copies.append((dst, em.add(m0, r), em.mul(c, 8)))
+    b_copies = []
+    for i in range(BK * BN // 8 // T):
+        q = em.add(tid, i * T)
+        k = em.div(q, BN // 8)
+        cc = em.rem(q, BN // 8)
+        dst = em.add(em.add(em.mul(em.div(cc, 8), BK * 64), em.mul(k, 64)),
+                     em.mul(em.xor(em.rem(cc, 8), em.band(k, 7)), 8))
+        b_copies.append((dst, k, em.add(n0, em.mul(cc, 8))))
+
+    def issue_loads(kt_load, stage, valid):
+        if valid is None:
+            ktc, tail = kt_load, ""
+        else:
+            ktc = em.op("arith.select %s, %s, %s : index" % (valid, em.v(kt_load), em.idx(0)), "kc")
+            tail = ", %s" % em.op("arith.select %s, %s, %s : index" % (valid, em.idx(8), em.idx(0)), "n")
+        k0 = em.mul(ktc, BK)
+        toks = []
+        ao = em.mul(stage, a_bytes // 2)
+        for (dst, grow, gcol) in a_copies:
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s], 8%s {bypassL1} : %s to %s" % (
+                A.at(em.v(grow), em.v(em.add(k0, gcol))), sflat, em.v(em.add(ao, dst)), tail, A.ty, sm_ty), "cp"))
+        for j in range(nb):
+            bo = em.add(S * a_bytes // 2 + j * S * b_bytes // 2, em.mul(stage, b_bytes // 2))
+            for (dst, k, gcol) in b_copies:
+                toks.append(em.op("nvgpu.device_async_copy %s, %s[%s], 8%s {bypassL1} : %s to %s" % (
+                    Bs[j].at(em.v(em.add(k0, k)), em.v(gcol)), sflat, em.v(em.add(bo, dst)), tail, Bs[j].ty, sm_ty), "cp"))
+        return em.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+
+    em.comment("prologue: k-tiles 0..%d in flight" % (S - 3))
+    grp = None
+    for st in range(S - 2):
+        grp = issue_loads(st, st, None)
+
+    em.comment("wgmma descriptors: (addr >> 4) & 0x3fff | (LBO >> 4) << 16 | (SBO >> 4) << 32 | 1 << 62 (128B swizzle)")
+    hi_a = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
+    hi_b = ((sw_lbo >> 4) << 16) | ((sw_sbo >> 4) << 32) | (1 << 62)
+    k_hi_a = em.const(str(hi_a), "i64", "desc_a_hi")
+    k_hi_b = em.const(str(hi_b), "i64", "desc_b_hi")
+    k_mask = em.const("16383", "i64", "desc_mask")
+    k_4 = em.const("4", "i64", "four")
+
+    def desc(byte_addr, hi):
+        a64 = em.op("arith.index_cast %s : index to i64" % byte_addr, "q")
+        sh = em.op("arith.shrui %s, %s : i64" % (a64, k_4), "q")
+        lo = em.op("arith.andi %s, %s : i64" % (sh, k_mask), "q")
+        return em.op("arith.ori %s, %s : i64" % (lo, hi), "desc")
+
+    acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
+    zero = em.const_op("llvm.mlir.zero : %s" % acc_ty, "zacc")
+    wg_row_bytes = em.mul(wg, 64 * 128)
+
+    nst = nb * nsub
+    em.comment("main loop over %d k-tiles; accumulator j*%d + s: the m64n%d f32 fragment (%d registers) of product j, columns %d*s.." % (
+        KT, nsub, WGN, nacc, WGN))
+    res_names = em.fresh("acc")
+    iter_args = ", ".join("%%a%d = %s" % (j, zero) for j in range(nst))
+    em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%s) -> (%s) {" % (
+        res_names, nst, em.idx(0), em.idx(KT), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
+    em.indent += 2
+    em.comment("k-tile kt has landed; after the barrier every warpgroup has retired its wgmma of k-tile kt-2")
+    em.emit("nvgpu.device_async_wait %s {numGroups = %d : i32}" % (grp, S - 3))
+    em.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}")
+    em.emit("gpu.barrier")
+    em.comment("refill the stage of k-tile kt-2 with k-tile kt+%d (zero-fill past the end)" % (S - 2))
+    kl = em.add("%kt", S - 2)
+    valid = em.op("arith.cmpi ult, %s, %s : index" % (kl, em.idx(KT)), "p")
+    issue_loads(kl, em.rem(kl, S), valid)
+    st = em.rem("%kt", S)
+    a_base = em.add(em.add(sbase, em.mul(st, a_bytes)), wg_row_bytes)
+    b_base = [em.add(sbase, em.add(S * a_bytes + j * S * b_bytes, em.mul(st, b_bytes))) for j in range(nb)]
+    accs = ["%%a%d" % j for j in range(nst)]
+    em.emit("nvvm.wgmma.fence.aligned")
+    for kk in range(BK // 16):
+        da = desc(em.add(a_base, kk * 32), k_hi_a)
+        for j in range(nb):
+            for sub in range(nsub):
+                # sub-tile sub starts (WGN/64)*sub 64-column atoms (LBO bytes each) into the B tile
+                db = desc(em.add(b_base[j], kk * 2048 + sub * (WGN // 64) * BK * 128), k_hi_b)
+                i = j * nsub + sub
+                accs[i] = em.op(("nvvm.wgmma.mma_async %s, %s, %s, #nvvm.shape<m = 64, n = %d, k = 16>, "
+                                 "D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], "
+                                 "B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : %s -> %s") % (
+                                     da, db, accs[i], WGN, acc_ty, acc_ty), "w")
+    em.emit("nvvm.wgmma.commit.group.sync.aligned")
+    em.emit("nvvm.wgmma.wait.group.sync.aligned 1")
+    em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nst)))
+    em.indent -= 2
+    em.emit("}")
+    em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+    em.emit("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp)
+
+    em.comment("epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8")
+
+    def pair(j, mi, ni, h):
+        sub, nl = divmod(ni, WGN // 8)
+        st_i = j * nsub + sub
+        e0 = em.op("llvm.extractvalue %s#%d[%d] : %s" % (res_names, st_i, nl * 4 + 2 * h, acc_ty), "c")
+        e1 = em.op("llvm.extractvalue %s#%d[%d] : %s" % (res_names, st_i, nl * 4 + 2 * h + 1, acc_ty), "c")
+        return em.op("vector.from_elements %s, %s : vector<2xf32>" % (e0, e1), "c")
+
+    g = em.shr(lane, 2)
+    t2 = em.mul(em.band(lane, 3), 2)
+    row_base = em.add(em.add(em.add(m0, em.mul(wg, 64)), em.mul(wq, 16)), g)
+    col_base = em.add(n0, t2)
+    fragment_epilogue(em, helper, C, bias, res, nb, row_base, [0], col_base, [8 * ni for ni in range(BN // 8)], pair)
+    em.emit("gpu.return")
+
+    launch = dict(block=[T, 1, 1], grid=[grid, 1, 1], smem=smem)
+    header = [
+        "tiling (sm_90a): CTA %dx%dx%d, %d warpgroup(s) of 64 rows, each %d x %d wgmma.mma_async m64n%dk16 per k-tile%s" % (
+            BM, BN, BK, WGS, BK // 16, nsub, WGN, " per B" if nb > 1 else ""),
+        "pipeline: %d-stage cp.async.cg ring, k-tile kt+%d fetched during k-tile kt, wgmma.wait_group 1; %d k-tiles" % (
+            S, S - 2, KT),
+        "smem: 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO %d, SBO %d), base aligned to 1024 B" % (
+            sw_lbo, sw_sbo),
+        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+            grid, gm, gn, GROUP_M, T, smem),
+    ]
+    return finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
+
+
+# --------------------------------------------------------------------------
+# f32 SIMT kernel
+# --------------------------------------------------------------------------
+def gen_f32_simt(cfg):
+    """f32 FMA GEMM, 8x8 outputs per thread (four 4x4 quadrants of the tile)
+    in one vector<8x8xf32> updated by vector.outerproduct (= 64 fma.rn.f32).  KS > 1
+    splits K inside the CTA: KS thread groups each run the full pipeline over
+    K/KS and the partial tiles are summed through shared memory, in slice
+    order, before the epilogue (more warps per SM for small grids)."""
+    ins, outs = parse_signature(cfg["signature"])
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    BM, BN, BK = cfg["BM"], cfg["BN"], cfg["BK"]
+    KS = cfg.get("KS", 1)
+    GROUP_M = cfg["group_m"]
+    TX, TY = BN // 8, BM // 8
+    T = TX * TY                  # threads per K slice
+    TT = T * KS
+    PAD = 4
+    LDA = BM + PAD
+    assert M % BM == 0 and N % BN == 0 and K % (BK * KS) == 0 and BK % 4 == 0
+    KT = K // BK // KS           # k-tiles per slice
+    gm, gn = M // BM, N // BN
+    grid = gm * gn
+    a_floats = KS * 2 * BK * LDA
+    pipe_bytes = (a_floats + KS * 2 * BK * BN) * 4
+    red_bytes = KS * BM * BN * 4 if KS > 1 else 0
+    smem = max(pipe_bytes, red_bytes)
+
+    em = Emitter()
+    names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
+    A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
+    B = Bs[0]
+    helper = EpilogueHelper(cfg, 4, 1, bias.dt if bias else None, res.dt if res else None, C.dt)
+    sa_ty = memref_ty([KS, 2, BK, LDA], "f32", WG)
+    sb_ty = memref_ty([KS, 2, BK, BN], "f32", WG)
+    v4 = "vector<4xf32>"
+    v8 = "vector<8xf32>"
+    q_ty = "vector<8x8xf32>"
+
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d" % (gm, gn, GROUP_M))
+    pid = em.op("gpu.block_id x", "pid")
+    tid = em.op("gpu.thread_id x", "tid")
+    pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
+    m0 = em.mul(pid_m, BM)
+    n0 = em.mul(pid_n, BN)
+    if KS > 1:
+        ks = em.div(tid, T)
+        lt = em.rem(tid, T)
+    else:
+        ks, lt = 0, tid
+    tx = em.rem(lt, TX)
+    ty = em.div(lt, TX)
+    kt0 = em.mul(ks, KT)         # first k-tile of this slice
+
+    em.comment("shared memory: A^T [KS][2][%d k][%d m + %d pad], B [KS][2][%d k][%d n], f32" % (BK, BM, PAD, BK, BN))
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sa_ty), "sA")
+    sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(a_floats * 4), WG, sb_ty), "sB")
+
+    em.comment("global -> register -> shared assignments (float4)")
+    assert (BM * BK // 4) % T == 0 and (BK * BN // 4) % T == 0
+    a_ld = []
+    for i in range(BM * BK // 4 // T):
+        q = em.add(lt, i * T)
+        r = em.div(q, BK // 4)
+        a_ld.append((em.add(m0, r), em.mul(em.rem(q, BK // 4), 4), r))
+    b_ld = []
+    for i in range(BK * BN // 4 // T):
+        q = em.add(lt, i * T)
+        kr = em.div(q, BN // 4)
+        c = em.mul(em.rem(q, BN // 4), 4)
+        b_ld.append((kr, em.add(n0, c), c))
+
+    def gload(kt):
+        k0 = em.mul(em.add(kt0, kt), BK)
+        av = [A.load(em, [em.v(gr), em.v(em.add(k0, kc))], 4, "ga") for (gr, kc, r) in a_ld]
+        bv = [B.load(em, [em.v(em.add(k0, kr)), em.v(gc)], 4, "gb") for (kr, gc, c) in b_ld]
+        return av, bv
+
+    def sstore(buf, av, bv):
+        for (gr, kc, r), v in zip(a_ld, av):
+            for e in range(4):   # transpose: A[m][k..k+3] -> A^T[k+e][m]
+                x = em.op("vector.extract %s[%d] : f32 from %s" % (v, e, v4), "x")
+                em.emit("memref.store %s, %s[%s, %s, %s, %s] : %s" % (
+                    x, sA, em.v(ks), em.v(buf), em.v(em.add(kc, e)), em.v(r), sa_ty))
+        for (kr, gc, c), v in zip(b_ld, bv):
+            em.emit("vector.store %s, %s[%s, %s, %s, %s] : %s, %s" % (
+                v, sB, em.v(ks), em.v(buf), em.v(kr), em.v(c), sb_ty, v4))
+
+    em.comment("prologue: k-tile 0 -> shared buffer 0")
+    av, bv = gload(0)
+    sstore(0, av, bv)
+    em.emit("gpu.barrier")
+
+    em.comment("this thread's rows: 4*ty + {0..3} and %d + 4*ty + {0..3}; columns 4*tx + {0..3} and %d + 4*tx + {0..3}" % (BM // 2, BN // 2))
+    ra = [em.mul(ty, 4), em.add(em.mul(ty, 4), BM // 2)]
+    cb = [em.mul(tx, 4), em.add(em.mul(tx, 4), BN // 2)]
+    zero = em.const("dense<0.000000e+00>", q_ty, "zero88")
+    res_names = em.fresh("acc")
+    em.comment("accumulator: %s, row i = output row ra[i/4] + i%%4, column j = cb[j/4] + j%%4" % q_ty)
+    em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (%s) {" % (
+        res_names, em.idx(0), em.idx(KT), em.idx(1), zero, q_ty))
+    em.indent += 2
+    em.comment("prefetch k-tile kt+1 (the last one again at the end) into registers")
+    buf = em.band("%kt", 1)
+    nbuf = em.xor(buf, em.idx(1))
+    kn = em.add("%kt", 1)
+    last = em.op("arith.cmpi ult, %s, %s : index" % (kn, em.idx(KT)), "p")
+    knc = em.op("arith.select %s, %s, %s : index" % (last, kn, em.idx(KT - 1)), "kn")
+    av, bv = gload(knc)
+    acc = "%acc"
+    em.comment("multiply k-tile kt from shared buffer kt%2: acc += outer(A^T[k][rows], B[k][cols]) (64 fma per k)")
+    for k in range(BK):
+        a = [em.op("vector.load %s[%s, %s, %s, %s] : %s, %s" % (sA, em.v(ks), buf, em.idx(k), em.v(ra[q]), sa_ty, v4), "a")
+             for q in range(2)]
+        b = [em.op("vector.load %s[%s, %s, %s, %s] : %s, %s" % (sB, em.v(ks), buf, em.idx(k), em.v(cb[q]), sb_ty, v4), "b")
+             for q in range(2)]
+        a8 = em.op("vector.shuffle %s, %s [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s" % (a[0], a[1], v4, v4), "a")
+        b8 = em.op("vector.shuffle %s, %s [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s" % (b[0], b[1], v4, v4), "b")
+        acc = em.op("vector.outerproduct %s, %s, %s {kind = #vector.kind<add>} : %s, %s" % (
+            a8, b8, acc, v8, v8), "acc")
+    em.comment("store k-tile kt+1 into the other buffer; the barrier publishes it and retires buffer kt%2")
+    sstore(nbuf, av, bv)
+    em.emit("gpu.barrier")
+    em.emit("scf.yield %s : %s" % (acc, q_ty))
+    em.indent -= 2
+    em.emit("}")
+
+    rows8 = {}
+
+    def row_of(qi, qj, i):
+        if (qi, i) not in rows8:
+            rows8[(qi, i)] = em.op("vector.extract %s[%d] : %s from %s" % (res_names, 4 * qi + i, v8, q_ty), "r")
+        return em.op("vector.extract_strided_slice %s {offsets = [%d], sizes = [4], strides = [1]} : %s to %s" % (
+            rows8[(qi, i)], 4 * qj, v8, v4), "r")
+
+    if KS == 1:
+        em.comment("epilogue: per row, two float4 column groups")
+        for qj in range(2):
+            col = em.add(n0, cb[qj])
+            bv4 = bias.load(em, [col], 4, "bias") if bias else None
+            for qi in range(2):
+                for i in range(4):
+                    row = em.add(m0, em.add(ra[qi], i))
+                    rv = res.load(em, [row, col], 4, "res") if res else None
+                    y = helper.call(em, [row_of(qi, qj, i)], bv4, rv)
+                    em.emit("vector.store %s, %s : %s, %s" % (y, C.at(row, col), C.ty, v4))
+    else:
+        em.comment("split-K: partial tiles -> shared [%d][%d][%d] (the pipeline buffers are free after the loop's last barrier)" % (KS, BM, BN))
+        red_ty = memref_ty([KS, BM, BN], "f32", WG)
+        red = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, red_ty), "red")
+        for qi in range(2):
+            for i in range(4):
+                r = em.add(ra[qi], i)
+                for qj in range(2):
+                    em.emit("vector.store %s, %s[%s, %s, %s] : %s, %s" % (
+                        row_of(qi, qj, i), red, em.v(ks), em.v(r), em.v(cb[qj]), red_ty, v4))
+        em.emit("gpu.barrier")
+        em.comment("sum the %d slices in slice order, epilogue, coalesced float4 stores" % KS)
+        assert (BM * BN // 4) % TT == 0
+        for i in range(BM * BN // 4 // TT):
+            q = em.add(tid, i * TT)
+            r = em.div(q, BN // 4)
+            c = em.mul(em.rem(q, BN // 4), 4)
+            tot = None
+            for sl in range(KS):
+                v = em.op("vector.load %s[%s, %s, %s] : %s, %s" % (red, em.idx(sl), em.v(r), em.v(c), red_ty, v4), "p")
+                tot = v if tot is None else em.op("arith.addf %s, %s : %s" % (tot, v, v4), "p")
+            row, col = em.add(m0, r), em.add(n0, c)
+            bv4 = bias.load(em, [col], 4, "bias") if bias else None
+            rv = res.load(em, [row, col], 4, "res") if res else None
+            y = helper.call(em, [tot], bv4, rv)
+            em.emit("vector.store %s, %s : %s, %s" % (y, C.at(row, col), C.ty, v4))
+    em.emit("gpu.return")
+
+    launch = dict(block=[TT, 1, 1], grid=[grid, 1, 1], smem=smem)
+    header = [
+        "tiling: CTA %dx%dx%d, %d threads = %d K-slice(s) x %d (%dx%d); 8x8 f32 outputs per thread in four 4x4" % (
+            BM, BN, BK, TT, KS, T, TY, TX),
+        "  quadrants (rows 4ty+{0..3}, %d+4ty+{0..3}; cols 4tx+{0..3}, %d+4tx+{0..3}), vector.outerproduct = fma (no tf32)" % (
+            BM // 2, BN // 2),
+        "pipeline: A^T [2][%d][%d+%d pad] (transposed on the way in), B [2][%d][%d] per slice, double-buffered;" % (
+            BK, BM, PAD, BK, BN),
+        "  k-tile kt+1 prefetched into registers (float4) while kt is multiplied; %d k-tiles per slice" % KT,
+    ]
+    if KS > 1:
+        header.append("split-K in the CTA: slice s sums k-tiles [s*%d, (s+1)*%d); partials added in slice order in shared memory" % (KT, KT))
+    header.append("launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+        grid, gm, gn, GROUP_M, TT, smem))
+    return finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
+
+
+def finish(cfg, em, ins, outs, names, launch, header, helpers):
+    kname = cfg["sg"] + "_" + cfg["kind"]
+    lines = []
+    lines.append("// Hand-written kernel for subgraph @%s (example %s), generated by" % (cfg["sg"], cfg["example"]))
+    lines.append("// kernels/handwritten/gen_gemm.py -- edit the generator, not this file.")
+    lines.append("//")
+    lines.append("// signature: %s" % cfg["signature"])
+    lines.append("// math: C[%d,%d] = %s;" % (cfg["M"], cfg["N"], cfg["product"]))
+    lines.append("//       %s" % EPILOGUES[cfg["epilogue"]][1])
+    for note in cfg.get("math_notes", []):
+        lines.append("//       " + note)
+    for h in header:
+        lines.append("// " + h)
+    for a in cfg.get("assumptions", []):
+        lines.append("// assumes: " + a)
+    lines.append("gpu.module @%s {" % cfg["sg"])
+    for h in helpers:
+        lines.append(h)
+    args = ", ".join("%s: %s" % (nm, memref_ty(shape, dt)) for (shape, dt), nm in zip(ins + outs, names))
+    lines.append("  gpu.func @%s(%s) kernel" % (kname, args))
+    lines.append("      attributes {known_block_size = array<i32: %d, %d, %d>," % tuple(launch["block"]))
+    lines.append("                  known_grid_size = array<i32: %d, %d, %d>," % tuple(launch["grid"]))
+    extra = ""
+    if cfg.get("minctasm"):
+        # .minnctapersm: ptxas caps registers so that this many CTAs fit on an SM
+        extra = ", nvvm.minctasm = %d : i32" % cfg["minctasm"]
+    lines.append("                  llm_fuse.dynamic_shared_memory = %d : i32%s} {" % (launch["smem"], extra))
+    lines += em.body(4)
+    lines.append("  }")
+    lines.append("}")
+    return kname, "\n".join(lines) + "\n", launch
+
+
+# --------------------------------------------------------------------------
+# The subgraphs.
+# --------------------------------------------------------------------------
+BF16_ASSUME = ["M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)",
+               "buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores"]
+F32_ASSUME = ["M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)",
+              "buffers 16-byte aligned (contract guarantee) for float4 loads and stores"]
+
+SUBGRAPHS = [
+    # ---------------- mlp_block (linalg) ----------------
+    dict(sg="sg_439a925e4900df20", example="mlp_block",
+         fingerprint="439a925e4900df20f790ff5375d3e757cae3cb59be6256856e17aac85522fea2",
+         signature="(tensor<4096x768xbf16>, tensor<768x3072xbf16>, tensor<3072xbf16>) -> tensor<4096x3072xbf16>",
+         kind="bf16_mma", M=4096, N=3072, K=768, a=0, b=[1], bias=2, res=None,
+         epilogue="bias_gelu_tanh", product="A[4096,768] @ B[768,3072] (bf16 in, f32 accumulate)",
+         math_notes=["bias bf16 -> f32 (extf); result rounded to bf16 (truncf) before the store"],
+         BM=128, BN=128, BK=64, WM=64, WN=32, stages=3, group_m=8, minctasm=2, chips=["sm_90", "sm_80"]),
+    dict(sg="sg_5cdc21b0bac363b8", example="mlp_block",
+         fingerprint="5cdc21b0bac363b83ff86a0dc690180c4b7cb113dbe04197ccc3996399126234",
+         signature="(tensor<4096x3072xbf16>, tensor<3072x768xbf16>, tensor<768xbf16>, tensor<4096x768xbf16>) -> tensor<4096x768xbf16>",
+         kind="bf16_mma", M=4096, N=768, K=3072, a=0, b=[1], bias=2, res=3,
+         epilogue="bias_residual", product="A[4096,3072] @ B[3072,768] (bf16 in, f32 accumulate)",
+         math_notes=["bias and residual bf16 -> f32 (extf); result truncf to bf16"],
+         BM=128, BN=64, BK=64, WM=32, WN=32, stages=3, group_m=8, chips=["sm_90", "sm_80"]),
+    # ---------------- swiglu dual GEMM ----------------
+    dict(sg="sg_74ede17e00bf0352", example="swiglu",
+         fingerprint="74ede17e00bf0352f1fcb8b79cf0177ceb2940d9ffe11956088ef6715c0573e5",
+         signature="(tensor<8192x4096xbf16>, tensor<4096x14336xbf16>, tensor<4096x14336xbf16>) -> tensor<8192x14336xbf16>",
+         kind="bf16_mma", M=8192, N=14336, K=4096, a=0, b=[1, 2], bias=None, res=None,
+         epilogue="silu_mul", product="A[8192,4096] @ B1[4096,14336] and A @ B2 (shared A tile, bf16 in, f32 accumulate)",
+         math_notes=["result truncf to bf16"],
+         BM=128, BN=128, BK=64, WM=64, WN=32, stages=3, group_m=8, chips=["sm_90", "sm_80"]),
+    # ---------------- tosa mlp_block ----------------
+    dict(sg="sg_6c02d079e63ba7a7", example="tosa/mlp_block",
+         fingerprint="6c02d079e63ba7a783082bca43ecce8d24b2a6849041e5dde5dcb55f2cc48c2a",
+         signature="(tensor<4096x768xbf16>, tensor<768x3072xbf16>, tensor<3072xbf16>) -> tensor<1x4096x3072xbf16>",
+         kind="bf16_mma", M=4096, N=3072, K=768, a=0, b=[1], bias=2, res=None,
+         epilogue="bias_gelu_tanh", product="A[4096,768] @ B[768,3072] (TOSA batch_matmul of batch 1, bf16 in, f32 accumulate)",
+         math_notes=["TOSA elementwise chain, same op order as the linalg GELU; output viewed as 4096x3072 (collapse_shape)"],
+         BM=128, BN=128, BK=64, WM=64, WN=32, stages=3, group_m=8, minctasm=2, chips=["sm_90", "sm_80"]),
+    dict(sg="sg_e0d727355adf3ba8", example="tosa/mlp_block",
+         fingerprint="e0d727355adf3ba87e45a1c73e7b8defe614d8026f2a9445e449af3eb83dedae",
+         signature="(tensor<4096x768xbf16>, tensor<3072x768xbf16>, tensor<768xbf16>, tensor<1x4096x3072xbf16>) -> tensor<4096x768xbf16>",
+         kind="bf16_mma", M=4096, N=768, K=3072, a=3, b=[1], bias=2, res=0,
+         epilogue="bias_residual", product="arg3[0][4096,3072] @ arg1[3072,768] (bf16 in, f32 accumulate)",
+         math_notes=["residual is arg0 (the block input), bias arg2; bf16 -> f32, truncf at the end"],
+         BM=128, BN=64, BK=64, WM=32, WN=32, stages=3, group_m=8, chips=["sm_90", "sm_80"]),
+    # ---------------- gemm_epilogue (f32) ----------------
+    dict(sg="sg_5beaf48efb3a6ac0", example="gemm_epilogue",
+         fingerprint="5beaf48efb3a6ac0c1a6253ba5cb8916feb51bf25bbd82366a5b40a706b4eb3d",
+         signature="(tensor<1024x8192xf32>, tensor<8192x8192xf32>) -> tensor<1024x8192xf32>",
+         kind="f32_simt", M=1024, N=8192, K=8192, a=0, b=[1], bias=None, res=None,
+         epilogue="sub_mul_relu", product="A[1024,8192] @ B[8192,8192] (f32 FMA)",
+         BM=128, BN=128, BK=16, group_m=8, minctasm=2, chips=["sm_90", "sm_80"]),
+    # ---------------- minigpt (f32) ----------------
+    dict(sg="sg_775f56ec869d4b28", example="minigpt_block",
+         fingerprint="775f56ec869d4b2819a27b8212047fc92145a7c6ee89bf725fe6555cf717d241",
+         signature="(tensor<1024x768xf32>, tensor<768x2304xf32>, tensor<2304xf32>) -> tensor<1024x2304xf32>",
+         kind="f32_simt", M=1024, N=2304, K=768, a=0, b=[1], bias=2, res=None,
+         epilogue="bias", product="A[1024,768] @ B[768,2304] (f32 FMA)",
+         BM=64, BN=128, BK=8, group_m=8, minctasm=2, chips=["sm_90", "sm_80"]),
+    dict(sg="sg_1c6bf422e56f7cc7", example="minigpt_block",
+         fingerprint="1c6bf422e56f7cc7424475212131d9f35de8ae28b7a643f48e9dc12c4bfaf9c2",
+         signature="(tensor<1024x768xf32>, tensor<768x768xf32>, tensor<768xf32>, tensor<1024x768xf32>) -> tensor<1024x768xf32>",
+         kind="f32_simt", M=1024, N=768, K=768, a=0, b=[1], bias=2, res=3,
+         epilogue="bias_residual", product="A[1024,768] @ B[768,768] (f32 FMA)",
+         BM=64, BN=64, BK=8, KS=2, group_m=8, minctasm=2, chips=["sm_90", "sm_80"]),
+    dict(sg="sg_208fdd59011a4518", example="minigpt_block",
+         fingerprint="208fdd59011a45184252b036441029232bde144c15d4055fa925f9a504f65a09",
+         signature="(tensor<1024x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>) -> tensor<1024x3072xf32>",
+         kind="f32_simt", M=1024, N=3072, K=768, a=0, b=[1], bias=2, res=None,
+         epilogue="bias_gelu_tanh", product="A[1024,768] @ B[768,3072] (f32 FMA)",
+         BM=64, BN=128, BK=8, group_m=8, chips=["sm_90", "sm_80"]),
+    dict(sg="sg_36d4248ce34e0c94", example="minigpt_block",
+         fingerprint="36d4248ce34e0c942f9a79dcbae68de11f0f89c40ebe6b1e661a3a96276a43c8",
+         signature="(tensor<1024x3072xf32>, tensor<3072x768xf32>, tensor<768xf32>, tensor<1024x768xf32>) -> tensor<1024x768xf32>",
+         kind="f32_simt", M=1024, N=768, K=3072, a=0, b=[1], bias=2, res=3,
+         epilogue="bias_residual", product="A[1024,3072] @ B[3072,768] (f32 FMA)",
+         BM=64, BN=64, BK=8, KS=2, group_m=8, chips=["sm_90", "sm_80"]),
+]
+
+
+# sm_90a variants (wgmma.mma_async): same math, built for sm_90a only.
+# (sg, overrides of the base entry)
+WGMMA_VARIANTS = [
+    ("sg_439a925e4900df20", dict(WGS=2, BN=256, stages=4, group_m=8)),
+    ("sg_5cdc21b0bac363b8", dict(WGS=2, BN=64, stages=4, group_m=8)),
+    ("sg_74ede17e00bf0352", dict(WGS=2, BN=128, stages=4, group_m=8)),
+    ("sg_6c02d079e63ba7a7", dict(WGS=2, BN=256, stages=4, group_m=8)),
+    ("sg_e0d727355adf3ba8", dict(WGS=2, BN=64, stages=4, group_m=8)),
+]
+
+
+def all_configs():
+    """(file name, cfg) of every kernel: the sm_90/sm_80 default of each
+    subgraph, then the sm_90a wgmma variants of the bf16 ones."""
+    out = []
+    for cfg in SUBGRAPHS:
+        out.append((cfg["sg"] + ".mlir", dict(cfg)))
+    for sg, ov in WGMMA_VARIANTS:
+        cfg = dict(next(c for c in SUBGRAPHS if c["sg"] == sg))
+        for k in ("BM", "BK", "WM", "WN", "minctasm"):
+            cfg.pop(k, None)
+        cfg.update(ov)
+        cfg.update(kind="bf16_wgmma", chips=["sm_90a"])
+        out.append((sg + ".sm90a.mlir", cfg))
+    return out
+
+
+def generate(cfg):
+    pct = lambda lst: [a.replace("%%", "%") for a in lst]
+    if cfg["kind"] == "bf16_mma":
+        cfg.setdefault("assumptions", pct(BF16_ASSUME))
+        return gen_bf16_mma(cfg)
+    if cfg["kind"] == "bf16_wgmma":
+        cfg.setdefault("assumptions", pct(BF16_ASSUME) + [
+            "sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)"])
+        return gen_bf16_wgmma(cfg)
+    cfg.setdefault("assumptions", pct(F32_ASSUME))
+    return gen_f32_simt(cfg)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out-dir", default=here)
+    ap.add_argument("--only", nargs="*", help="file names or subgraph names")
+    ap.add_argument("--set", nargs="*", default=[],
+                    help="override a tiling parameter for --only, e.g. BN=256 WN=64")
+    ap.add_argument("--no-manifest", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if a checked-in file differs from what would be generated")
+    args = ap.parse_args()
+    outputs = {}
+    manifest = []
+    for fname, cfg in all_configs():
+        if args.only and cfg["sg"] not in args.only and fname not in args.only:
+            continue
+        for kv in args.set:
+            k, v = kv.split("=")
+            cfg[k] = int(v)
+        kname, text, launch = generate(cfg)
+        outputs[fname] = text
+        manifest.append(dict(subgraph=cfg["sg"], fingerprint=cfg["fingerprint"], example=cfg["example"],
+                             signature=cfg["signature"], file=fname, kernel=kname, chips=cfg["chips"]))
+    if not args.no_manifest:
+        outputs["manifest-gemm.json"] = json.dumps(manifest, indent=2) + "\n"
+    if args.check:
+        stale = []
+        for fname, text in sorted(outputs.items()):
+            path = os.path.join(args.out_dir, fname)
+            if not os.path.exists(path) or open(path).read() != text:
+                stale.append(fname)
+        for fname in stale:
+            print("STALE %s (rerun kernels/handwritten/gen_gemm.py)" % fname)
+        print("%d file(s) checked, %d stale" % (len(outputs), len(stale)))
+        sys.exit(1 if stale else 0)
+    os.makedirs(args.out_dir, exist_ok=True)
+    for fname, text in outputs.items():
+        with open(os.path.join(args.out_dir, fname), "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
