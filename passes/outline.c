@@ -30,8 +30,8 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/partition.h"
 
-#define ATTR_CLASS "llm_fuse.class"
-#define ATTR_FINGERPRINT "llm_fuse.fingerprint"
+#define ATTR_CLASS LF_ATTR_CLASS
+#define ATTR_FINGERPRINT LF_ATTR_FINGERPRINT
 
 static MlirStringRef str(const char *s) {
   return mlirStringRefCreateFromCString(s);
@@ -196,6 +196,37 @@ static lf_status_t fingerprint(MlirOperation func, char out[LF_SHA256_HEX_SIZE],
   if (canonical_out && !s)
     s = lf_strbuf_append(canonical_out, lf_strbuf_cstr(&text),
                          lf_strbuf_len(&text));
+  lf_strbuf_free(&text);
+  return s;
+}
+
+/* Inherent string attributes that carry user text rather than semantics. */
+static MlirWalkResult strip_text_walk_cb(MlirOperation op, void *user_data) {
+  (void)user_data;
+  static const char *const names[] = {"doc", "library_call", NULL};
+  for (int i = 0; names[i]; ++i)
+    mlirOperationRemoveAttributeByName(op, str(names[i]));
+  return strip_walk_cb(op, NULL);
+}
+
+lf_status_t lf_outline_prompt_text(MlirOperation func, lf_strbuf_t *out) {
+  MlirOperation copy = mlirOperationClone(func);
+  mlirOperationSetAttributeByName(
+      copy, str("sym_name"),
+      mlirStringAttrGet(mlirOperationGetContext(copy), str("subgraph")));
+  mlirOperationWalk(copy, strip_text_walk_cb, NULL, MlirWalkPreOrder);
+  MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+  mlirOpPrintingFlagsEnableDebugInfo(flags, false, false);
+  lf_strbuf_t text;
+  lf_strbuf_init(&text, 16 << 20);
+  mlirOperationPrintWithFlags(copy, flags, append_cb, &text);
+  mlirOpPrintingFlagsDestroy(flags);
+  mlirOperationDestroy(copy);
+  lf_status_t s = text.len >= 16u << 20
+                      ? LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
+                                  "subgraph text larger than 16 MiB")
+                      : lf_strbuf_append(out, lf_strbuf_cstr(&text),
+                                         lf_strbuf_len(&text));
   lf_strbuf_free(&text);
   return s;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/strbuf.h"
 #include "passes/pass_def.h"
 
 #ifdef __cplusplus
@@ -17,6 +18,10 @@ extern "C" {
 /// our pipeline when a module holds TOSA ops.
 #define LF_TOSA_IMPORT_PIPELINE                                                \
   "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor)"
+
+/// Attributes of an outlined subgraph function.
+#define LF_ATTR_CLASS "llm_fuse.class"
+#define LF_ATTR_FINGERPRINT "llm_fuse.fingerprint"
 
 typedef struct lf_outline_options_s {
   size_t max_group_ops;
@@ -29,6 +34,12 @@ typedef struct lf_outline_options_s {
 lf_status_t lf_outline_module(MlirOperation module,
                               const lf_outline_options_t *options,
                               cJSON *report_groups, size_t *out_count);
+
+/// Appends the text of outlined function `func` that a prompt may show: the
+/// custom (readable) form with no locations, no discardable attributes and
+/// no user text attributes (doc, library_call), the function named
+/// `subgraph`. User-chosen names and comments cannot reach a prompt.
+lf_status_t lf_outline_prompt_text(MlirOperation func, lf_strbuf_t *out);
 
 /// LF_TOSA_IMPORT_PIPELINE if `module` holds TOSA ops, else NULL.
 const char *lf_tosa_import_pipeline(MlirOperation module);
