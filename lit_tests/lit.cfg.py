@@ -29,6 +29,9 @@ plugin = os.path.join(config.lf_lib_dir, "libLLMFusePlugin.so")
 config.substitutions.append(("%llm_fuse_opt",
                              os.path.join(config.lf_tools_dir, "llm-fuse-opt")))
 config.substitutions.append(("%mlir_opt", config.mlir_opt))
+config.substitutions.append(("%lf_swap_tool",
+                             os.path.join(config.lf_obj_root, "passes",
+                                          "lf_swap_tool")))
 config.substitutions.append(("%plugin", plugin))
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(("%lf_src", config.lf_src_root))

@@ -1,0 +1,119 @@
+/* swap_tool.c - test driver for lf_swap_in (passes/swap.h).
+ *
+ *   lf_swap_tool MODULE.mlir FUNCTION KERNEL.mlir [CHIP]
+ *
+ * Builds KERNEL.mlir against FUNCTION's signature in the builder's child
+ * process, swaps it into FUNCTION, verifies the module and prints it. The
+ * compiler swaps only verified kernels; this tool exists so that the IR of
+ * a swap can be tested (and lowered by llm-fuse-compile) without a GPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fs.h"
+#include "base/strbuf.h"
+#include "builder/builder.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/IR.h"
+#include "mlir-c/RegisterEverything.h"
+#include "passes/swap.h"
+
+static void append_cb(MlirStringRef s, void *user_data) {
+  lf_status_free(lf_strbuf_append(user_data, s.data, s.length));
+}
+
+static int fail(lf_status_t st, const char *what) {
+  char buf[1024];
+  fprintf(stderr, "lf_swap_tool: %s: %s\n", what,
+          lf_status_format(st, buf, sizeof(buf)));
+  lf_status_free(st);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4 || argc > 5) {
+    fprintf(stderr, "usage: %s MODULE.mlir FUNCTION KERNEL.mlir [CHIP]\n",
+            argv[0]);
+    return 2;
+  }
+  lf_strbuf_t src, kernel, sig;
+  lf_strbuf_init(&src, 64 << 20);
+  lf_strbuf_init(&kernel, LF_BUILD_MAX_KERNEL_SIZE);
+  lf_strbuf_init(&sig, 1 << 20);
+  lf_status_t st = lf_read_file(argv[1], &src);
+  if (st)
+    return fail(st, argv[1]);
+  if ((st = lf_read_file(argv[3], &kernel)))
+    return fail(st, argv[3]);
+
+  MlirContext ctx = mlirContextCreate();
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  mlirRegisterAllDialects(registry);
+  mlirContextAppendDialectRegistry(ctx, registry);
+  mlirDialectRegistryDestroy(registry);
+  mlirContextLoadAllAvailableDialects(ctx);
+  MlirModule module = mlirModuleCreateParse(
+      ctx, mlirStringRefCreate(lf_strbuf_cstr(&src), lf_strbuf_len(&src)));
+  if (mlirModuleIsNull(module)) {
+    fprintf(stderr, "lf_swap_tool: %s does not parse\n", argv[1]);
+    return 1;
+  }
+  MlirOperation mop = mlirModuleGetOperation(module);
+  MlirSymbolTable table = mlirSymbolTableCreate(mop);
+  MlirOperation func =
+      mlirSymbolTableLookup(table, mlirStringRefCreateFromCString(argv[2]));
+  mlirSymbolTableDestroy(table);
+  if (mlirOperationIsNull(func)) {
+    fprintf(stderr, "lf_swap_tool: no function @%s\n", argv[2]);
+    return 1;
+  }
+  mlirTypePrint(mlirTypeAttrGetValue(mlirOperationGetAttributeByName(
+                    func, mlirStringRefCreateFromCString("function_type"))),
+                append_cb, &sig);
+
+  lf_build_request_t req = {0};
+  req.kernel_text = lf_strbuf_cstr(&kernel);
+  req.kernel_size = lf_strbuf_len(&kernel);
+  req.signature = lf_strbuf_cstr(&sig);
+  req.chip = argc == 5 ? argv[4] : "sm_90";
+  lf_build_result_t *res = NULL;
+  if ((st = lf_build_kernel(&req, NULL, &res)))
+    return fail(st, "build");
+  if (res->kind != LF_BUILD_OK) {
+    fprintf(stderr, "lf_swap_tool: the kernel does not build: %s: %s\n",
+            lf_build_kind_name(res->kind), res->message);
+    return 1;
+  }
+  if ((st = lf_swap_in(mop, func, res)))
+    return fail(st, "swap");
+  if (!mlirOperationVerify(mop)) {
+    fprintf(stderr, "lf_swap_tool: the swapped module does not verify\n");
+    return 1;
+  }
+  /* The binary's bytes are elided (to "...") unless LF_SWAP_TOOL_FULL is
+   * set: the output stays readable and still parses. */
+  lf_strbuf_t out;
+  lf_strbuf_init(&out, 256 << 20);
+  mlirOperationPrint(mop, append_cb, &out);
+  const char *text = lf_strbuf_cstr(&out);
+  const char *bin = strstr(text, "bin = \"");
+  const char *end = bin ? strstr(bin, "\">]") : NULL;
+  if (getenv("LF_SWAP_TOOL_FULL") || !bin || !end) {
+    fputs(text, stdout);
+  } else {
+    fwrite(text, 1, (size_t)(bin - text) + 7, stdout);
+    fputs("...", stdout);
+    fputs(end, stdout);
+  }
+  lf_strbuf_free(&out);
+  fprintf(stdout, "\n// kernel %s, %s, %zu cubin bytes, %zu PTX bytes\n",
+          res->kernel_name, res->chip, res->cubin_size, res->ptx_size);
+  lf_build_result_destroy(res);
+  mlirModuleDestroy(module);
+  mlirContextDestroy(ctx);
+  lf_strbuf_free(&src);
+  lf_strbuf_free(&kernel);
+  lf_strbuf_free(&sig);
+  return 0;
+}
