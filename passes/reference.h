@@ -27,16 +27,26 @@ extern "C" {
 
 /// The upstream pipeline, applied to a module holding the subgraph as a
 /// public function. Tile sizes: rows one per block, 256 elements of the
-/// innermost tiled dimension per block of threads.
-#define LF_REFERENCE_PIPELINE                                                  \
-  "builtin.module(one-shot-bufferize{bufferize-function-boundaries=1 "         \
+/// innermost tiled dimension per block of threads. In two halves, which
+/// llm-fuse-compile (tools/llm-fuse-compile/aot.c) also runs, with a rewrite
+/// of its own between them:
+///
+/// LF_REFERENCE_BUFFERIZE: one-shot bufferization of the whole module,
+/// results as out-params (the candidates' buffer ABI).
+#define LF_REFERENCE_BUFFERIZE                                                 \
+  "one-shot-bufferize{bufferize-function-boundaries=1 "                        \
   "function-boundary-type-conversion=identity-layout-map},"                    \
   "buffer-results-to-out-params{hoist-static-allocs=1 "                        \
-  "modify-public-functions=1},canonicalize,"                                   \
+  "modify-public-functions=1},canonicalize"
+/// LF_REFERENCE_GPU_MAPPING: bufferized linalg to parallel loops, tiled and
+/// mapped to blocks and threads, outlined into gpu.modules.
+#define LF_REFERENCE_GPU_MAPPING                                               \
   "func.func(convert-linalg-to-parallel-loops,"                                \
   "scf-parallel-loop-tiling{parallel-loop-tile-sizes=1,256 "                   \
   "no-min-max-bounds=1},gpu-map-parallel-loops),"                              \
-  "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse)"
+  "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse"
+#define LF_REFERENCE_PIPELINE                                                  \
+  "builtin.module(" LF_REFERENCE_BUFFERIZE "," LF_REFERENCE_GPU_MAPPING ")"
 
 typedef enum lf_ref_arg_kind_e {
   LF_REF_ARG_INPUT,  ///< index: which subgraph input
@@ -102,6 +112,14 @@ char *lf_reference_plan_json(const lf_reference_t *ref);
 
 /// Frees what `ref` owns. Accepts NULL.
 void lf_reference_free(lf_reference_t *ref);
+
+/// Writes `ref` into folder `dir` (created if missing) as the verification
+/// worker reads it: plan.json and each kernel's <name>.mlir; with `build`,
+/// also <name>.ptx and <name>.cubin (when ptxas exists) built for `chip`.
+/// `*out_build_ms` (may be NULL) receives the build time.
+lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
+                               const char *dir, bool build,
+                               double *out_build_ms);
 
 #ifdef __cplusplus
 }

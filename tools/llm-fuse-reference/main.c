@@ -57,55 +57,6 @@ static int mkdir_p(const char *path) {
   return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
-static int write_text(const char *dir, const char *name, const char *text,
-                      size_t len) {
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  lf_status_t s = lf_write_file_atomic(path, text, len);
-  if (s) {
-    fprintf(stderr, "llm-fuse-reference: %s\n", lf_status_message(s));
-    lf_status_free(s);
-    return -1;
-  }
-  return 0;
-}
-
-static int build_kernel(const char *dir, const lf_ref_kernel_t *k,
-                        const char *chip) {
-  lf_build_request_t req = {0};
-  req.kernel_text = k->module;
-  req.kernel_size = strlen(k->module);
-  req.trusted = true;
-  req.chip = chip;
-  lf_build_result_t *res = NULL;
-  lf_status_t s = lf_build_kernel_in_process(&req, &res);
-  if (s) {
-    fprintf(stderr, "llm-fuse-reference: %s: %s\n", k->name,
-            lf_status_message(s));
-    lf_status_free(s);
-    return -1;
-  }
-  int rc = 0;
-  if (res->kind != LF_BUILD_OK) {
-    fprintf(stderr, "llm-fuse-reference: %s/%s did not build (%s): %s\n%s\n",
-            dir, k->name, lf_build_kind_name(res->kind), res->message,
-            res->diagnostics ? res->diagnostics : "");
-    rc = -1;
-  } else {
-    char name[64];
-    snprintf(name, sizeof(name), "%s.ptx", k->name);
-    rc |= write_text(dir, name, res->ptx, res->ptx_size);
-    if (res->cubin) {
-      snprintf(name, sizeof(name), "%s.cubin", k->name);
-      rc |= write_text(dir, name, (const char *)res->cubin, res->cubin_size);
-    }
-    printf("  %s: built for %s in %.0f ms%s\n", k->name, res->chip,
-           res->ms_total, res->cubin ? " (cubin)" : " (PTX only)");
-  }
-  lf_build_result_destroy(res);
-  return rc;
-}
-
 int main(int argc, char **argv) {
   const char *out_dir = "reference", *chip = "sm_90", *input = NULL;
   bool build = false;
@@ -172,17 +123,16 @@ int main(int argc, char **argv) {
     printf("%s: %zu kernel(s), %zu temporar%s, %zu step(s)\n", ref.subgraph,
            ref.num_kernels, ref.num_temps, ref.num_temps == 1 ? "y" : "ies",
            ref.num_steps);
-    char *plan = lf_reference_plan_json(&ref);
-    if (mkdir_p(dir) || !plan || write_text(dir, "plan.json", plan, strlen(plan)))
+    double ms = 0;
+    s = mkdir_p(dir) ? LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot create %s", dir)
+                     : lf_reference_stage(&ref, chip, dir, build, &ms);
+    if (s) {
+      fprintf(stderr, "llm-fuse-reference: %s: %s\n", dir, lf_status_message(s));
+      lf_status_free(s);
       ++failures;
-    free(plan);
-    for (size_t k = 0; k < ref.num_kernels; ++k) {
-      char name[64];
-      snprintf(name, sizeof(name), "%s.mlir", ref.kernels[k].name);
-      if (write_text(dir, name, ref.kernels[k].module,
-                     strlen(ref.kernels[k].module)) ||
-          (build && build_kernel(dir, &ref.kernels[k], chip)))
-        ++failures;
+    } else if (build) {
+      printf("  built %zu kernel(s) for %s in %.0f ms\n", ref.num_kernels, chip,
+             ms);
     }
     lf_reference_free(&ref);
   }

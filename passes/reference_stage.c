@@ -1,0 +1,73 @@
+/* reference_stage.c - writing a reference lowering to a folder, the form
+ * the verification worker reads: plan.json, and per kernel its MLIR, PTX
+ * and (with ptxas) cubin. Shared by llm-fuse-reference and the llm-fuse
+ * pass.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/fs.h"
+#include "builder/builder.h"
+#include "passes/reference.h"
+
+static lf_status_t write_named(const char *dir, const char *name,
+                               const void *data, size_t len) {
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "path too long: %s/%s", dir,
+                     name);
+  return lf_write_file_atomic(path, data, len);
+}
+
+lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
+                               const char *dir, bool build,
+                               double *out_build_ms) {
+  if (out_build_ms)
+    *out_build_ms = 0;
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    return LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot create '%s': %s", dir,
+                     strerror(errno));
+  char *plan = lf_reference_plan_json(ref);
+  if (!plan)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  lf_status_t st = write_named(dir, "plan.json", plan, strlen(plan));
+  free(plan);
+  for (size_t k = 0; k < ref->num_kernels && !st; ++k) {
+    const lf_ref_kernel_t *kern = &ref->kernels[k];
+    char name[300];
+    snprintf(name, sizeof(name), "%s.mlir", kern->name);
+    st = write_named(dir, name, kern->module, strlen(kern->module));
+    if (st || !build)
+      continue;
+    /* Our own text from the upstream pipeline: trusted, built here. */
+    lf_build_request_t req = {0};
+    req.kernel_text = kern->module;
+    req.kernel_size = strlen(kern->module);
+    req.trusted = true;
+    req.chip = chip;
+    lf_build_result_t *res = NULL;
+    st = lf_build_kernel_in_process(&req, &res);
+    if (st)
+      break;
+    if (out_build_ms)
+      *out_build_ms += res->ms_total;
+    if (res->kind != LF_BUILD_OK) {
+      st = LF_STATUS(LF_STATUS_INTERNAL,
+                     "reference kernel %s of %s did not build (%s): %s",
+                     kern->name, ref->subgraph, lf_build_kind_name(res->kind),
+                     res->message);
+    } else {
+      snprintf(name, sizeof(name), "%s.ptx", kern->name);
+      st = write_named(dir, name, res->ptx, res->ptx_size);
+      if (!st && res->cubin) {
+        snprintf(name, sizeof(name), "%s.cubin", kern->name);
+        st = write_named(dir, name, res->cubin, res->cubin_size);
+      }
+    }
+    lf_build_result_destroy(res);
+  }
+  return st;
+}
