@@ -2,6 +2,7 @@
 #include "base/fs.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,4 +89,22 @@ lf_status_t lf_read_file(const char *path, lf_strbuf_t *out) {
 out_close:
   fclose(f);
   return status;
+}
+
+lf_status_t lf_make_dirs(const char *dir) {
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof(path), "%s", dir) >= sizeof(path) || !*dir)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad folder path");
+  for (char *p = path + 1;; ++p) {
+    bool end = *p == '\0';
+    if (*p == '/' || end) {
+      *p = '\0';
+      if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot create '%s': %s", path,
+                         strerror(errno));
+      if (end)
+        return LF_OK;
+      *p = '/';
+    }
+  }
 }

@@ -21,6 +21,10 @@ lf_status_t lf_write_file_atomic(const char *path, const void *data,
 /// size). NOT_FOUND if it does not exist; RESOURCE_EXHAUSTED if too large.
 lf_status_t lf_read_file(const char *path, lf_strbuf_t *out);
 
+/// Creates folder `path` and its missing parents (mode 0755), like
+/// `mkdir -p`. UNAVAILABLE names the folder that could not be made.
+lf_status_t lf_make_dirs(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

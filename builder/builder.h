@@ -199,6 +199,14 @@ lf_status_t lf_build_result_to_json(const lf_build_result_t *result,
 lf_status_t lf_build_result_from_json(const char *json, size_t size,
                                       lf_build_result_t **out_result);
 
+/// Writes a result into folder `dir` (created if missing) as the
+/// verification worker reads a candidate: kernel.ptx, kernel.cubin (when
+/// there is one), then result.json naming them, written last so that its
+/// presence says the folder is complete. `*out_json` (may be NULL) receives
+/// the result.json text, malloc'ed.
+lf_status_t lf_build_result_write_dir(const lf_build_result_t *result,
+                                      const char *dir, char **out_json);
+
 /// Finds the llm-fuse-build-kernel executable as lf_build_kernel() does
 /// (env override, then beside this library's binary). Writes a malloc'ed
 /// path to *out_path; NOT_FOUND says where it looked.

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fs.h"
 #include "builder/internal.h"
 
 static const char *const kind_names[LF_BUILD_KIND_COUNT_] = {
@@ -579,4 +580,28 @@ out_destroy:
 out_delete:
   cJSON_Delete(root);
   return s;
+}
+
+lf_status_t lf_build_result_write_dir(const lf_build_result_t *r,
+                                      const char *dir, char **out_json) {
+  char ptx[4200], cubin[4200], result[4200];
+  char *json = NULL;
+  if (out_json)
+    *out_json = NULL;
+  LF_RETURN_IF_ERROR(lf_make_dirs(dir));
+  snprintf(ptx, sizeof(ptx), "%s/kernel.ptx", dir);
+  snprintf(cubin, sizeof(cubin), "%s/kernel.cubin", dir);
+  snprintf(result, sizeof(result), "%s/result.json", dir);
+  if (r->ptx)
+    LF_RETURN_IF_ERROR(lf_write_file_plain(ptx, r->ptx, r->ptx_size));
+  if (r->cubin)
+    LF_RETURN_IF_ERROR(lf_write_file_plain(cubin, r->cubin, r->cubin_size));
+  LF_RETURN_IF_ERROR(lf_build_result_to_json(
+      r, r->ptx ? ptx : NULL, r->cubin ? cubin : NULL, &json));
+  lf_status_t st = lf_write_file_plain(result, json, strlen(json));
+  if (!st && out_json)
+    *out_json = json;
+  else
+    free(json);
+  return st;
 }

@@ -3,11 +3,9 @@
  * and (with ptxas) cubin. Shared by llm-fuse-reference and the llm-fuse
  * pass.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/fs.h"
 #include "builder/builder.h"
@@ -27,9 +25,7 @@ lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
                                double *out_build_ms) {
   if (out_build_ms)
     *out_build_ms = 0;
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-    return LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot create '%s': %s", dir,
-                     strerror(errno));
+  LF_RETURN_IF_ERROR(lf_make_dirs(dir));
   char *plan = lf_reference_plan_json(ref);
   if (!plan)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");

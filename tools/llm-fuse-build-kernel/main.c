@@ -59,40 +59,6 @@ static void log_stage(const char *stage, void *user_data) {
 }
 
 /* mkdir -p. */
-static lf_status_t make_dirs(const char *dir) {
-  char path[4096];
-  snprintf(path, sizeof(path), "%s", dir);
-  for (char *p = path + 1;; ++p) {
-    bool end = *p == '\0';
-    if (*p == '/' || end) {
-      *p = '\0';
-      if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot create '%s': %s", path,
-                         strerror(errno));
-      if (end)
-        return LF_OK;
-      *p = '/';
-    }
-  }
-}
-
-static lf_status_t write_outputs(const char *dir, const lf_build_result_t *r,
-                                 char **out_json) {
-  char ptx[4200], cubin[4200], result[4200];
-  LF_RETURN_IF_ERROR(make_dirs(dir));
-  snprintf(ptx, sizeof(ptx), "%s/kernel.ptx", dir);
-  snprintf(cubin, sizeof(cubin), "%s/kernel.cubin", dir);
-  snprintf(result, sizeof(result), "%s/result.json", dir);
-  if (r->ptx)
-    LF_RETURN_IF_ERROR(lf_write_file_plain(ptx, r->ptx, r->ptx_size));
-  if (r->cubin)
-    LF_RETURN_IF_ERROR(lf_write_file_plain(cubin, r->cubin, r->cubin_size));
-  LF_RETURN_IF_ERROR(lf_build_result_to_json(
-      r, r->ptx ? ptx : NULL, r->cubin ? cubin : NULL, out_json));
-  /* Written last: its presence says the products are complete. */
-  return lf_write_file_plain(result, *out_json, strlen(*out_json));
-}
-
 /* In the child, an internal error still leaves a result.json, so that the
  * parent can tell it from a crash. */
 static void write_internal(const char *dir, lf_status_t s) {
@@ -229,7 +195,7 @@ int main(int argc, char **argv) {
   }
 
   char *json = NULL;
-  s = out_dir ? write_outputs(out_dir, r, &json)
+  s = out_dir ? lf_build_result_write_dir(r, out_dir, &json)
               : lf_build_result_to_json(r, NULL, NULL, &json);
   if (s) {
     fprintf(stderr, TOOL ": %s\n", lf_status_message(s));

@@ -44,19 +44,6 @@ static MlirLogicalResult diag_handler(MlirDiagnostic d, void *user_data) {
   return mlirLogicalResultSuccess();
 }
 
-static int mkdir_p(const char *path) {
-  char tmp[4096];
-  snprintf(tmp, sizeof(tmp), "%s", path);
-  for (char *p = tmp + 1; *p; ++p)
-    if (*p == '/') {
-      *p = 0;
-      if (mkdir(tmp, 0755) && errno != EEXIST)
-        return -1;
-      *p = '/';
-    }
-  return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 int main(int argc, char **argv) {
   const char *out_dir = "reference", *chip = "sm_90", *input = NULL;
   bool build = false;
@@ -124,8 +111,9 @@ int main(int argc, char **argv) {
            ref.num_kernels, ref.num_temps, ref.num_temps == 1 ? "y" : "ies",
            ref.num_steps);
     double ms = 0;
-    s = mkdir_p(dir) ? LF_STATUS(LF_STATUS_UNAVAILABLE, "cannot create %s", dir)
-                     : lf_reference_stage(&ref, chip, dir, build, &ms);
+    s = lf_make_dirs(dir);
+    if (!s)
+      s = lf_reference_stage(&ref, chip, dir, build, &ms);
     if (s) {
       fprintf(stderr, "llm-fuse-reference: %s: %s\n", dir, lf_status_message(s));
       lf_status_free(s);
