@@ -463,9 +463,7 @@ typedef struct job_s {
   char *payload;
   size_t payload_len;
   lf_strbuf_t body;
-  bool too_large;          /* the response cap stopped the transfer */
-  long retry_after_ms;     /* from Retry-After; -1 when absent */
-  long retry_after_ms_hdr; /* from retry-after-ms; -1 when absent */
+  lf_llm_response_headers_t hdr; /* what the response headers said */
   int64_t first_start_ms, attempt_start_ms, ready_at_ms;
   char errbuf[CURL_ERROR_SIZE];
 } job_t;
@@ -564,11 +562,11 @@ out_delete_root:
 }
 
 /* Fills the result from a 2xx body. */
-static lf_status_t parse_completion(job_t *job) {
-  lf_llm_result_t *result = job->result;
+static lf_status_t parse_completion(const lf_llm_client_t *client,
+                                    const char *body, size_t len,
+                                    lf_llm_result_t *result) {
   cJSON *root = NULL;
-  LF_RETURN_IF_ERROR(json_parse_body(job->client, lf_strbuf_cstr(&job->body),
-                                     lf_strbuf_len(&job->body), &root));
+  LF_RETURN_IF_ERROR(json_parse_body(client, body, len, &root));
   lf_status_t status = LF_OK;
   const cJSON *choices = json_member(root, "choices");
   const cJSON *choice =
@@ -586,7 +584,7 @@ static lf_status_t parse_completion(job_t *job) {
   if (!cJSON_IsString(content) || !content->valuestring) {
     char detail[96] = "";
     if (result->finish_reason) {
-      char *reason = scrub_server_text(job->client, result->finish_reason,
+      char *reason = scrub_server_text(client, result->finish_reason,
                                        strlen(result->finish_reason), 40);
       snprintf(detail, sizeof(detail), " (finish_reason: %s)",
                reason ? reason : "?");
@@ -671,10 +669,11 @@ static void server_error_free(server_error_t *e) {
 
 /* ---- The one place for HTTP codes ----------------------------------------*/
 
-static lf_status_t http_error_status(job_t *job, long http, bool *retryable) {
+static lf_status_t http_error_status(const lf_llm_client_t *client,
+                                     const char *body, size_t len, long http,
+                                     bool *retryable) {
   server_error_t err;
-  parse_error_body(job->client, lf_strbuf_cstr(&job->body),
-                   lf_strbuf_len(&job->body), &err);
+  parse_error_body(client, body, len, &err);
   bool no_quota = (err.code && strcmp(err.code, "insufficient_quota") == 0) ||
                   (err.type && strcmp(err.type, "insufficient_quota") == 0);
   lf_status_code_t code;
@@ -703,8 +702,8 @@ static lf_status_t http_error_status(job_t *job, long http, bool *retryable) {
     code = LF_STATUS_UNKNOWN;
   const char *label = err.code ? err.code : err.type;
   lf_status_t status =
-      LF_STATUS(code, "POST %s: HTTP %ld%s%s%s%s%s%s", job->client->endpoint,
-                http, label ? " [" : "", label ? label : "", label ? "]" : "",
+      LF_STATUS(code, "POST %s: HTTP %ld%s%s%s%s%s%s", client->endpoint, http,
+                label ? " [" : "", label ? label : "", label ? "]" : "",
                 err.message ? ": " : "", err.message ? err.message : "",
                 no_quota ? " (quota exhausted: not retried)" : "");
   server_error_free(&err);
@@ -768,7 +767,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
   job_t *job = user;
   size_t n = size * nmemb;
   if (n > job->client->opts.max_response_bytes - lf_strbuf_len(&job->body)) {
-    job->too_large = true;
+    job->hdr.too_large = true;
     return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
   }
   lf_status_t s = lf_strbuf_append(&job->body, data, n);
@@ -799,30 +798,30 @@ static bool header_value(const char *data, size_t n, const char *name,
   return true;
 }
 
-static size_t on_header(char *data, size_t size, size_t nmemb, void *user) {
-  job_t *job = user;
-  size_t n = size * nmemb;
+bool lf_llm_parse_response_header(const lf_llm_client_t *client,
+                                  const char *data, size_t n,
+                                  lf_llm_response_headers_t *hdr) {
   char value[128];
   if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
     /* A new response (after a redirect or a 1xx): forget the last one's. */
-    job->retry_after_ms = -1;
-    job->retry_after_ms_hdr = -1;
+    hdr->retry_after_ms = -1;
+    hdr->retry_after_ms_header = -1;
   } else if (header_value(data, n, "retry-after-ms", value, sizeof(value))) {
     char *end;
     double ms = strtod(value, &end);
     if (end != value && *end == '\0' && isfinite(ms) && ms >= 0)
-      job->retry_after_ms_hdr = ms > 1e9 ? 1000000000L : (long)ceil(ms);
+      hdr->retry_after_ms_header = ms > 1e9 ? 1000000000L : (long)ceil(ms);
   } else if (header_value(data, n, "retry-after", value, sizeof(value))) {
     char *end;
     long long seconds = strtoll(value, &end, 10);
     if (end != value && *end == '\0' && seconds >= 0) {
-      job->retry_after_ms =
+      hdr->retry_after_ms =
           seconds > 1000000 ? 1000000000L : (long)seconds * 1000;
     } else {
       time_t when = curl_getdate(value, NULL); /* an HTTP-date */
       if (when != (time_t)-1) {
         double delta = difftime(when, time(NULL));
-        job->retry_after_ms = delta <= 0    ? 0
+        hdr->retry_after_ms = delta <= 0    ? 0
                               : delta > 1e6 ? 1000000000L
                                             : (long)delta * 1000;
       }
@@ -831,12 +830,47 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user) {
     char *end;
     unsigned long long declared = strtoull(value, &end, 10);
     if (end != value && *end == '\0' &&
-        declared > job->client->opts.max_response_bytes) {
-      job->too_large = true;
-      return 0; /* refuse before the body arrives */
+        declared > client->opts.max_response_bytes) {
+      hdr->too_large = true;
+      return false; /* refuse before the body arrives */
     }
   }
-  return n;
+  return true;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *user) {
+  job_t *job = user;
+  size_t n = size * nmemb;
+  return lf_llm_parse_response_header(job->client, data, n, &job->hdr) ? n : 0;
+}
+
+void lf_llm_response_headers_init(lf_llm_response_headers_t *hdr) {
+  hdr->retry_after_ms = -1;
+  hdr->retry_after_ms_header = -1;
+  hdr->too_large = false;
+}
+
+lf_status_t lf_llm_parse_chat_response(const lf_llm_client_t *client,
+                                       long http_code, const char *body,
+                                       size_t len, lf_llm_result_t *result,
+                                       bool *out_retryable) {
+  bool retryable = false;
+  if (out_retryable)
+    *out_retryable = false;
+  if (!client || !result || (len > 0 && !body))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "parse_chat_response needs a client, a result and a body");
+  memset(result, 0, sizeof(*result));
+  result->http_code = http_code;
+  if (!body)
+    body = "";
+  if (http_code >= 200 && http_code <= 299)
+    return parse_completion(client, body, len, result);
+  lf_status_t status =
+      http_error_status(client, body, len, http_code, &retryable);
+  if (out_retryable)
+    *out_retryable = retryable;
+  return status;
 }
 
 /* ---- Attempts ------------------------------------------------------------*/
@@ -891,9 +925,7 @@ static lf_status_t start_attempt(job_t *job, int64_t now) {
   if (!job->easy)
     LF_RETURN_IF_ERROR(setup_easy(job));
   lf_strbuf_reset(&job->body);
-  job->too_large = false;
-  job->retry_after_ms = -1;
-  job->retry_after_ms_hdr = -1;
+  lf_llm_response_headers_init(&job->hdr);
   job->errbuf[0] = '\0';
   CURLMcode mc = curl_multi_add_handle(job->client->multi, job->easy);
   if (mc != CURLM_OK)
@@ -929,7 +961,7 @@ static lf_status_t attempt_status(job_t *job, CURLcode rc, long http,
                                   bool *retryable) {
   *retryable = false;
   if (rc != CURLE_OK) {
-    if (job->too_large)
+    if (job->hdr.too_large)
       return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
                        "POST %s: response exceeds the cap of %zu bytes "
                        "(transfer aborted)",
@@ -938,8 +970,10 @@ static lf_status_t attempt_status(job_t *job, CURLcode rc, long http,
     return curl_code_status(job->client, rc, job->errbuf, retryable);
   }
   if (http >= 200 && http <= 299)
-    return parse_completion(job);
-  return http_error_status(job, http, retryable);
+    return parse_completion(job->client, lf_strbuf_cstr(&job->body),
+                            lf_strbuf_len(&job->body), job->result);
+  return http_error_status(job->client, lf_strbuf_cstr(&job->body),
+                           lf_strbuf_len(&job->body), http, retryable);
 }
 
 static void report_attempt(job_t *job, lf_llm_attempt_outcome_t outcome,
@@ -991,8 +1025,9 @@ static void complete_attempt(job_t *job, CURLcode rc, int64_t now) {
     return;
   }
   if (retryable && job->result->attempts < client->opts.max_attempts) {
-    long wait = job->retry_after_ms_hdr >= 0 ? job->retry_after_ms_hdr
-                                             : job->retry_after_ms;
+    long wait = job->hdr.retry_after_ms_header >= 0
+                    ? job->hdr.retry_after_ms_header
+                    : job->hdr.retry_after_ms;
     if (wait > client->opts.retry_after_max_ms)
       wait = client->opts.retry_after_max_ms;
     if (wait < 0)
@@ -1036,6 +1071,35 @@ static void abandon_jobs(job_t *jobs, size_t count, lf_status_t why) {
 lf_status_t lf_llm_client_run_batch(lf_llm_client_t *client,
                                     const lf_llm_request_t *requests,
                                     size_t count, lf_llm_result_t *results) {
+  return lf_llm_client_run_batch_within(client, requests, count, results, 0);
+}
+
+/* Ends every unfinished job because the batch's time budget ran out. */
+static void expire_jobs(job_t *jobs, size_t count, long budget_ms,
+                        int64_t now) {
+  for (size_t i = 0; i < count; ++i) {
+    job_t *job = &jobs[i];
+    if (job->state == JOB_DONE)
+      continue;
+    if (job->state == JOB_RUNNING)
+      curl_multi_remove_handle(job->client->multi, job->easy);
+    finish_job(job,
+               LF_STATUS(LF_STATUS_DEADLINE_EXCEEDED,
+                         "POST %s: the batch's time budget of %ld ms ran out "
+                         "(%s)",
+                         job->client->endpoint, budget_ms,
+                         job->state == JOB_RUNNING   ? "request in flight"
+                         : job->state == JOB_WAITING ? "waiting to retry"
+                                                     : "never sent"),
+               now);
+  }
+}
+
+lf_status_t lf_llm_client_run_batch_within(lf_llm_client_t *client,
+                                           const lf_llm_request_t *requests,
+                                           size_t count,
+                                           lf_llm_result_t *results,
+                                           long time_budget_ms) {
   if (count > 0 && !results)
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "results is NULL");
   for (size_t i = 0; i < count; ++i)
@@ -1075,10 +1139,16 @@ lf_status_t lf_llm_client_run_batch(lf_llm_client_t *client,
   }
 
   const int max_running = client->opts.max_concurrency;
+  const int64_t deadline =
+      time_budget_ms > 0 ? now_ms() + time_budget_ms : INT64_MAX;
   int running = 0;
   size_t next_queued = 0;
   while (remaining > 0) {
     int64_t now = now_ms();
+    if (now >= deadline) {
+      expire_jobs(jobs, count, time_budget_ms, now);
+      break;
+    }
     /* Start what may start: due retries first, then new requests. */
     for (size_t i = 0; i < count && running < max_running; ++i) {
       job_t *job = &jobs[i];
@@ -1153,6 +1223,11 @@ lf_status_t lf_llm_client_run_batch(lf_llm_client_t *client,
       curl_multi_timeout(client->multi, &curl_timeout);
       if (curl_timeout >= 0 && curl_timeout < timeout)
         timeout = curl_timeout;
+    }
+    if (deadline != INT64_MAX) {
+      int64_t left = deadline - now_ms();
+      if (left < timeout)
+        timeout = left < 0 ? 0 : (long)left;
     }
     if (timeout > 0) {
       mc = curl_multi_poll(client->multi, NULL, 0, (int)timeout, NULL);

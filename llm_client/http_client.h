@@ -162,6 +162,17 @@ lf_status_t lf_llm_client_run_batch(lf_llm_client_t *client,
                                     const lf_llm_request_t *requests,
                                     size_t count, lf_llm_result_t *results);
 
+/// run_batch with a time budget: when `time_budget_ms` (> 0) have passed
+/// since the call, transfers in flight are aborted and every request not yet
+/// done (in flight, waiting out a backoff, or never sent) ends with
+/// DEADLINE_EXCEEDED ("the batch's time budget of N ms ran out"). A budget
+/// of 0 means none (exactly lf_llm_client_run_batch()).
+lf_status_t lf_llm_client_run_batch_within(lf_llm_client_t *client,
+                                           const lf_llm_request_t *requests,
+                                           size_t count,
+                                           lf_llm_result_t *results,
+                                           long time_budget_ms);
+
 /// One request: a batch of one. Returns the request's status and hands it
 /// to the caller (result->status is left NULL, so there is one owner);
 /// the other members of `result` are filled as by run_batch.
@@ -171,6 +182,42 @@ lf_status_t lf_llm_client_complete(lf_llm_client_t *client,
 
 /// Frees the members of `result` and zeroes it. Accepts NULL.
 void lf_llm_result_clear(lf_llm_result_t *result);
+
+/// Parses a chat-completions response exactly as the client does after a
+/// transfer: `len` bytes of `body` (need not be NUL-terminated; NULL allowed
+/// when `len` is 0) received with HTTP status `http_code`. `result` is
+/// overwritten (not freed first): http_code is set; for a 2xx status,
+/// content, finish_reason and usage are filled and OK is returned, or
+/// DATA_LOSS when the body is not JSON or lacks choices[0].message.content;
+/// for any other status the error the client reports is returned (code per
+/// HTTP status, server text quoted, scrubbed of the client's key and of
+/// anything shaped like a key) and `*out_retryable` (may be NULL) says
+/// whether the client would retry. Release `result` with
+/// lf_llm_result_clear(). No network I/O. Used by the fuzz target.
+lf_status_t lf_llm_parse_chat_response(const lf_llm_client_t *client,
+                                       long http_code, const char *body,
+                                       size_t len, lf_llm_result_t *result,
+                                       bool *out_retryable);
+
+/// What the response headers of one attempt said.
+typedef struct lf_llm_response_headers_s {
+  long retry_after_ms;        /* from Retry-After; -1 when absent */
+  long retry_after_ms_header; /* from retry-after-ms; -1 when absent */
+  bool too_large; /* Content-Length declared more than the response cap */
+} lf_llm_response_headers_t;
+
+/// Sets both delays to -1 and too_large to false.
+void lf_llm_response_headers_init(lf_llm_response_headers_t *headers);
+
+/// Reads one raw header line (`len` bytes, CRLF included or not) into
+/// `headers` as the client's header callback does: Retry-After (seconds or
+/// an HTTP date) and retry-after-ms, each capped at 1e9 ms; an "HTTP/" status
+/// line resets both (a new response after a redirect); a Content-Length
+/// above the client's response cap sets too_large and returns false (the
+/// transfer is refused). Returns true otherwise.
+bool lf_llm_parse_response_header(const lf_llm_client_t *client,
+                                  const char *line, size_t len,
+                                  lf_llm_response_headers_t *headers);
 
 #ifdef __cplusplus
 }

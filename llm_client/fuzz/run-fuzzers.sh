@@ -77,7 +77,7 @@ base=("$root"/base/status.c "$root"/base/strbuf.c "$root"/base/log.c
 sources_of() {
   case "$1" in
     reply) echo "$root/llm_client/reply.c" ;;
-    chat_response) echo "" ;; # the target includes http_client.c
+    chat_response) echo "$root/llm_client/http_client.c" ;;
     cache_entry) echo "$root/llm_client/cache.c" ;;
   esac
 }

@@ -1,0 +1,247 @@
+/* acquire.h - a kernel for each outlined subgraph: cache, provider, build,
+ * repair, within budgets.
+ *
+ * lf_acquire_run() takes N subgraph tasks and, for each:
+ *  1. looks the kernel cache up (key: fingerprint, arch, toolchain,
+ *     provider, model, full prompt version); a hit ends the task;
+ *  2. otherwise asks the provider: `openai` (the HTTP client; every first
+ *     request of the module goes out in one curl multi batch, at most
+ *     max_concurrency in flight), `replay` (recorded exchanges, replay.h)
+ *     or `none` (nothing is asked);
+ *  3. extracts the reply's gpu.module (reply.h) and hands it to the
+ *     caller's build callback, which returns ok or a repair text;
+ *  4. sends the failures back with a repair prompt in the next round, all
+ *     of that round's repairs again in one batch, up to max_attempts per
+ *     subgraph;
+ *  5. stores a kernel that built in the cache (verdict unverified).
+ * Rounds continue while a subgraph waits for a repair and the module's
+ * budgets (requests, tokens, wall time) last; when one runs out, the
+ * subgraphs still without a kernel end as LF_ACQUIRE_BUDGET and the report
+ * names the budget. The caller keeps their original ops.
+ *
+ * Every step is logged (base/log.h, info): cache hits, "asking", "reply"
+ * with latency and tokens, "building", each attempt's result, and a summary.
+ *
+ * Secrets. The API key stays inside the HTTP client; in addition every
+ * reply is redacted of the key's value (if the server echoes it) before it
+ * is extracted, logged, recorded, cached or reported.
+ *
+ * offline=true never touches the network: the cache and the replay
+ * provider work; provider openai ends every cache miss as
+ * LF_ACQUIRE_UNAVAILABLE ("offline").
+ */
+#ifndef LF_LLM_CLIENT_ACQUIRE_H
+#define LF_LLM_CLIENT_ACQUIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/sha256.h"
+#include "base/status.h"
+#include "llm_client/cache.h"
+#include "llm_client/http_client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Where kernels come from.
+typedef enum lf_acquire_provider_e {
+  LF_PROVIDER_NONE = 0, /* ask nobody: every subgraph keeps its ops */
+  LF_PROVIDER_OPENAI,   /* an OpenAI-compatible endpoint */
+  LF_PROVIDER_REPLAY,   /* recorded exchanges (the offline default) */
+} lf_acquire_provider_t;
+
+/// "none", "openai", "replay".
+const char *lf_acquire_provider_name(lf_acquire_provider_t provider);
+/// Parses a provider name; INVALID_ARGUMENT names the accepted ones.
+lf_status_t lf_acquire_provider_parse(const char *name,
+                                      lf_acquire_provider_t *out_provider);
+
+/// One subgraph. Every string is borrowed for the call.
+typedef struct lf_acquire_task_s {
+  const char *name;        /* the outlined function, "sg_<16 hex>" */
+  const char *fingerprint; /* 64 lower-case hex */
+  const char *klass;       /* "elementwise", "reduction", "contraction", ... */
+  const char *ir;          /* canonical subgraph text, for the prompt */
+  const char *signature;   /* function type, for the builder and prompt */
+  const char *arch;        /* "sm_80", "sm_90", "sm_90a" */
+} lf_acquire_task_t;
+
+/// What the build callback reports for one candidate. Zeroed before the
+/// call; heap members set by the callback are taken over by acquire.
+typedef struct lf_acquire_build_s {
+  bool ok;           /* the candidate built */
+  char *repair_text; /* !ok: why, for the repair prompt (malloc'ed; cut to
+                        2 KiB); NULL: a generic message */
+  char *ptx;         /* ok: optional products for the cache (malloc'ed) */
+  unsigned char *cubin;
+  size_t cubin_len;
+} lf_acquire_build_t;
+
+/// Builds one candidate: `kernel` is the extracted gpu.module text,
+/// `line_offset` the number of reply lines before it (for diagnostics that
+/// point into the reply). Returns OK with `out` filled for any verdict; a
+/// non-OK status means the builder itself failed (missing tool, I/O), which
+/// ends that subgraph as LF_ACQUIRE_ERROR. Called from up to
+/// build_concurrency threads at once, so it must be thread-safe when that
+/// is above 1.
+typedef lf_status_t (*lf_acquire_build_fn_t)(const lf_acquire_task_t *task,
+                                             const char *kernel,
+                                             size_t line_offset, void *user,
+                                             lf_acquire_build_t *out);
+
+/// Settings. Fill with lf_acquire_options_init(), then override. Every
+/// pointer is borrowed for the call.
+typedef struct lf_acquire_options_s {
+  lf_acquire_provider_t provider; /* default replay */
+  /// openai: the endpoint and HTTP behaviour (base_url, api_key_env,
+  /// temperature, max_tokens, timeouts, retries). Its model and
+  /// max_concurrency are overridden by the fields below.
+  lf_llm_client_options_t client;
+  const char *model;       /* sent to openai; the cache key's model;
+                              default "gpt-4o" */
+  const char *replay_dir;  /* replay: NULL = lf_replay_default_dir() */
+  bool replay_strict;      /* replay: refuse entries made for another request */
+  const char *record_dir;  /* openai: also write every exchange here */
+  const char *prompts_dir; /* NULL = lf_prompt_default_dir() */
+  const char *gpu;         /* the GPU in words for the prompt; NULL: by arch */
+
+  lf_cache_t *cache;     /* NULL: no cache */
+  const char *toolchain; /* the cache key's toolchain; required with cache */
+  bool offline;          /* never touch the network */
+
+  int max_attempts;      /* first request plus repairs; default 4 */
+  int max_concurrency;   /* requests in flight; default 8 */
+  int build_concurrency; /* build callbacks at once; default 1 */
+  /// Budgets, per call; 0: no limit. Requests count provider requests
+  /// (replay lookups too; HTTP retries of one request do not). Tokens are
+  /// the reported usage (else bytes / 4), checked before each round, so
+  /// one round's usage may overshoot. Wall time also aborts requests in
+  /// flight when it ends.
+  long max_requests;
+  long max_tokens;
+  long max_wall_ms;
+
+  lf_acquire_build_fn_t build; /* required unless provider none */
+  void *build_user;
+} lf_acquire_options_t;
+
+/// Fills `options` with the defaults above (client options included).
+void lf_acquire_options_init(lf_acquire_options_t *options);
+
+/// What became of one subgraph.
+typedef enum lf_acquire_outcome_e {
+  LF_ACQUIRE_OK = 0,          /* a new kernel that built */
+  LF_ACQUIRE_CACHED,          /* from the cache */
+  LF_ACQUIRE_CACHED_REJECTED, /* the cache says it failed verification:
+                                 keep the original ops, ask nobody */
+  LF_ACQUIRE_FAILED,          /* every attempt failed to build */
+  LF_ACQUIRE_BUDGET,          /* a budget ran out before a kernel built */
+  LF_ACQUIRE_UNAVAILABLE,     /* the provider gave no reply (HTTP error,
+                                 replay miss, offline) */
+  LF_ACQUIRE_SKIPPED,         /* provider none */
+  LF_ACQUIRE_ERROR,           /* an internal error (build callback, I/O) */
+} lf_acquire_outcome_t;
+
+/// "ok", "cached", "cached-rejected", "failed", "budget-exhausted",
+/// "unavailable", "skipped", "error".
+const char *lf_acquire_outcome_name(lf_acquire_outcome_t outcome);
+
+/// Which budget ran out.
+typedef enum lf_acquire_budget_e {
+  LF_BUDGET_NONE = 0,
+  LF_BUDGET_REQUESTS,
+  LF_BUDGET_TOKENS,
+  LF_BUDGET_WALL,
+} lf_acquire_budget_t;
+
+/// "", "requests", "tokens", "wall".
+const char *lf_acquire_budget_name(lf_acquire_budget_t budget);
+
+/// What became of one attempt.
+typedef enum lf_acquire_attempt_outcome_e {
+  LF_ATTEMPT_BUILT = 0,      /* the reply's kernel built */
+  LF_ATTEMPT_BUILD_FAILED,   /* it did not; a repair may follow */
+  LF_ATTEMPT_NO_KERNEL,      /* the reply held no single gpu.module */
+  LF_ATTEMPT_PROVIDER_ERROR, /* no reply (HTTP failure, replay miss) */
+  LF_ATTEMPT_BUDGET,         /* cut short by the wall-time budget */
+  LF_ATTEMPT_ERROR,          /* the build callback failed */
+} lf_acquire_attempt_outcome_t;
+
+/// "built", "build-failed", "no-kernel", "provider-error", "budget",
+/// "error".
+const char *lf_acquire_attempt_outcome_name(lf_acquire_attempt_outcome_t o);
+
+/// One request to the provider and what came of it.
+typedef struct lf_acquire_attempt_s {
+  bool repair; /* false: the first request */
+  lf_acquire_attempt_outcome_t outcome;
+  long latency_ms;    /* request, HTTP retries included */
+  long build_ms;      /* 0 when nothing was built */
+  long prompt_tokens; /* as reported, else estimated (bytes / 4) */
+  long completion_tokens;
+  bool tokens_estimated; /* the provider reported no usage */
+  int http_attempts;     /* openai: HTTP attempts (retries + 1); else 0 */
+  long http_code;        /* openai: of the last HTTP attempt; else 0 */
+  char *message;         /* why it failed (short, key-free); "" if built */
+} lf_acquire_attempt_t;
+
+/// The result for one task. Owned by the report.
+typedef struct lf_acquire_result_s {
+  lf_acquire_outcome_t outcome;
+  lf_acquire_budget_t budget;    /* for LF_ACQUIRE_BUDGET */
+  char *message;                 /* why, for every outcome but ok/cached; "" */
+  char *kernel;                  /* ok/cached: the gpu.module text; else NULL */
+  size_t line_offset;            /* reply lines before `kernel` (ok only) */
+  char *provider;                /* who answered ("openai", "replay" or the
+                                    replayed entry's provider); "" if nobody */
+  char *model;                   /* the model that answered; "" if none */
+  lf_cache_entry_t *cache_entry; /* cached*: the entry (PTX, cubin, verdict,
+                                    provenance); else NULL */
+  char cache_digest[LF_SHA256_HEX_SIZE]; /* the key's digest; "" w/o cache */
+  lf_acquire_attempt_t *attempts;
+  size_t attempt_count;
+  long elapsed_ms; /* from the start of the call to this task's end */
+} lf_acquire_result_t;
+
+/// The whole call. Owned by the caller: lf_acquire_report_destroy().
+typedef struct lf_acquire_report_s {
+  lf_acquire_result_t *results; /* one per task, in task order */
+  size_t count;
+  lf_acquire_budget_t exhausted; /* the budget that ran out, if any */
+  char prompt_version[32];       /* full version; "" for provider none */
+  long requests;                 /* provider requests made */
+  long prompt_tokens, completion_tokens; /* reported or estimated */
+  int rounds;                            /* request rounds */
+  long wall_ms;                          /* the whole call */
+} lf_acquire_report_t;
+
+/// Runs the acquire loop described at the top of this file. Returns non-OK
+/// only when the call itself cannot run (bad options or tasks:
+/// INVALID_ARGUMENT; prompt templates missing or malformed: NOT_FOUND /
+/// INVALID_ARGUMENT), with `*out_report` NULL. Everything else is a
+/// per-subgraph outcome in the report (an openai client that cannot be
+/// made, e.g. no key for a remote endpoint, makes every cache miss
+/// LF_ACQUIRE_UNAVAILABLE with its message). The report is owned by the
+/// caller; results are in task order.
+lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
+                           const lf_acquire_options_t *options,
+                           lf_acquire_report_t **out_report);
+
+/// Frees a report and everything in it. Accepts NULL.
+void lf_acquire_report_destroy(lf_acquire_report_t *report);
+
+/// Serializes `report` (with its tasks' names and fingerprints) as JSON
+/// (schema "llm-fuse-acquire/1"): totals, then per subgraph the outcome,
+/// budget, message, provider, model, cache digest, attempts and the kernel
+/// text when `with_kernels`. *out_json is malloc'ed.
+lf_status_t lf_acquire_report_to_json(const lf_acquire_report_t *report,
+                                      const lf_acquire_task_t *tasks,
+                                      bool with_kernels, char **out_json);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LF_LLM_CLIENT_ACQUIRE_H */

@@ -1,0 +1,903 @@
+/* prompt.c - loading the prompt templates and filling them for a subgraph.
+ *
+ * Templates are read once per set, split at their "---" header line and
+ * checked for unknown placeholders. Filling is plain substitution of
+ * {{name}}; the values (subgraph text, error text, examples) are made safe
+ * for a fenced block before they go in.
+ */
+#include "llm_client/prompt.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/sha256.h"
+#include "llm_client/datadir.h"
+
+#ifndef LF_PROMPTS_DIR
+#define LF_PROMPTS_DIR "llm_client/prompts"
+#endif
+
+#define TEMPLATE_CAP ((size_t)256 << 10)
+#define EXAMPLES_JSON_CAP ((size_t)1 << 20)
+
+typedef struct example_s {
+  char *subgraph, *fingerprint, *klass, *dtype, *signature, *kernel, *file,
+      *sha256;
+  char **chips;
+  size_t chip_count;
+  size_t bytes;
+} example_t;
+
+struct lf_prompt_set_s {
+  char *dir;
+  char *system, *kernel, *repair, *contract; /* template bodies */
+  example_t *examples;
+  size_t example_count;
+  char version[32];
+};
+
+/* ---- Loading ------------------------------------------------------------*/
+
+static const char *const kernel_names[] = {
+    "gpu",         "arch",     "class",    "name",     "signature", "operands",
+    "kernel_args", "subgraph", "contract", "examples", NULL};
+static const char *const repair_names[] = {"attempt", "max_attempts", "error",
+                                           "name", NULL};
+static const char *const no_names[] = {NULL};
+
+/* Checks that every {{x}} in `body` names one of `names`. */
+static lf_status_t check_placeholders(const char *path, const char *body,
+                                      const char *const *names) {
+  for (const char *p = strstr(body, "{{"); p; p = strstr(p + 2, "{{")) {
+    const char *end = strstr(p + 2, "}}");
+    if (!end)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "%s: unclosed placeholder at byte %zu", path,
+                       (size_t)(p - body));
+    size_t n = (size_t)(end - p - 2);
+    bool known = false;
+    for (const char *const *k = names; *k; ++k)
+      if (strlen(*k) == n && memcmp(*k, p + 2, n) == 0)
+        known = true;
+    if (!known)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "%s: unknown placeholder {{%.*s}}", path,
+                       (int)(n > 40 ? 40 : n), p + 2);
+  }
+  return LF_OK;
+}
+
+/* Reads <dir>/<file>, feeds it to the digest text, and returns the body
+ * after the "---" line (heap; free()). */
+static lf_status_t load_template(const char *dir, const char *file,
+                                 const char *const *names, lf_strbuf_t *digest,
+                                 char **out_body) {
+  *out_body = NULL;
+  lf_strbuf_t path, text;
+  lf_strbuf_init(&path, 8192);
+  lf_strbuf_init(&text, TEMPLATE_CAP);
+  lf_status_t s = lf_strbuf_appendf(&path, "%s/%s", dir, file);
+  if (!s)
+    s = lf_read_file(lf_strbuf_cstr(&path), &text);
+  if (s) {
+    s = lf_status_annotate(s, "prompt template %s", lf_strbuf_cstr(&path));
+    goto out_free;
+  }
+  s = lf_strbuf_appendf(digest, "%s=%zu:", file, lf_strbuf_len(&text));
+  if (!s)
+    s = lf_strbuf_append(digest, text.data, lf_strbuf_len(&text));
+  if (s)
+    goto out_free;
+  const char *t = lf_strbuf_cstr(&text);
+  const char *body = NULL;
+  for (const char *line = t; *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    if (n == 3 && memcmp(line, "---", 3) == 0) {
+      body = nl ? nl + 1 : line + n;
+      break;
+    }
+    if (!nl)
+      break;
+    line = nl + 1;
+  }
+  if (!body) {
+    s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                  "prompt template %s has no \"---\" line ending its header",
+                  lf_strbuf_cstr(&path));
+    goto out_free;
+  }
+  s = check_placeholders(lf_strbuf_cstr(&path), body, names);
+  if (s)
+    goto out_free;
+  *out_body = strdup(body);
+  if (!*out_body)
+    s = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+out_free:
+  lf_strbuf_free(&text);
+  lf_strbuf_free(&path);
+  return s;
+}
+
+static void example_clear(example_t *e) {
+  free(e->subgraph), free(e->fingerprint), free(e->klass), free(e->dtype);
+  free(e->signature), free(e->kernel), free(e->file), free(e->sha256);
+  for (size_t i = 0; i < e->chip_count; ++i)
+    free(e->chips[i]);
+  free(e->chips);
+}
+
+static char *json_string(const cJSON *obj, const char *name) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+  return cJSON_IsString(item) && item->valuestring ? strdup(item->valuestring)
+                                                   : NULL;
+}
+
+static lf_status_t parse_examples(lf_prompt_set_t *set, const char *path,
+                                  const char *text, size_t len) {
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  if (!root)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "%s is not JSON", path);
+  lf_status_t s = LF_OK;
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "examples");
+  if (!cJSON_IsString(schema) ||
+      strcmp(schema->valuestring, "llm-fuse-prompt-examples/1") != 0 ||
+      !cJSON_IsArray(list)) {
+    s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                  "%s: expected schema llm-fuse-prompt-examples/1 with an "
+                  "\"examples\" array",
+                  path);
+    goto out_delete;
+  }
+  size_t n = (size_t)cJSON_GetArraySize(list);
+  set->examples = calloc(n ? n : 1, sizeof(*set->examples));
+  if (!set->examples) {
+    s = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    goto out_delete;
+  }
+  const cJSON *item;
+  cJSON_ArrayForEach(item, list) {
+    example_t *e = &set->examples[set->example_count++];
+    e->subgraph = json_string(item, "subgraph");
+    e->fingerprint = json_string(item, "fingerprint");
+    e->klass = json_string(item, "class");
+    e->dtype = json_string(item, "dtype");
+    e->signature = json_string(item, "signature");
+    e->kernel = json_string(item, "kernel");
+    e->file = json_string(item, "file");
+    e->sha256 = json_string(item, "sha256");
+    const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(item, "bytes");
+    const cJSON *chips = cJSON_GetObjectItemCaseSensitive(item, "chips");
+    if (!e->subgraph || !e->fingerprint || !e->klass || !e->dtype ||
+        !e->signature || !e->kernel || !e->file || !e->sha256 ||
+        !cJSON_IsNumber(bytes) || bytes->valuedouble < 0 ||
+        !cJSON_IsArray(chips) || e->file[0] == '/') {
+      s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                    "%s: example %zu lacks a field or has a bad one (needs "
+                    "subgraph, fingerprint, class, dtype, signature, kernel, "
+                    "relative file, sha256, bytes, chips)",
+                    path, set->example_count - 1);
+      goto out_delete;
+    }
+    e->bytes = (size_t)bytes->valuedouble;
+    size_t nc = (size_t)cJSON_GetArraySize(chips);
+    e->chips = calloc(nc ? nc : 1, sizeof(char *));
+    if (!e->chips) {
+      s = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+      goto out_delete;
+    }
+    const cJSON *chip;
+    cJSON_ArrayForEach(chip, chips) {
+      if (cJSON_IsString(chip) && chip->valuestring)
+        e->chips[e->chip_count++] = strdup(chip->valuestring);
+    }
+  }
+out_delete:
+  cJSON_Delete(root);
+  return s;
+}
+
+lf_status_t lf_prompt_default_dir(lf_strbuf_t *out) {
+  return lf_llm_data_dir("LLM_FUSE_PROMPTS_DIR", "prompts", LF_PROMPTS_DIR,
+                         out);
+}
+
+lf_status_t lf_prompt_set_load(const char *dir, lf_prompt_set_t **out_set) {
+  *out_set = NULL;
+  lf_strbuf_t dirbuf, digest, json, path;
+  lf_strbuf_init(&dirbuf, 8192);
+  lf_strbuf_init(&digest, (size_t)4 << 20);
+  lf_strbuf_init(&json, EXAMPLES_JSON_CAP);
+  lf_strbuf_init(&path, 8192);
+  lf_status_t s = LF_OK;
+  lf_prompt_set_t *set = calloc(1, sizeof(*set));
+  if (!set) {
+    s = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    goto out_free;
+  }
+  s = dir ? lf_strbuf_append_str(&dirbuf, dir) : lf_prompt_default_dir(&dirbuf);
+  if (s)
+    goto out_free;
+  const char *d = lf_strbuf_cstr(&dirbuf);
+  set->dir = strdup(d);
+  s = set->dir ? lf_strbuf_append_str(&digest, "llm-fuse-prompts/1\n")
+               : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  if (!s)
+    s = load_template(d, "system." LF_PROMPT_MAJOR ".txt", no_names, &digest,
+                      &set->system);
+  if (!s)
+    s = load_template(d, "kernel." LF_PROMPT_MAJOR ".txt", kernel_names,
+                      &digest, &set->kernel);
+  if (!s)
+    s = load_template(d, "repair." LF_PROMPT_MAJOR ".txt", repair_names,
+                      &digest, &set->repair);
+  if (!s)
+    s = load_template(d, "contract." LF_PROMPT_MAJOR ".md", no_names, &digest,
+                      &set->contract);
+  if (!s)
+    s = lf_strbuf_appendf(&path, "%s/examples.json", d);
+  if (!s) {
+    s = lf_read_file(lf_strbuf_cstr(&path), &json);
+    if (s)
+      s = lf_status_annotate(s, "prompt examples %s", lf_strbuf_cstr(&path));
+  }
+  if (!s)
+    s = lf_strbuf_appendf(&digest, "examples.json=%zu:", lf_strbuf_len(&json));
+  if (!s)
+    s = lf_strbuf_append(&digest, json.data, lf_strbuf_len(&json));
+  if (!s)
+    s = parse_examples(set, lf_strbuf_cstr(&path), lf_strbuf_cstr(&json),
+                       lf_strbuf_len(&json));
+  if (s)
+    goto out_free;
+  char hex[LF_SHA256_HEX_SIZE];
+  s = lf_sha256_hex(digest.data, lf_strbuf_len(&digest), hex);
+  if (s)
+    goto out_free;
+  snprintf(set->version, sizeof(set->version), "%s-%.12s", LF_PROMPT_MAJOR,
+           hex);
+  *out_set = set;
+  set = NULL;
+out_free:
+  lf_prompt_set_destroy(set);
+  lf_strbuf_free(&path);
+  lf_strbuf_free(&json);
+  lf_strbuf_free(&digest);
+  lf_strbuf_free(&dirbuf);
+  return s;
+}
+
+void lf_prompt_set_destroy(lf_prompt_set_t *set) {
+  if (!set)
+    return;
+  free(set->dir);
+  free(set->system), free(set->kernel), free(set->repair), free(set->contract);
+  for (size_t i = 0; i < set->example_count; ++i)
+    example_clear(&set->examples[i]);
+  free(set->examples);
+  free(set);
+}
+
+const char *lf_prompt_set_version(const lf_prompt_set_t *set) {
+  return set->version;
+}
+const char *lf_prompt_set_major(const lf_prompt_set_t *set) {
+  (void)set;
+  return LF_PROMPT_MAJOR;
+}
+const char *lf_prompt_set_dir(const lf_prompt_set_t *set) { return set->dir; }
+
+/* ---- Sanitizing ---------------------------------------------------------*/
+
+/* A byte as it may appear in a prompt's fenced block. */
+static char safe_char(unsigned char c) {
+  if (c == '`')
+    return '\'';
+  if (c == '~')
+    return '-';
+  if (c == '\n' || c == '\t')
+    return (char)c;
+  if (c < 0x20 || c == 0x7f)
+    return ' ';
+  if (c >= 0x80)
+    return '?';
+  return (char)c;
+}
+
+static lf_status_t append_safe(lf_strbuf_t *out, const char *text, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    char c = safe_char((unsigned char)text[i]);
+    LF_RETURN_IF_ERROR(lf_strbuf_append(out, &c, 1));
+  }
+  return LF_OK;
+}
+
+/* A string literal's contents that may stay: one short token of letters,
+ * digits and _.$- (op names, iterator types, fingerprints), or a hex blob.
+ * Anything with spaces or punctuation could carry prose: it goes. */
+static bool keep_string(const char *s, size_t n) {
+  if (n == 0)
+    return true;
+  if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    for (size_t i = 2; i < n; ++i)
+      if (!isxdigit((unsigned char)s[i]))
+        return false;
+    return true;
+  }
+  if (n > 80)
+    return false;
+  for (size_t i = 0; i < n; ++i)
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' ||
+          s[i] == '-' || s[i] == '$'))
+      return false;
+  return true;
+}
+
+/* Length of the string literal starting at s[0] == '"' (to the closing
+ * quote, included), or `n` when unclosed. */
+static size_t string_len(const char *s, size_t n) {
+  size_t i = 1;
+  while (i < n && s[i] != '"' && s[i] != '\n')
+    i += s[i] == '\\' && i + 1 < n ? 2 : 1;
+  return i < n && s[i] == '"' ? i + 1 : i;
+}
+
+/* Length of "loc(...)" at s (balanced parentheses, strings skipped), or 0
+ * when s does not start one. */
+static size_t loc_len(const char *s, size_t n) {
+  if (n < 4 || memcmp(s, "loc(", 4) != 0)
+    return 0;
+  int depth = 0;
+  for (size_t i = 3; i < n; ++i) {
+    if (s[i] == '"') {
+      i += string_len(s + i, n - i) - 1;
+    } else if (s[i] == '(') {
+      ++depth;
+    } else if (s[i] == ')' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return n;
+}
+
+lf_status_t lf_prompt_sanitize_ir(const char *ir, size_t len,
+                                  lf_strbuf_t *out) {
+  lf_strbuf_t tmp;
+  lf_strbuf_init(&tmp, len + 64 > LF_PROMPT_MAX_IR * 2 ? LF_PROMPT_MAX_IR * 2
+                                                       : len + 64);
+  lf_status_t s = LF_OK;
+  size_t i = 0;
+  bool line_start = true;
+  while (i < len && !s && lf_strbuf_len(&tmp) < LF_PROMPT_MAX_IR) {
+    const char *p = ir + i;
+    size_t rest = len - i;
+    if (line_start) {
+      size_t sp = 0;
+      while (sp < rest && (p[sp] == ' ' || p[sp] == '\t'))
+        ++sp;
+      if (rest - sp >= 4 && memcmp(p + sp, "#loc", 4) == 0) {
+        const char *nl = memchr(p, '\n', rest);
+        i = nl ? (size_t)(nl - ir) + 1 : len;
+        continue;
+      }
+    }
+    line_start = false;
+    size_t l;
+    if (*p == '/' && rest > 1 && p[1] == '/') {
+      const char *nl = memchr(p, '\n', rest);
+      i = nl ? (size_t)(nl - ir) : len;
+      continue;
+    }
+    if (*p == '"') {
+      l = string_len(p, rest);
+      bool closed = l >= 2 && p[l - 1] == '"';
+      if (closed && keep_string(p + 1, l - 2))
+        s = append_safe(&tmp, p, l);
+      else
+        s = lf_strbuf_append_str(&tmp, "\"_\"");
+      i += l;
+      continue;
+    }
+    if ((l = loc_len(p, rest)) &&
+        (i == 0 || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' ||
+                     p[-1] == '.' || p[-1] == '#'))) {
+      /* Drop the space that separated it, if we wrote one. */
+      if (lf_strbuf_len(&tmp) && tmp.data[lf_strbuf_len(&tmp) - 1] == ' ')
+        lf_strbuf_truncate(&tmp, lf_strbuf_len(&tmp) - 1);
+      i += l;
+      continue;
+    }
+    if (*p == '\n')
+      line_start = true;
+    s = append_safe(&tmp, p, 1);
+    ++i;
+  }
+  if (!s)
+    s = lf_strbuf_append(out, tmp.data ? tmp.data : "", lf_strbuf_len(&tmp));
+  if (!s && i < len)
+    s = lf_strbuf_appendf(
+        out, "\n... (%zu more bytes of the subgraph not shown)", len - i);
+  lf_strbuf_free(&tmp);
+  return s;
+}
+
+/* ---- Signatures ---------------------------------------------------------*/
+
+/* Splits "a, b<c, d>, e" at top-level commas into `out` lines prefixed with
+ * `prefix`. */
+static lf_status_t split_list(const char *text, size_t n, const char *prefix,
+                              lf_strbuf_t *out, size_t *count) {
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= n; ++i) {
+    char c = i < n ? text[i] : ',';
+    if (c == '<' || c == '(' || c == '[' || c == '{')
+      ++depth;
+    else if (c == '>' || c == ')' || c == ']' || c == '}')
+      --depth;
+    if (depth < 0)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "unbalanced brackets");
+    if (c == ',' && depth == 0) {
+      size_t a = start, b = i;
+      while (a < b && isspace((unsigned char)text[a]))
+        ++a;
+      while (b > a && isspace((unsigned char)text[b - 1]))
+        --b;
+      if (a == b) {
+        if (i == n && *count == 0 && start == 0)
+          return LF_OK; /* "()" */
+        return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "empty type");
+      }
+      LF_RETURN_IF_ERROR(
+          lf_strbuf_appendf(out, "%s%.*s\n", prefix, (int)(b - a), text + a));
+      ++*count;
+      start = i + 1;
+    }
+  }
+  return depth == 0
+             ? LF_OK
+             : LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "unbalanced brackets");
+}
+
+lf_status_t lf_prompt_split_signature(const char *sig, lf_strbuf_t *out) {
+  if (!sig)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "no signature");
+  const char *p = sig;
+  while (isspace((unsigned char)*p))
+    ++p;
+  if (*p != '(')
+    goto bad;
+  int depth = 0;
+  const char *close = NULL;
+  for (const char *q = p; *q; ++q) {
+    if (*q == '(' || *q == '<')
+      ++depth;
+    else if ((*q == ')' || *q == '>') && --depth == 0 && *q == ')') {
+      close = q;
+      break;
+    }
+  }
+  if (!close)
+    goto bad;
+  const char *arrow = close + 1;
+  while (isspace((unsigned char)*arrow))
+    ++arrow;
+  if (strncmp(arrow, "->", 2) != 0)
+    goto bad;
+  const char *res = arrow + 2;
+  while (isspace((unsigned char)*res))
+    ++res;
+  size_t rn = strlen(res);
+  while (rn && isspace((unsigned char)res[rn - 1]))
+    --rn;
+  if (rn >= 2 && res[0] == '(' && res[rn - 1] == ')')
+    ++res, rn -= 2;
+  size_t ins = 0, outs = 0;
+  lf_status_t s = split_list(p + 1, (size_t)(close - p - 1), "in ", out, &ins);
+  if (!s)
+    s = split_list(res, rn, "out ", out, &outs);
+  if (!s && outs == 0)
+    s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "no results");
+  if (s)
+    return lf_status_annotate(s, "signature '%.200s'", sig);
+  return LF_OK;
+bad:
+  return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                   "signature '%.200s' is not '(types) -> type(s)'", sig);
+}
+
+/* The element type of a "tensor<AxBxT>" (or the type itself when scalar),
+ * copied to `out`. Also the shape ("AxB", or "scalar") into `shape`. */
+static void type_parts(const char *type, char *dtype, size_t dsize, char *shape,
+                       size_t ssize) {
+  size_t n = strlen(type);
+  if (strncmp(type, "tensor<", 7) == 0 && n > 8 && type[n - 1] == '>') {
+    const char *inner = type + 7;
+    size_t in = n - 8;
+    const char *x = NULL;
+    for (size_t i = 0; i < in; ++i)
+      if (inner[i] == 'x' && i > 0 && isdigit((unsigned char)inner[i - 1]))
+        x = inner + i;
+    if (x) {
+      snprintf(shape, ssize, "%.*s", (int)(x - inner), inner);
+      snprintf(dtype, dsize, "%.*s", (int)(inner + in - x - 1), x + 1);
+    } else {
+      snprintf(shape, ssize, "rank 0");
+      snprintf(dtype, dsize, "%.*s", (int)in, inner);
+    }
+    return;
+  }
+  snprintf(shape, ssize, "scalar");
+  snprintf(dtype, dsize, "%s", type);
+}
+
+/* The kernel-side type of a subgraph operand type. */
+static lf_status_t kernel_type(const char *type, lf_strbuf_t *out) {
+  if (strncmp(type, "tensor<", 7) == 0)
+    return lf_strbuf_appendf(out, "memref<%s", type + 7);
+  return lf_strbuf_append_str(out, type);
+}
+
+/* The dtype that picks examples: the first result's element type. */
+static void subject_dtype(const char *lines, char *dtype, size_t size) {
+  dtype[0] = '\0';
+  const char *o = strstr(lines, "out ");
+  if (!o)
+    return;
+  const char *nl = strchr(o, '\n');
+  char type[512], shape[256];
+  snprintf(type, sizeof(type), "%.*s",
+           (int)(nl ? (size_t)(nl - o - 4) : strlen(o + 4)), o + 4);
+  type_parts(type, dtype, size, shape, sizeof(shape));
+}
+
+/* Renders {{operands}} and {{kernel_args}}. */
+static lf_status_t describe_operands(const lf_prompt_subject_t *subj,
+                                     const char *lines, lf_strbuf_t *operands,
+                                     lf_strbuf_t *args) {
+  LF_RETURN_IF_ERROR(lf_strbuf_appendf(args, "gpu.func @%s(", subj->name));
+  int in = 0, out = 0;
+  bool first = true;
+  for (const char *l = lines; *l;) {
+    const char *nl = strchr(l, '\n');
+    size_t n = nl ? (size_t)(nl - l) : strlen(l);
+    bool is_out = strncmp(l, "out ", 4) == 0;
+    size_t skip = is_out ? 4 : 3;
+    char type[1024], dtype[256], shape[512];
+    snprintf(type, sizeof(type), "%.*s", (int)(n - skip), l + skip);
+    type_parts(type, dtype, sizeof(dtype), shape, sizeof(shape));
+    int index = is_out ? out++ : in++;
+    LF_RETURN_IF_ERROR(lf_strbuf_appendf(
+        operands, "- %s %d: `%s` (shape %s, dtype %s)%s\n",
+        is_out ? "result" : "input", index, type, shape, dtype,
+        is_out ? ", written by the kernel" : ", read-only"));
+    LF_RETURN_IF_ERROR(lf_strbuf_appendf(args, "%s%%%s%d: ", first ? "" : ", ",
+                                         is_out ? "out" : "in", index));
+    LF_RETURN_IF_ERROR(kernel_type(type, args));
+    first = false;
+    l = nl ? nl + 1 : l + n;
+  }
+  if (operands->len && operands->data[operands->len - 1] == '\n')
+    lf_strbuf_truncate(operands, operands->len - 1);
+  return lf_strbuf_append_str(
+      args, ") kernel\n    attributes {known_block_size = array<i32: BX, BY, "
+            "BZ>,\n                known_grid_size = array<i32: GX, GY, GZ>}");
+}
+
+/* ---- Examples -----------------------------------------------------------*/
+
+static int arch_number(const char *arch) {
+  return arch && strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
+}
+static bool arch_suffixed(const char *arch) {
+  size_t n = arch ? strlen(arch) : 0;
+  return n && isalpha((unsigned char)arch[n - 1]);
+}
+
+/* An example runs on `arch` when one of its chips is `arch`, or an
+ * unsuffixed chip no newer than it. */
+static bool example_fits(const example_t *e, const char *arch) {
+  for (size_t i = 0; i < e->chip_count; ++i) {
+    if (strcmp(e->chips[i], arch) == 0)
+      return true;
+    if (!arch_suffixed(e->chips[i]) &&
+        arch_number(e->chips[i]) <= arch_number(arch))
+      return true;
+  }
+  return false;
+}
+
+/* 0: same class; 1: a related one; -1: not an example for this class. */
+static int class_rank(const char *want, const char *have) {
+  if (strcmp(want, have) == 0)
+    return 0;
+  static const char *const related[][2] = {{"softmax", "reduction"},
+                                           {"attention-like", "reduction"},
+                                           {"elementwise", "reduction"},
+                                           {"reduction", "softmax"},
+                                           {"attention-like", "softmax"}};
+  for (size_t i = 0; i < sizeof(related) / sizeof(related[0]); ++i)
+    if (strcmp(want, related[i][0]) == 0 && strcmp(have, related[i][1]) == 0)
+      return 1;
+  return -1;
+}
+
+/* Picks up to LF_PROMPT_MAX_EXAMPLES examples for `subj` into `chosen`
+ * (indices into set->examples): same class before related, same dtype
+ * before others, smaller first; never the subject's own subgraph, never
+ * two for one subgraph. */
+static size_t choose_examples(const lf_prompt_set_t *set,
+                              const lf_prompt_subject_t *subj,
+                              const char *dtype, size_t *chosen) {
+  size_t count = 0;
+  while (count < LF_PROMPT_MAX_EXAMPLES) {
+    long best = -1;
+    long best_score = 0;
+    for (size_t i = 0; i < set->example_count; ++i) {
+      const example_t *e = &set->examples[i];
+      int rank = class_rank(subj->klass, e->klass);
+      if (rank < 0 || strcmp(e->fingerprint, subj->fingerprint) == 0 ||
+          e->bytes > LF_PROMPT_MAX_EXAMPLE || !example_fits(e, subj->arch))
+        continue;
+      bool taken = false;
+      for (size_t k = 0; k < count; ++k)
+        if (strcmp(set->examples[chosen[k]].fingerprint, e->fingerprint) == 0)
+          taken = true;
+      if (taken)
+        continue;
+      long score = (long)rank * 4000000L +
+                   (strcmp(e->dtype, dtype) == 0 ? 0 : 2000000L) +
+                   (long)e->bytes;
+      if (best < 0 || score < best_score)
+        best = (long)i, best_score = score;
+    }
+    if (best < 0)
+      break;
+    chosen[count++] = (size_t)best;
+  }
+  return count;
+}
+
+static lf_status_t render_examples(const lf_prompt_set_t *set,
+                                   const lf_prompt_subject_t *subj,
+                                   const char *dtype, lf_strbuf_t *out) {
+  size_t chosen[LF_PROMPT_MAX_EXAMPLES];
+  size_t n = choose_examples(set, subj, dtype, chosen);
+  size_t shown = 0;
+  lf_strbuf_t path, text;
+  lf_strbuf_init(&path, 8192);
+  lf_strbuf_init(&text, LF_PROMPT_MAX_EXAMPLE + 1);
+  lf_status_t s = LF_OK;
+  for (size_t k = 0; k < n && !s; ++k) {
+    const example_t *e = &set->examples[chosen[k]];
+    lf_strbuf_reset(&path);
+    lf_strbuf_reset(&text);
+    s = lf_strbuf_appendf(&path, "%s/%s", set->dir, e->file);
+    if (s)
+      break;
+    lf_status_t r = lf_read_file(lf_strbuf_cstr(&path), &text);
+    char hex[LF_SHA256_HEX_SIZE] = "";
+    if (!r)
+      r = lf_sha256_hex(text.data ? text.data : "", lf_strbuf_len(&text), hex);
+    if (!r && strcmp(hex, e->sha256) != 0)
+      r = LF_STATUS(LF_STATUS_DATA_LOSS,
+                    "%s changed since examples.json was generated (rerun "
+                    "kernels/replay/gen_replay.py)",
+                    lf_strbuf_cstr(&path));
+    if (r) { /* a broken example costs the prompt an example, not the run */
+      lf_log_status(LF_LOG_WARN, "prompt: example skipped", r);
+      continue;
+    }
+    ++shown;
+    s = lf_strbuf_appendf(out, "%s### Example %zu: %s (%s, %s)\n\n",
+                          shown > 1 ? "\n" : "", shown, e->kernel, e->klass,
+                          e->dtype);
+    if (!s)
+      s = lf_strbuf_appendf(out, "Subgraph function type: `%s`\n\n```mlir\n",
+                            e->signature);
+    if (!s)
+      s = append_safe(out, text.data ? text.data : "", lf_strbuf_len(&text));
+    if (!s && (!text.len || text.data[text.len - 1] != '\n'))
+      s = lf_strbuf_append_str(out, "\n");
+    if (!s)
+      s = lf_strbuf_append_str(out, "```\n");
+  }
+  if (!s && shown == 0)
+    s = lf_strbuf_appendf(out,
+                          "(No hand-written kernel of class %s is "
+                          "available; follow the contract.)\n",
+                          subj->klass);
+  lf_strbuf_free(&text);
+  lf_strbuf_free(&path);
+  return s;
+}
+
+lf_status_t lf_prompt_examples_chosen(const lf_prompt_set_t *set,
+                                      const lf_prompt_subject_t *subj,
+                                      lf_strbuf_t *out) {
+  lf_strbuf_t lines;
+  lf_strbuf_init(&lines, 65536);
+  lf_status_t s = lf_prompt_split_signature(subj->signature, &lines);
+  char dtype[128] = "";
+  if (!s)
+    subject_dtype(lf_strbuf_cstr(&lines), dtype, sizeof(dtype));
+  size_t chosen[LF_PROMPT_MAX_EXAMPLES];
+  size_t n = s ? 0 : choose_examples(set, subj, dtype, chosen);
+  for (size_t k = 0; k < n && !s; ++k)
+    s = lf_strbuf_appendf(out, "%s%s", k ? "," : "",
+                          set->examples[chosen[k]].subgraph);
+  lf_strbuf_free(&lines);
+  return s;
+}
+
+/* ---- Filling ------------------------------------------------------------*/
+
+typedef struct slot_s {
+  const char *name;
+  const char *value;
+} slot_t;
+
+static lf_status_t fill(const char *body, const slot_t *slots, size_t n,
+                        lf_strbuf_t *out) {
+  const char *p = body;
+  for (const char *ph = strstr(p, "{{"); ph; ph = strstr(p, "{{")) {
+    const char *end = strstr(ph + 2, "}}");
+    if (!end)
+      break;
+    LF_RETURN_IF_ERROR(lf_strbuf_append(out, p, (size_t)(ph - p)));
+    size_t len = (size_t)(end - ph - 2);
+    const char *value = "";
+    for (size_t i = 0; i < n; ++i)
+      if (strlen(slots[i].name) == len &&
+          memcmp(slots[i].name, ph + 2, len) == 0)
+        value = slots[i].value;
+    LF_RETURN_IF_ERROR(lf_strbuf_append_str(out, value));
+    p = end + 2;
+  }
+  return lf_strbuf_append_str(out, p);
+}
+
+static const char *gpu_of(const lf_prompt_subject_t *subj) {
+  if (subj->gpu && subj->gpu[0])
+    return subj->gpu;
+  int n = arch_number(subj->arch);
+  if (n >= 90 && n < 100)
+    return "NVIDIA H100/H200 (Hopper)";
+  if (n >= 80 && n < 90)
+    return "NVIDIA A100 (Ampere)";
+  return "an NVIDIA GPU";
+}
+
+static lf_status_t check_subject(const lf_prompt_subject_t *subj) {
+  if (!subj || !subj->name || !subj->fingerprint || !subj->klass || !subj->ir ||
+      !subj->signature || !subj->arch)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "a prompt needs the subgraph's name, fingerprint, class, "
+                     "IR, signature and arch");
+  return LF_OK;
+}
+
+lf_status_t lf_prompt_system(const lf_prompt_set_t *set, lf_strbuf_t *out) {
+  return lf_strbuf_append_str(out, set->system);
+}
+
+lf_status_t lf_prompt_first(const lf_prompt_set_t *set,
+                            const lf_prompt_subject_t *subj, lf_strbuf_t *out) {
+  LF_RETURN_IF_ERROR(check_subject(subj));
+  lf_strbuf_t lines, operands, args, ir, examples, safe;
+  lf_strbuf_init(&lines, 65536);
+  lf_strbuf_init(&operands, 65536);
+  lf_strbuf_init(&args, 65536);
+  lf_strbuf_init(&ir, LF_PROMPT_MAX_IR + 256);
+  lf_strbuf_init(&examples,
+                 LF_PROMPT_MAX_EXAMPLES * LF_PROMPT_MAX_EXAMPLE + 8192);
+  lf_strbuf_init(&safe, 4096);
+  char dtype[128] = "";
+  lf_status_t s = lf_prompt_split_signature(subj->signature, &lines);
+  if (!s) {
+    subject_dtype(lf_strbuf_cstr(&lines), dtype, sizeof(dtype));
+    s = describe_operands(subj, lf_strbuf_cstr(&lines), &operands, &args);
+  }
+  if (!s)
+    s = lf_prompt_sanitize_ir(subj->ir, strlen(subj->ir), &ir);
+  if (!s)
+    s = render_examples(set, subj, dtype, &examples);
+  /* Short fields go through the same filter: no fences, no control chars. */
+  char klass[128], name[160], arch[32], sig[4096], gpu[256];
+  const struct {
+    const char *in;
+    char *out;
+    size_t size;
+  } shorts[] = {{subj->klass, klass, sizeof(klass)},
+                {subj->name, name, sizeof(name)},
+                {subj->arch, arch, sizeof(arch)},
+                {subj->signature, sig, sizeof(sig)},
+                {gpu_of(subj), gpu, sizeof(gpu)}};
+  for (size_t k = 0; k < sizeof(shorts) / sizeof(shorts[0]); ++k) {
+    size_t i = 0;
+    for (; shorts[k].in[i] && i + 1 < shorts[k].size; ++i) {
+      char c = safe_char((unsigned char)shorts[k].in[i]);
+      shorts[k].out[i] = c == '\n' || c == '\t' ? ' ' : c;
+    }
+    shorts[k].out[i] = '\0';
+  }
+  if (!s) {
+    const slot_t slots[] = {
+        {"gpu", gpu},
+        {"arch", arch},
+        {"class", klass},
+        {"name", name},
+        {"signature", sig},
+        {"operands", lf_strbuf_cstr(&operands)},
+        {"kernel_args", lf_strbuf_cstr(&args)},
+        {"subgraph", lf_strbuf_cstr(&ir)},
+        {"contract", set->contract},
+        {"examples", lf_strbuf_cstr(&examples)},
+    };
+    s = fill(set->kernel, slots, sizeof(slots) / sizeof(slots[0]), out);
+  }
+  lf_strbuf_free(&safe);
+  lf_strbuf_free(&examples);
+  lf_strbuf_free(&ir);
+  lf_strbuf_free(&args);
+  lf_strbuf_free(&operands);
+  lf_strbuf_free(&lines);
+  return s;
+}
+
+lf_status_t lf_prompt_repair(const lf_prompt_set_t *set,
+                             const lf_prompt_subject_t *subj, int attempt,
+                             int max_attempts, const char *error,
+                             lf_strbuf_t *out) {
+  LF_RETURN_IF_ERROR(check_subject(subj));
+  lf_strbuf_t err;
+  lf_strbuf_init(&err, LF_PROMPT_MAX_ERROR + 64);
+  const char *e = error && error[0] ? error : "(no error text)";
+  size_t n = strlen(e);
+  if (n > LF_PROMPT_MAX_ERROR)
+    n = LF_PROMPT_MAX_ERROR;
+  /* Do not cut a UTF-8 sequence in half. */
+  while (n > 0 && n < strlen(e) && ((unsigned char)e[n] & 0xC0) == 0x80)
+    --n;
+  lf_status_t s = append_safe(&err, e, n);
+  while (!s && err.len && err.data[err.len - 1] == '\n')
+    lf_strbuf_truncate(&err, err.len - 1);
+  char a[16], m[16], name[160];
+  snprintf(a, sizeof(a), "%d", attempt);
+  snprintf(m, sizeof(m), "%d", max_attempts);
+  size_t i = 0;
+  for (; subj->name[i] && i + 1 < sizeof(name); ++i) {
+    char c = safe_char((unsigned char)subj->name[i]);
+    name[i] = c == '\n' || c == '\t' ? ' ' : c;
+  }
+  name[i] = '\0';
+  if (!s) {
+    const slot_t slots[] = {{"attempt", a},
+                            {"max_attempts", m},
+                            {"error", lf_strbuf_cstr(&err)},
+                            {"name", name}};
+    s = fill(set->repair, slots, sizeof(slots) / sizeof(slots[0]), out);
+  }
+  lf_strbuf_free(&err);
+  return s;
+}
+
+lf_status_t lf_prompt_previous(const char *reply, lf_strbuf_t *out) {
+  const char *r = reply ? reply : "";
+  size_t n = strlen(r);
+  if (n <= LF_PROMPT_MAX_PREVIOUS)
+    return lf_strbuf_append(out, r, n);
+  size_t cut = LF_PROMPT_MAX_PREVIOUS;
+  while (cut > 0 && ((unsigned char)r[cut] & 0xC0) == 0x80)
+    --cut;
+  LF_RETURN_IF_ERROR(lf_strbuf_append(out, r, cut));
+  return lf_strbuf_appendf(out, "\n[... %zu more bytes of this reply cut]",
+                           n - cut);
+}

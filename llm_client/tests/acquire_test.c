@@ -1,0 +1,670 @@
+/* acquire_test.c - the acquire loop against a real HTTP server on loopback.
+ *
+ * Each case writes a script for tests/kernel_server.py (which replies each
+ * subgraph's requests in order: good, broken, good-if-error, ...), starts
+ * it, runs lf_acquire_run() with a build callback that rejects any kernel
+ * holding the token BROKEN with an error naming E_MARKER_42, stops the
+ * server and checks the report against the server's request log: attempt
+ * counts, what reached the server, budgets, concurrency, timings.
+ */
+#include <cjson/cJSON.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/testing.h"
+#include "llm_client/acquire.h"
+#include "llm_client/cache.h"
+
+static pid_t server_pid = -1;
+static int server_stdin = -1;
+static char base_url[64];
+static char tmp_root[256];
+static char log_path[512];
+static int case_id;
+
+static long mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts the server with `config` (JSON text). */
+static bool start_server(const char *config) {
+  char cfg[512];
+  ++case_id;
+  snprintf(cfg, sizeof(cfg), "%s/config%d.json", tmp_root, case_id);
+  snprintf(log_path, sizeof(log_path), "%s/log%d.jsonl", tmp_root, case_id);
+  FILE *f = fopen(cfg, "w");
+  if (!f)
+    return false;
+  fputs(config, f);
+  fclose(f);
+  int to_child[2], from_child[2];
+  if (pipe(to_child) != 0 || pipe(from_child) != 0)
+    return false;
+  server_pid = fork();
+  if (server_pid < 0)
+    return false;
+  if (server_pid == 0) {
+    dup2(to_child[0], STDIN_FILENO);
+    dup2(from_child[1], STDOUT_FILENO);
+    close(to_child[0]), close(to_child[1]);
+    close(from_child[0]), close(from_child[1]);
+    execl(LF_PYTHON3, LF_PYTHON3, LF_KERNEL_SERVER, cfg, log_path,
+          (char *)NULL);
+    _exit(127);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  server_stdin = to_child[1];
+  char line[32] = "";
+  size_t n = 0;
+  while (n + 1 < sizeof(line)) {
+    struct pollfd p = {from_child[0], POLLIN, 0};
+    if (poll(&p, 1, 15000) <= 0)
+      break;
+    if (read(from_child[0], line + n, 1) <= 0 || line[n] == '\n')
+      break;
+    ++n;
+  }
+  line[n] = '\0';
+  close(from_child[0]);
+  snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%d/v1", atoi(line));
+  return atoi(line) > 0;
+}
+
+static void stop_server(void) {
+  if (server_stdin >= 0)
+    close(server_stdin);
+  server_stdin = -1;
+  if (server_pid <= 0)
+    return;
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(server_pid, NULL, WNOHANG) == server_pid) {
+      server_pid = -1;
+      return;
+    }
+    usleep(20000);
+  }
+  kill(server_pid, SIGKILL);
+  waitpid(server_pid, NULL, 0);
+  server_pid = -1;
+}
+
+/* The server's log as an array of request objects (caller frees). */
+static cJSON *server_log(void) {
+  cJSON *all = cJSON_CreateArray();
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 64u << 20);
+  lf_status_t s = lf_read_file(log_path, &b);
+  lf_status_free(s);
+  const char *p = lf_strbuf_cstr(&b);
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    cJSON *item = cJSON_ParseWithLength(p, n);
+    if (item)
+      cJSON_AddItemToArray(all, item);
+    p += n + (nl ? 1 : 0);
+  }
+  lf_strbuf_free(&b);
+  return all;
+}
+
+/* Requests of rule `match` in the log. */
+static int requests_of(cJSON *log, const char *match) {
+  int n = 0;
+  const cJSON *r;
+  cJSON_ArrayForEach(r, log) {
+    const cJSON *rule = cJSON_GetObjectItem(r, "rule");
+    if (cJSON_IsString(rule) && strcmp(rule->valuestring, match) == 0)
+      ++n;
+  }
+  return n;
+}
+
+/* The last user message of the k-th request of `match` ("" if none). */
+static const char *last_user_of(cJSON *log, const char *match, int k) {
+  const cJSON *r;
+  cJSON_ArrayForEach(r, log) {
+    const cJSON *rule = cJSON_GetObjectItem(r, "rule");
+    const cJSON *n = cJSON_GetObjectItem(r, "n");
+    if (!cJSON_IsString(rule) || strcmp(rule->valuestring, match) != 0 ||
+        (int)n->valuedouble != k)
+      continue;
+    const cJSON *msgs = cJSON_GetObjectItem(r, "messages");
+    const char *last = "";
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+      if (strcmp(cJSON_GetObjectItem(m, "role")->valuestring, "user") == 0)
+        last = cJSON_GetObjectItem(m, "content")->valuestring;
+    }
+    return last;
+  }
+  return "";
+}
+
+/* ---- Tasks and the fake builder ------------------------------------------*/
+
+#define MAX_TASKS 16
+static char names[MAX_TASKS][32], fps[MAX_TASKS][65];
+static lf_acquire_task_t tasks[MAX_TASKS];
+static atomic_int builds;
+
+static void make_tasks(size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    snprintf(fps[i], sizeof(fps[i]), "%016zx%048d", 0xa0a0a0a0a0a0a0a0 + i, 0);
+    snprintf(names[i], sizeof(names[i]), "sg_%.16s", fps[i]);
+    tasks[i] = (lf_acquire_task_t){
+        .name = names[i],
+        .fingerprint = fps[i],
+        .klass = "reduction",
+        .ir = "func.func private @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+              "  return %a : tensor<4xf32>\n}\n",
+        .signature = "(tensor<4xf32>) -> tensor<4xf32>",
+        .arch = "sm_90",
+    };
+  }
+}
+
+static lf_status_t fake_build(const lf_acquire_task_t *task, const char *kernel,
+                              size_t line_offset, void *user,
+                              lf_acquire_build_t *out) {
+  (void)task, (void)user;
+  atomic_fetch_add(&builds, 1);
+  const char *bad = strstr(kernel, "BROKEN");
+  if (!bad) {
+    out->ok = true;
+    out->ptx = strdup("// ptx");
+    return LF_OK;
+  }
+  size_t line = line_offset + 1;
+  for (const char *p = kernel; p < bad; ++p)
+    line += *p == '\n';
+  char text[256];
+  snprintf(text, sizeof(text),
+           "verify: reply:%zu:5: error: E_MARKER_42 use of undeclared SSA "
+           "value\n  | // BROKEN",
+           line);
+  out->repair_text = strdup(text);
+  return LF_OK;
+}
+
+static lf_acquire_options_t options(void) {
+  lf_acquire_options_t o;
+  lf_acquire_options_init(&o);
+  o.provider = LF_PROVIDER_OPENAI;
+  o.client.base_url = base_url;
+  o.client.api_key_env = "LF_ACQUIRE_TEST_KEY";
+  o.client.backoff_base_ms = 10;
+  o.model = "test-model";
+  o.build = fake_build;
+  return o;
+}
+
+static lf_acquire_report_t *run(size_t n, const lf_acquire_options_t *o) {
+  lf_acquire_report_t *r = NULL;
+  lf_status_t s = lf_acquire_run(tasks, n, o, &r);
+  if (s) {
+    fprintf(stderr, "lf_acquire_run: %s\n", lf_status_message(s));
+    lf_status_free(s);
+  }
+  return r;
+}
+
+/* ---- Cases ---------------------------------------------------------------*/
+
+LF_TEST(repair_loop_fixes_a_broken_kernel) {
+  make_tasks(1);
+  char cfg[256];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"good-if-error\"],"
+           "\"usage\":[1000,200]}]}",
+           names[0]);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = options();
+  lf_acquire_report_t *r = run(1, &o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].attempt_count == 2);
+  LF_EXPECT(r && r->results[0].attempts[0].outcome == LF_ATTEMPT_BUILD_FAILED);
+  LF_EXPECT(r && !r->results[0].attempts[0].repair);
+  LF_EXPECT(r && r->results[0].attempts[1].repair);
+  LF_EXPECT(r && r->results[0].attempts[1].outcome == LF_ATTEMPT_BUILT);
+  LF_EXPECT(r && r->results[0].attempts[1].prompt_tokens == 1000);
+  LF_EXPECT(r && strstr(r->results[0].kernel, "gpu.module"));
+  LF_EXPECT(r && strcmp(r->results[0].provider, "openai") == 0);
+  LF_EXPECT(r && r->requests == 2 && r->rounds == 2);
+  LF_EXPECT(r && r->prompt_tokens == 2000 && r->completion_tokens == 400);
+  LF_EXPECT(requests_of(log, names[0]) == 2);
+  /* The build error reached the server in the repair prompt, with the line
+   * of the reply it points at, and the previous reply came back too. */
+  const char *repair = last_user_of(log, names[0], 1);
+  LF_EXPECT(strstr(repair, "E_MARKER_42"));
+  LF_EXPECT(strstr(repair, "reply:6:5"));
+  LF_EXPECT(strstr(repair, "Attempt 1 of 4 failed"));
+  LF_EXPECT(!strstr(last_user_of(log, names[0], 0), "E_MARKER_42"));
+  char *json = NULL;
+  lf_status_free(lf_acquire_report_to_json(r, tasks, false, &json));
+  LF_EXPECT(json && strstr(json, "\"outcome\":\t\"ok\""));
+  LF_EXPECT(json && strstr(json, "\"kind\":\t\"repair\""));
+  free(json);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(max_attempts_exhausted) {
+  make_tasks(1);
+  char cfg[256];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"broken\"]}]}",
+           names[0]);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = options();
+  o.max_attempts = 3;
+  lf_acquire_report_t *r = run(1, &o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_FAILED);
+  LF_EXPECT(r && r->results[0].attempt_count == 3);
+  LF_EXPECT(r && r->results[0].kernel == NULL);
+  LF_EXPECT(r && strstr(r->results[0].message, "no kernel built in 3"));
+  LF_EXPECT(r && strstr(r->results[0].message, "E_MARKER_42"));
+  LF_EXPECT(requests_of(log, names[0]) == 3);
+  LF_EXPECT(strstr(last_user_of(log, names[0], 2), "Attempt 2 of 3 failed"));
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(hostile_replies_become_repairs_or_errors) {
+  make_tasks(3);
+  char cfg[512];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"none\",\"good\"]},"
+           "{\"match\":\"%s\",\"replies\":[\"two\",\"good\"]},"
+           "{\"match\":\"%s\",\"replies\":[\"http401\"]}]}",
+           names[0], names[1], names[2]);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = options();
+  lf_acquire_report_t *r = run(3, &o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].attempts[0].outcome == LF_ATTEMPT_NO_KERNEL);
+  LF_EXPECT(strstr(last_user_of(log, names[0], 1), "reply has no gpu.module"));
+  LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(strstr(last_user_of(log, names[1], 1), "exactly one is required"));
+  /* A 401 is not repaired: the provider is unusable, the ops stay. */
+  LF_EXPECT(r && r->results[2].outcome == LF_ACQUIRE_UNAVAILABLE);
+  LF_EXPECT(r && r->results[2].attempt_count == 1);
+  LF_EXPECT(r && r->results[2].attempts[0].http_code == 401);
+  LF_EXPECT(r && strstr(r->results[2].message, "HTTP 401"));
+  LF_EXPECT(requests_of(log, names[2]) == 1);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(request_budget_runs_out_mid_module) {
+  make_tasks(4);
+  char cfg[1024];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"good\"]},"
+           "{\"match\":\"%s\",\"replies\":[\"good\"]},"
+           "{\"match\":\"%s\",\"replies\":[\"broken\"]},"
+           "{\"match\":\"%s\",\"replies\":[\"broken\"]}]}",
+           names[0], names[1], names[2], names[3]);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = options();
+  o.max_requests = 5; /* round 1: 4; round 2: one of the two repairs */
+  lf_acquire_report_t *r = run(4, &o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(cJSON_GetArraySize(log) == 5);
+  LF_EXPECT(r && r->requests == 5);
+  LF_EXPECT(r && r->exhausted == LF_BUDGET_REQUESTS);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[2].outcome == LF_ACQUIRE_BUDGET);
+  LF_EXPECT(r && r->results[2].budget == LF_BUDGET_REQUESTS);
+  LF_EXPECT(r && r->results[2].attempt_count == 2);
+  LF_EXPECT(r && r->results[3].outcome == LF_ACQUIRE_BUDGET);
+  LF_EXPECT(r && r->results[3].attempt_count == 1);
+  LF_EXPECT(r && strstr(r->results[3].message, "request budget"));
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(token_budget_runs_out_mid_module) {
+  make_tasks(3);
+  char cfg[1024];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"good\"],"
+           "\"usage\":[800,200]},"
+           "{\"match\":\"*\",\"replies\":[\"broken\"],\"usage\":[800,200]}]}",
+           names[0]);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = options();
+  o.max_tokens = 2500; /* round 1 spends 3000: no repairs */
+  lf_acquire_report_t *r = run(3, &o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(cJSON_GetArraySize(log) == 3);
+  LF_EXPECT(r && r->exhausted == LF_BUDGET_TOKENS);
+  LF_EXPECT(r && r->prompt_tokens + r->completion_tokens == 3000);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_BUDGET);
+  LF_EXPECT(r && r->results[1].budget == LF_BUDGET_TOKENS);
+  LF_EXPECT(r && r->results[2].budget == LF_BUDGET_TOKENS);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(wall_budget_cuts_requests_in_flight) {
+  make_tasks(3);
+  char cfg[1024];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"good\"]},"
+           "{\"match\":\"*\",\"delay\":3,\"replies\":[\"good\"]}]}",
+           names[0]);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = options();
+  o.max_wall_ms = 800;
+  long t0 = mono_ms();
+  lf_acquire_report_t *r = run(3, &o);
+  long took = mono_ms() - t0;
+  stop_server();
+  LF_EXPECT(took >= 700 && took < 2000);
+  LF_EXPECT(r && r->exhausted == LF_BUDGET_WALL);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_BUDGET);
+  LF_EXPECT(r && r->results[1].budget == LF_BUDGET_WALL);
+  LF_EXPECT(r && r->results[1].attempts[0].outcome == LF_ATTEMPT_BUDGET);
+  LF_EXPECT(r && r->results[2].budget == LF_BUDGET_WALL);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(wall_budget_between_rounds) {
+  make_tasks(2);
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"delay\":0.3,"
+                         "\"replies\":[\"broken\"]}]}"));
+  lf_acquire_options_t o = options();
+  o.max_attempts = 20;
+  o.max_wall_ms = 1000;
+  lf_acquire_report_t *r = run(2, &o);
+  stop_server();
+  LF_EXPECT(r && r->exhausted == LF_BUDGET_WALL);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_BUDGET);
+  LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_BUDGET);
+  /* 0.3 s per round: three or four rounds fit, never twenty. */
+  LF_EXPECT(r && r->rounds >= 3 && r->rounds <= 5);
+  LF_EXPECT(r && r->wall_ms < 1600);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(requests_run_concurrently_within_the_cap) {
+  make_tasks(6);
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"delay\":0.5,"
+                         "\"replies\":[\"good\"]}]}"));
+  lf_acquire_options_t o = options();
+  o.max_concurrency = 3;
+  o.build_concurrency = 3;
+  atomic_store(&builds, 0);
+  lf_acquire_report_t *r = run(6, &o);
+  stop_server();
+  cJSON *log = server_log();
+  int max_inflight = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, log) {
+    int n = (int)cJSON_GetObjectItem(e, "inflight")->valuedouble;
+    if (n > max_inflight)
+      max_inflight = n;
+  }
+  LF_EXPECT(max_inflight == 3);
+  LF_EXPECT(cJSON_GetArraySize(log) == 6);
+  LF_EXPECT(atomic_load(&builds) == 6);
+  /* Two waves of 0.5 s, not six. */
+  LF_EXPECT(r && r->wall_ms >= 900 && r->wall_ms < 2200);
+  for (size_t i = 0; r && i < 6; ++i)
+    LF_EXPECT(r->results[i].outcome == LF_ACQUIRE_OK);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(record_then_replay_round_trip) {
+  make_tasks(2);
+  char cfg[512], rec[512], cache_dir[512];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"broken\","
+           "\"good\"],\"usage\":[10,5]},{\"match\":\"*\",\"replies\":"
+           "[\"good\"]}]}",
+           names[0]);
+  snprintf(rec, sizeof(rec), "%s/record", tmp_root);
+  snprintf(cache_dir, sizeof(cache_dir), "%s/cache-rt", tmp_root);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = options();
+  o.record_dir = rec;
+  lf_acquire_report_t *r1 = run(2, &o);
+  stop_server();
+  LF_EXPECT(r1 && r1->results[0].outcome == LF_ACQUIRE_OK &&
+            r1->results[0].attempt_count == 2);
+  /* Replay: no server at all, the same kernels after the same attempts. */
+  lf_acquire_options_t p = options();
+  p.provider = LF_PROVIDER_REPLAY;
+  p.replay_dir = rec;
+  p.replay_strict = true;
+  p.offline = true;
+  p.client.base_url = "http://127.0.0.1:9/v1";
+  lf_acquire_report_t *r2 = run(2, &p);
+  for (size_t i = 0; r1 && r2 && i < 2; ++i) {
+    LF_EXPECT(r2->results[i].outcome == LF_ACQUIRE_OK);
+    LF_EXPECT(r2->results[i].attempt_count == r1->results[i].attempt_count);
+    LF_EXPECT_STREQ(r2->results[i].kernel, r1->results[i].kernel);
+    LF_EXPECT_STREQ(r2->results[i].provider, "openai");
+    LF_EXPECT_STREQ(r2->results[i].model, "test-model");
+  }
+  LF_EXPECT(r2 && r2->results[0].attempts[0].prompt_tokens == 10);
+  /* A miss: a subgraph never recorded. */
+  make_tasks(3);
+  lf_acquire_report_t *r3 = run(3, &p);
+  LF_EXPECT(r3 && r3->results[2].outcome == LF_ACQUIRE_UNAVAILABLE);
+  LF_EXPECT(r3 && strstr(r3->results[2].message, "no recorded exchange"));
+  /* Strict replay refuses an entry recorded for another request. */
+  p.model = "other-model";
+  lf_acquire_report_t *r4 = run(1, &p);
+  LF_EXPECT(r4 && r4->results[0].outcome == LF_ACQUIRE_UNAVAILABLE);
+  LF_EXPECT(r4 && strstr(r4->results[0].message, "another request"));
+  lf_acquire_report_destroy(r1);
+  lf_acquire_report_destroy(r2);
+  lf_acquire_report_destroy(r3);
+  lf_acquire_report_destroy(r4);
+}
+
+LF_TEST(shipped_replay_set_answers_offline) {
+  lf_acquire_task_t t = {
+      .name = "sg_07f0dc6cb70576f3",
+      .fingerprint =
+          "07f0dc6cb70576f34ddea627009be4572873bf958823d09424676466554e8ecb",
+      .klass = "reduction",
+      .ir = "func.func private @sg_07f0dc6cb70576f3() { return }",
+      .signature = "(tensor<16384x4096xbf16>, tensor<4096xbf16>) -> "
+                   "tensor<16384x4096xbf16>",
+      .arch = "sm_90a",
+  };
+  lf_acquire_options_t o;
+  lf_acquire_options_init(&o);
+  o.offline = true;
+  o.build = fake_build;
+  lf_acquire_report_t *r = NULL;
+  lf_status_t s = lf_acquire_run(&t, 1, &o, &r);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && strstr(r->results[0].kernel, "gpu.func @rmsnorm_bf16_4096"));
+  LF_EXPECT(r && strcmp(r->results[0].provider, "handwritten") == 0);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(provider_none_and_offline_openai_never_ask) {
+  make_tasks(2);
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"replies\":"
+                         "[\"good\"]}]}"));
+  lf_acquire_options_t o = options();
+  o.provider = LF_PROVIDER_NONE;
+  lf_acquire_report_t *r = run(2, &o);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_SKIPPED);
+  LF_EXPECT(r && r->requests == 0);
+  lf_acquire_report_destroy(r);
+  o = options();
+  o.offline = true;
+  r = run(2, &o);
+  LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_UNAVAILABLE);
+  LF_EXPECT(r && strstr(r->results[1].message, "offline"));
+  lf_acquire_report_destroy(r);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(cJSON_GetArraySize(log) == 0);
+  cJSON_Delete(log);
+}
+
+LF_TEST(cache_hit_skips_the_provider_and_offline_uses_it) {
+  make_tasks(2);
+  char dir[512];
+  snprintf(dir, sizeof(dir), "%s/cache", tmp_root);
+  lf_cache_t *cache = NULL;
+  lf_status_free(lf_cache_open(dir, NULL, &cache));
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"replies\":"
+                         "[\"good\"]}]}"));
+  lf_acquire_options_t o = options();
+  o.cache = cache;
+  o.toolchain = "llvm-22;test";
+  lf_acquire_report_t *r1 = run(2, &o);
+  LF_EXPECT(r1 && r1->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r1 && strlen(r1->results[0].cache_digest) == 64);
+  o.offline = true;
+  lf_acquire_report_t *r2 = run(2, &o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(cJSON_GetArraySize(log) == 2); /* the first run only */
+  LF_EXPECT(r2 && r2->results[0].outcome == LF_ACQUIRE_CACHED);
+  LF_EXPECT(r2 && r2->results[0].cache_entry &&
+            strcmp(r2->results[0].cache_entry->ptx, "// ptx") == 0);
+  LF_EXPECT(r1 && r2 &&
+            strcmp(r1->results[1].kernel, r2->results[1].kernel) == 0);
+  LF_EXPECT(r2 && r2->requests == 0);
+  /* Another model is another key: a miss, and offline says so. */
+  o.model = "another";
+  lf_acquire_report_t *r3 = run(1, &o);
+  LF_EXPECT(r3 && r3->results[0].outcome == LF_ACQUIRE_UNAVAILABLE);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r1);
+  lf_acquire_report_destroy(r2);
+  lf_acquire_report_destroy(r3);
+  lf_cache_close(cache);
+}
+
+LF_TEST(echoed_key_is_redacted_everywhere) {
+  make_tasks(1);
+  static const char key[] = "sk-canary-acquire-5e1f0c2d9b8a7";
+  setenv("LF_ACQUIRE_TEST_KEY", key, 1);
+  char rec[512], dir[512];
+  snprintf(rec, sizeof(rec), "%s/record-canary", tmp_root);
+  snprintf(dir, sizeof(dir), "%s/cache-canary", tmp_root);
+  lf_cache_options_t co;
+  lf_cache_options_init(&co);
+  co.api_key_env = "LF_ACQUIRE_TEST_KEY";
+  lf_cache_t *cache = NULL;
+  lf_status_free(lf_cache_open(dir, &co, &cache));
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"replies\":"
+                         "[\"echo-auth\"]}]}"));
+  lf_acquire_options_t o = options();
+  o.record_dir = rec;
+  o.cache = cache;
+  o.toolchain = "t";
+  lf_acquire_report_t *r = run(1, &o);
+  stop_server();
+  cJSON *log = server_log();
+  const cJSON *first = cJSON_GetArrayItem(log, 0);
+  LF_EXPECT(first && cJSON_IsTrue(cJSON_GetObjectItem(first, "auth_present")));
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && strstr(r->results[0].kernel, "[REDACTED]"));
+  LF_EXPECT(r && !strstr(r->results[0].kernel, key));
+  char *json = NULL;
+  lf_status_free(lf_acquire_report_to_json(r, tasks, true, &json));
+  LF_EXPECT(json && !strstr(json, key));
+  free(json);
+  /* Nothing under the record or cache folders holds it. */
+  char cmd[1200];
+  snprintf(cmd, sizeof(cmd), "grep -rqF -- '%s' '%s' '%s'", key, rec, dir);
+  LF_EXPECT(system(cmd) != 0);
+  snprintf(cmd, sizeof(cmd), "grep -rqF -- '[REDACTED]' '%s'", rec);
+  LF_EXPECT(system(cmd) == 0);
+  unsetenv("LF_ACQUIRE_TEST_KEY");
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+  lf_cache_close(cache);
+}
+
+LF_TEST(bad_options_are_refused) {
+  make_tasks(1);
+  lf_acquire_options_t o = options();
+  lf_acquire_report_t *r = NULL;
+  o.max_attempts = 0;
+  lf_status_t s = lf_acquire_run(tasks, 1, &o, &r);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT && !r);
+  lf_status_free(s);
+  o = options();
+  o.provider = LF_PROVIDER_REPLAY;
+  o.record_dir = "/tmp/x";
+  s = lf_acquire_run(tasks, 1, &o, &r);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT);
+  lf_status_free(s);
+  lf_acquire_task_t bad = tasks[0];
+  bad.fingerprint = "../../etc/passwd";
+  o = options();
+  s = lf_acquire_run(&bad, 1, &o, &r);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT);
+  lf_status_free(s);
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  lf_log_set_level(LF_LOG_WARN);
+  snprintf(tmp_root, sizeof(tmp_root), "/tmp/lf_acquire_test.XXXXXX");
+  if (!mkdtemp(tmp_root)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  unsetenv("LF_ACQUIRE_TEST_KEY");
+  unsetenv("LLM_FUSE_REPLAY_DIR");
+  unsetenv("LLM_FUSE_PROMPTS_DIR");
+  LF_RUN(repair_loop_fixes_a_broken_kernel);
+  LF_RUN(max_attempts_exhausted);
+  LF_RUN(hostile_replies_become_repairs_or_errors);
+  LF_RUN(request_budget_runs_out_mid_module);
+  LF_RUN(token_budget_runs_out_mid_module);
+  LF_RUN(wall_budget_cuts_requests_in_flight);
+  LF_RUN(wall_budget_between_rounds);
+  LF_RUN(requests_run_concurrently_within_the_cap);
+  LF_RUN(record_then_replay_round_trip);
+  LF_RUN(shipped_replay_set_answers_offline);
+  LF_RUN(provider_none_and_offline_openai_never_ask);
+  LF_RUN(cache_hit_skips_the_provider_and_offline_uses_it);
+  LF_RUN(echoed_key_is_redacted_everywhere);
+  LF_RUN(bad_options_are_refused);
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
+  if (lf_test_failures_ == 0 && system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", tmp_root);
+  return lf_test_finish();
+}
