@@ -22,8 +22,13 @@ config.test_exec_root = os.path.join(config.lf_obj_root, "lit_tests")
 config.environment["PATH"] = os.pathsep.join(
     [config.lf_tools_dir, config.llvm_tools_dir, config.environment["PATH"]])
 # Tests must not depend on the caller's logging or keys.
-for var in ["LLM_FUSE_LOG", "OPENAI_API_KEY"]:
+for var in ["LLM_FUSE_LOG", "OPENAI_API_KEY", "LLM_FUSE_REPLAY_DIR",
+            "LLM_FUSE_PROMPTS_DIR"]:
     config.environment.pop(var, None)
+# Nor write into the caller's kernel cache: the default cache-dir of every
+# test that does not name one lives in the build tree.
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.lf_obj_root,
+                                                    "lit_tests", "xdg-cache")
 
 plugin = os.path.join(config.lf_lib_dir, "libLLMFusePlugin.so")
 config.substitutions.append(("%llm_fuse_opt",
@@ -35,6 +40,8 @@ config.substitutions.append(("%lf_swap_tool",
 config.substitutions.append(("%plugin", plugin))
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(("%lf_src", config.lf_src_root))
+config.substitutions.append(("%lf_obj", config.lf_obj_root))
+config.substitutions.append(("%lf_tools", config.lf_tools_dir))
 
 # ptxas: MLIR's NVVM target finds it through CUDA_HOME.
 if config.ptxas and os.access(config.ptxas, os.X_OK):

@@ -28,11 +28,16 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "builder/builder.h"
+#include "llm_client/acquire.h"
+#include "llvm/Config/llvm-config.h"
 #include "dialect_bridge/bridge.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/outline.h"
+#include "passes/reference.h"
+#include "passes/swap.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/verify_client.h"
 
 /* ---- Options. ---- */
 
@@ -84,6 +89,23 @@ static const lf_option_def_t fuse_options[] = {
     {"max-concurrency", LF_OPTION_INT, "8",
      "Requests in flight at once, across subgraphs", NULL, 1, 256,
      OPT(max_concurrency)},
+    {"max-requests", LF_OPTION_INT, "0",
+     "Budget: provider requests per module (0: no limit)", NULL, 0, 1e9,
+     OPT(max_requests)},
+    {"max-tokens", LF_OPTION_INT, "0",
+     "Budget: prompt plus completion tokens per module (0: no limit)", NULL,
+     0, 1e12, OPT(max_tokens)},
+    {"max-seconds", LF_OPTION_DOUBLE, "0",
+     "Budget: wall time of kernel acquisition per module (0: no limit)",
+     NULL, 0, 1e6, OPT(max_seconds)},
+    {"record-dir", LF_OPTION_STRING, "",
+     "With provider=openai, also record every exchange here for later "
+     "replay (replay-dir)",
+     NULL, 0, 0, OPT(record_dir)},
+    {"keep-temps", LF_OPTION_BOOL, "false",
+     "Keep the folders staged for the verification worker (reference plan, "
+     "candidate) and say where they are",
+     NULL, 0, 0, OPT(keep_temps)},
     {"report", LF_OPTION_STRING, "",
      "Write a JSON report of every function and subgraph to this file", NULL,
      0, 0, OPT(report)},
@@ -105,7 +127,14 @@ typedef struct subgraph_s {
   char *signature;   /* the function type over tensors */
   char *prompt_text; /* what a prompt may show of it */
   /* Acquisition and building. */
-  char *provider;    /* where the candidate came from: cache, replay, ... */
+  lf_acquire_outcome_t acquire_outcome;
+  char *provider;    /* who answered: replay, openai, ... */
+  char *model;
+  char *kernel_text; /* the candidate's gpu.module text */
+  char cache_digest[LF_SHA256_HEX_SIZE];
+  lf_cache_verdict_t cached_verdict; /* for a cache hit */
+  cJSON *verification;               /* the verdict or cached record */
+  double flops;
   int attempts;
   cJSON *attempt_log; /* array of per-attempt records, or NULL */
   lf_build_result_t *build; /* the last build, or NULL */
@@ -124,6 +153,8 @@ typedef struct fuse_run_s {
   size_t num_subs;
   cJSON *groups; /* the outline records */
   char *gpu_status; /* why verification cannot run here; NULL: it can */
+  lf_cache_t *cache; /* NULL: none */
+  char prompt_version[32];
   double ms_outline, ms_total;
 } fuse_run_t;
 
@@ -165,6 +196,9 @@ static void subgraph_free(subgraph_t *sg) {
   free(sg->provider);
   cJSON_Delete(sg->attempt_log);
   lf_build_result_destroy(sg->build);
+  free(sg->model);
+  free(sg->kernel_text);
+  cJSON_Delete(sg->verification);
   free(sg->reason_word);
   free(sg->reason);
 }
@@ -175,6 +209,7 @@ static void run_free(fuse_run_t *run) {
   free(run->subs);
   cJSON_Delete(run->groups);
   free(run->gpu_status);
+  lf_cache_close(run->cache);
 }
 
 /* Sets the decision's reason (the first one set wins: it is the cause). */
@@ -235,45 +270,282 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
 
 /* ---- Stage 2: acquire and build. ---- */
 
-/* Builds `text` for `sg` in a child process. Returns the result (any kind)
- * or NULL with the reason set when the builder itself could not run. */
-static lf_build_result_t *build_candidate(fuse_run_t *run, subgraph_t *sg,
-                                          const char *text, size_t size,
-                                          int line_offset) {
+/* The cache key's toolchain: LLVM's version and ptxas's ("ptxas-none"
+ * without one), computed once. */
+static const char *toolchain_text(void) {
+  static char text[128];
+  if (text[0])
+    return text;
+  char ptxas[64] = "none";
+  FILE *p = popen("ptxas=\"${LLM_FUSE_PTXAS:-$(command -v ptxas || echo "
+                  "/usr/local/cuda/bin/ptxas)}\"; [ -x \"$ptxas\" ] && "
+                  "\"$ptxas\" --version 2>/dev/null",
+                  "r");
+  if (p) {
+    char line[256];
+    while (fgets(line, sizeof(line), p)) {
+      const char *v = strstr(line, ", V");
+      if (v && sscanf(v + 3, "%63[0-9.]", ptxas) == 1)
+        break;
+    }
+    pclose(p);
+  }
+  snprintf(text, sizeof(text), "llvm-%s;ptxas-%s", LLVM_VERSION_STRING, ptxas);
+  return text;
+}
+
+/* The build callback of the acquire loop: the candidate is built in the
+ * builder's child process; a success is kept on the subgraph (its launch
+ * geometry and parameters are what a swap needs). */
+typedef struct build_ctx_s {
+  fuse_run_t *run;
+  const lf_acquire_task_t *tasks;
+} build_ctx_t;
+
+static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
+                            size_t line_offset, void *user,
+                            lf_acquire_build_t *out) {
+  build_ctx_t *ctx = user;
+  subgraph_t *sg = &ctx->run->subs[task - ctx->tasks];
   lf_build_request_t req = {0};
-  req.kernel_text = text;
-  req.kernel_size = size;
+  req.kernel_text = kernel;
+  req.kernel_size = strlen(kernel);
   req.signature = sg->signature;
-  req.line_offset = line_offset;
-  req.chip = run->o->arch;
+  req.line_offset = (int)line_offset;
+  req.chip = ctx->run->o->arch;
   lf_build_result_t *res = NULL;
   double t0 = now_ms();
-  lf_status_t st = lf_build_kernel(&req, NULL, &res);
+  LF_RETURN_IF_ERROR(lf_build_kernel(&req, NULL, &res));
   sg->ms_build += now_ms() - t0;
-  if (st) {
-    char buf[512];
-    set_reason(sg, "builder-unavailable", "the kernel builder could not run: %s",
-               lf_status_format(st, buf, sizeof(buf)));
-    lf_status_free(st);
-    return NULL;
+  if (res->kind == LF_BUILD_OK) {
+    out->ok = true;
+    if (res->ptx)
+      out->ptx = strdup(res->ptx);
+    if (res->cubin && (out->cubin = malloc(res->cubin_size))) {
+      memcpy(out->cubin, res->cubin, res->cubin_size);
+      out->cubin_len = res->cubin_size;
+    }
+    lf_build_result_destroy(sg->build);
+    sg->build = res;
+    return LF_OK;
   }
-  return res;
+  lf_strbuf_t repair;
+  lf_strbuf_init(&repair, LF_BUILD_REPAIR_CAP + 1);
+  lf_status_free(lf_build_result_repair_text(res, &repair));
+  out->repair_text = lf_strbuf_take(&repair);
+  /* Keep the last failure for the report unless a success is kept. */
+  if (!sg->build || sg->build->kind != LF_BUILD_OK) {
+    lf_build_result_destroy(sg->build);
+    sg->build = res;
+  } else {
+    lf_build_result_destroy(res);
+  }
+  return LF_OK;
+}
+
+/* A cached kernel's build: the metadata stored with it (its
+ * verification record's "build" member) plus its PTX and cubin. */
+static lf_status_t build_from_cache(const lf_cache_entry_t *e,
+                                    lf_build_result_t **out) {
+  *out = NULL;
+  cJSON *rec = e->verification_json
+                   ? cJSON_Parse(e->verification_json)
+                   : NULL;
+  cJSON *b = rec ? cJSON_GetObjectItemCaseSensitive(rec, "build") : NULL;
+  char *text = b ? cJSON_PrintUnformatted(b) : NULL;
+  cJSON_Delete(rec);
+  if (!text)
+    return LF_STATUS(LF_STATUS_DATA_LOSS,
+                     "the cache entry has no build record");
+  lf_status_t st = lf_build_result_from_json(text, strlen(text), out);
+  cJSON_free(text);
+  if (st)
+    return st;
+  lf_build_result_t *r = *out;
+  if (r->kind != LF_BUILD_OK || !r->kernel_name) {
+    lf_build_result_destroy(r);
+    *out = NULL;
+    return LF_STATUS(LF_STATUS_DATA_LOSS,
+                     "the cache entry's build record is not a success");
+  }
+  if (e->ptx) {
+    r->ptx = strdup(e->ptx);
+    r->ptx_size = strlen(e->ptx);
+  }
+  if (e->cubin && (r->cubin = malloc(e->cubin_len))) {
+    memcpy(r->cubin, e->cubin, e->cubin_len);
+    r->cubin_size = e->cubin_len;
+  }
+  if (!r->ptx && !r->cubin) {
+    lf_build_result_destroy(r);
+    *out = NULL;
+    return LF_STATUS(LF_STATUS_DATA_LOSS, "the cache entry has no binary");
+  }
+  return LF_OK;
+}
+
+static lf_status_t open_cache(fuse_run_t *run) {
+  const char *dir = run->o->cache_dir;
+  lf_strbuf_t def;
+  lf_strbuf_init(&def, 4096);
+  if (!dir[0]) {
+    lf_status_t st = lf_cache_default_dir(&def);
+    if (st) {
+      lf_strbuf_free(&def);
+      return st;
+    }
+    dir = lf_strbuf_cstr(&def);
+  }
+  lf_status_t st = lf_cache_open(dir, NULL, &run->cache);
+  lf_strbuf_free(&def);
+  return st;
 }
 
 /* Fills each subgraph's candidate: sg->build (OK or the last failure),
  * sg->provider, sg->attempts, sg->attempt_log, or a reason. */
 static lf_status_t acquire_stage(fuse_run_t *run) {
+  const lf_fuse_options_t *o = run->o;
+  if (run->num_subs == 0)
+    return LF_OK;
+  lf_acquire_options_t ao;
+  lf_acquire_options_init(&ao);
+  LF_RETURN_IF_ERROR(lf_acquire_provider_parse(o->provider, &ao.provider));
+  ao.client.base_url = o->endpoint;
+  ao.client.api_key_env = o->api_key_env;
+  ao.model = o->model;
+  ao.replay_dir = o->replay_dir[0] ? o->replay_dir : NULL;
+  ao.record_dir = o->record_dir[0] ? o->record_dir : NULL;
+  ao.offline = o->offline;
+  ao.max_attempts = (int)o->max_attempts;
+  ao.max_concurrency = (int)o->max_concurrency;
+  ao.build_concurrency = 2;
+  ao.max_requests = (long)o->max_requests;
+  ao.max_tokens = (long)o->max_tokens;
+  ao.max_wall_ms = (long)(o->max_seconds * 1000.0);
+  ao.toolchain = toolchain_text();
+  if (ao.provider != LF_PROVIDER_NONE) {
+    lf_status_t st = open_cache(run);
+    if (st) {
+      char buf[512];
+      LF_LOG_WARN("kernel cache unavailable, continuing without it: %s",
+                  lf_status_format(st, buf, sizeof(buf)));
+      lf_status_free(st);
+    }
+  }
+  ao.cache = run->cache;
+
+  lf_acquire_task_t *tasks = calloc(run->num_subs, sizeof(*tasks));
+  if (!tasks)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   for (size_t i = 0; i < run->num_subs; ++i) {
     subgraph_t *sg = &run->subs[i];
-    if (strcmp(run->o->provider, "none") == 0) {
+    tasks[i] = (lf_acquire_task_t){sg->name, sg->fingerprint, sg->cls,
+                                   sg->prompt_text, sg->signature, o->arch};
+  }
+  build_ctx_t ctx = {run, tasks};
+  ao.build = build_cb;
+  ao.build_user = &ctx;
+  lf_acquire_report_t *rep = NULL;
+  double t0 = now_ms();
+  lf_status_t st = lf_acquire_run(tasks, run->num_subs, &ao, &rep);
+  double elapsed = now_ms() - t0;
+  if (st) {
+    free(tasks);
+    return lf_status_annotate(st, "kernel acquisition");
+  }
+  snprintf(run->prompt_version, sizeof(run->prompt_version), "%s",
+           rep->prompt_version);
+
+  for (size_t i = 0; i < run->num_subs; ++i) {
+    subgraph_t *sg = &run->subs[i];
+    lf_acquire_result_t *r = &rep->results[i];
+    sg->ms_acquire = (double)r->elapsed_ms;
+    sg->attempts = (int)r->attempt_count;
+    sg->acquire_outcome = r->outcome;
+    free(sg->provider);
+    sg->provider = r->provider && r->provider[0] ? strdup(r->provider) : NULL;
+    free(sg->model);
+    sg->model = r->model && r->model[0] ? strdup(r->model) : NULL;
+    snprintf(sg->cache_digest, sizeof(sg->cache_digest), "%s",
+             r->cache_digest);
+    sg->attempt_log = cJSON_CreateArray();
+    for (size_t a = 0; a < r->attempt_count && sg->attempt_log; ++a) {
+      const lf_acquire_attempt_t *at = &r->attempts[a];
+      cJSON *ja = cJSON_CreateObject();
+      cJSON_AddBoolToObject(ja, "repair", at->repair);
+      cJSON_AddStringToObject(ja, "outcome",
+                              lf_acquire_attempt_outcome_name(at->outcome));
+      cJSON_AddNumberToObject(ja, "latency_ms", (double)at->latency_ms);
+      cJSON_AddNumberToObject(ja, "build_ms", (double)at->build_ms);
+      cJSON_AddNumberToObject(ja, "prompt_tokens", (double)at->prompt_tokens);
+      cJSON_AddNumberToObject(ja, "completion_tokens",
+                              (double)at->completion_tokens);
+      cJSON_AddStringToObject(ja, "message", at->message ? at->message : "");
+      cJSON_AddItemToArray(sg->attempt_log, ja);
+    }
+    switch (r->outcome) {
+    case LF_ACQUIRE_OK:
+      break; /* sg->build holds the success */
+    case LF_ACQUIRE_CACHED: {
+      lf_build_result_t *b = NULL;
+      lf_status_t cs = build_from_cache(r->cache_entry, &b);
+      if (cs) {
+        char buf[512];
+        set_reason(sg, "cache-unusable", "the cached kernel cannot be used: %s",
+                   lf_status_format(cs, buf, sizeof(buf)));
+        lf_status_free(cs);
+        break;
+      }
+      lf_build_result_destroy(sg->build);
+      sg->build = b;
+      sg->cached_verdict = r->cache_entry->verdict;
+      if (r->cache_entry->verification_json)
+        sg->verification = cJSON_Parse(r->cache_entry->verification_json);
+      sg->kernel_text = strdup(r->cache_entry->kernel);
+      break;
+    }
+    case LF_ACQUIRE_CACHED_REJECTED:
+      set_reason(sg, "cached-rejected",
+                 "the cache records that this subgraph's kernel failed "
+                 "verification; nothing was asked");
+      break;
+    case LF_ACQUIRE_SKIPPED:
       set_reason(sg, "no-provider",
                  "provider=none: no candidate kernel was asked for");
-      continue;
+      break;
+    case LF_ACQUIRE_BUDGET:
+      set_reason(sg, "budget-exhausted",
+                 "the module's %s budget ran out before a kernel built",
+                 lf_acquire_budget_name(r->budget));
+      break;
+    case LF_ACQUIRE_FAILED:
+      set_reason(sg, "build-failed",
+                 "no candidate built in %d attempt(s); last: %s: %s",
+                 sg->attempts,
+                 sg->build ? lf_build_kind_name(sg->build->kind) : "?",
+                 sg->build && sg->build->message ? sg->build->message
+                                                 : r->message);
+      break;
+    case LF_ACQUIRE_UNAVAILABLE:
+      set_reason(sg, "no-candidate", "the provider gave no kernel: %s",
+                 r->message);
+      break;
+    default:
+      set_reason(sg, "acquire-error", "kernel acquisition failed: %s",
+                 r->message);
+      break;
     }
-    set_reason(sg, "acquire-unavailable",
-               "kernel acquisition is not part of this build yet");
+    if (r->kernel && !sg->kernel_text)
+      sg->kernel_text = strdup(r->kernel);
   }
-  (void)build_candidate;
+  LF_LOG_INFO("acquired kernels for %zu subgraph(s) in %.0f ms: %ld "
+              "request(s), %ld+%ld token(s), %d round(s)%s%s",
+              run->num_subs, elapsed, rep->requests, rep->prompt_tokens,
+              rep->completion_tokens, rep->rounds,
+              rep->exhausted ? "; budget exhausted: " : "",
+              rep->exhausted ? lf_acquire_budget_name(rep->exhausted) : "");
+  lf_acquire_report_destroy(rep);
+  free(tasks);
   return LF_OK;
 }
 
@@ -302,6 +574,224 @@ static void probe_gpu(fuse_run_t *run) {
     run->gpu_status = strdup(buf);
     lf_status_free(st);
   }
+}
+
+/* ---- Stage 3 and 4: verify, then swap. ---- */
+
+/* Records what is known of `sg`'s kernel in the cache under the key the
+ * acquire loop used: the verdict, and a verification record carrying the
+ * build metadata (launch geometry, parameters) so that a later cache hit
+ * can be swapped without building again. */
+static void cache_record(fuse_run_t *run, subgraph_t *sg,
+                         lf_cache_verdict_t verdict) {
+  if (!run->cache || !sg->kernel_text || !sg->build ||
+      sg->build->kind != LF_BUILD_OK)
+    return;
+  cJSON *rec = cJSON_CreateObject();
+  char *bj = NULL;
+  if (!rec || lf_build_result_to_json(sg->build, NULL, NULL, &bj)) {
+    cJSON_Delete(rec);
+    free(bj);
+    return;
+  }
+  cJSON_AddStringToObject(rec, "status", lf_cache_verdict_name(verdict));
+  cJSON_AddItemToObject(rec, "build", cJSON_Parse(bj));
+  free(bj);
+  if (sg->verification)
+    cJSON_AddItemToObject(rec, "verdict",
+                          cJSON_Duplicate(sg->verification, true));
+  char *text = cJSON_PrintUnformatted(rec);
+  cJSON_Delete(rec);
+  lf_cache_key_t key = {sg->fingerprint, run->o->arch, toolchain_text(),
+                        run->o->provider, run->o->model, run->prompt_version};
+  lf_cache_entry_t e = {0};
+  e.kernel = sg->kernel_text;
+  e.ptx = sg->build->ptx;
+  e.cubin = sg->build->cubin;
+  e.cubin_len = sg->build->cubin ? sg->build->cubin_size : 0;
+  e.verdict = verdict;
+  e.verification_json = text;
+  e.provenance.provider = sg->provider;
+  e.provenance.model = sg->model;
+  e.provenance.attempts = sg->attempts;
+  lf_status_t st = text ? lf_cache_store(run->cache, &key, &e, NULL)
+                        : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  if (st)
+    lf_log_status(LF_LOG_WARN, "cache: cannot record the verdict", st);
+  cJSON_free(text);
+}
+
+static double group_flops(const fuse_run_t *run, const char *name) {
+  const cJSON *g;
+  cJSON_ArrayForEach(g, run->groups) {
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(g, "function");
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(g, "flops");
+    if (cJSON_IsString(fn) && !strcmp(fn->valuestring, name) &&
+        cJSON_IsNumber(fl))
+      return fl->valuedouble;
+  }
+  return 0;
+}
+
+static void remove_tree(const char *dir) {
+  char cmd[4300];
+  if (snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir) < (int)sizeof(cmd) &&
+      !strchr(dir, '\''))
+    if (system(cmd) != 0)
+      LF_LOG_WARN("could not remove %s", dir);
+}
+
+/* Verifies sg's candidate in the worker process. Fills sg->verification
+ * and returns whether it was accepted (the reason is set otherwise). */
+static bool verify_candidate(fuse_run_t *run, subgraph_t *sg,
+                             const char *stage_root) {
+  char refdir[4200], canddir[4200], plan[4300], cand[4300];
+  snprintf(refdir, sizeof(refdir), "%s/%s/reference", stage_root, sg->name);
+  snprintf(canddir, sizeof(canddir), "%s/%s/candidate", stage_root, sg->name);
+  snprintf(plan, sizeof(plan), "%s/plan.json", refdir);
+  snprintf(cand, sizeof(cand), "%s/result.json", canddir);
+  char buf[1024];
+  double t0 = now_ms();
+
+  lf_reference_t ref = {0};
+  double ms_ref = 0;
+  lf_status_t st = lf_reference_lower(sg->func, &ref);
+  if (!st)
+    st = lf_make_dirs(refdir);
+  if (!st)
+    st = lf_reference_stage(&ref, run->o->arch, refdir, true, &ms_ref);
+  lf_reference_free(&ref);
+  if (!st)
+    st = lf_build_result_write_dir(sg->build, canddir, NULL);
+  if (st) {
+    set_reason(sg, "no-reference",
+               "the reference to verify against could not be built: %s",
+               lf_status_format(st, buf, sizeof(buf)));
+    lf_status_free(st);
+    sg->ms_verify = now_ms() - t0;
+    return false;
+  }
+
+  lf_verify_request_t req;
+  lf_verify_request_init(&req);
+  req.plan_path = plan;
+  req.candidate_path = cand;
+  req.flops = sg->flops;
+  req.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
+  req.min_speedup = 0; /* speed is the pass's decision: min-speedup */
+  lf_verdict_t v = {0};
+  st = lf_verify_candidate(&req, &v);
+  sg->ms_verify = now_ms() - t0;
+  if (st) {
+    set_reason(sg, "verify-error", "the verification worker could not run: %s",
+               lf_status_format(st, buf, sizeof(buf)));
+    lf_status_free(st);
+    return false;
+  }
+  cJSON_Delete(sg->verification);
+  sg->verification = v.json ? cJSON_Parse(v.json) : NULL;
+  sg->speedup = v.speedup;
+  bool ok = v.accepted;
+  if (!ok)
+    set_reason(sg, "rejected", "verification rejected the candidate (%s): %s",
+               v.reason ? v.reason : "?", v.message ? v.message : "");
+  lf_verdict_free(&v);
+  return ok;
+}
+
+static void swap_stage(fuse_run_t *run, subgraph_t *sg) {
+  char buf[1024];
+  lf_status_t st = lf_swap_in(run->module, sg->func, sg->build);
+  if (st) {
+    set_reason(sg, "swap-failed", "the verified kernel could not be swapped in: %s",
+               lf_status_format(st, buf, sizeof(buf)));
+    lf_status_free(st);
+    return;
+  }
+  sg->swapped = true;
+  set_reason(sg, "swapped", "%s", "verified and not slower than the reference");
+}
+
+static lf_status_t verify_stage(fuse_run_t *run) {
+  const lf_fuse_options_t *o = run->o;
+  probe_gpu(run);
+  char stage_root[] = "/tmp/llm-fuse-verify.XXXXXX";
+  bool staged = false;
+  size_t n = run->num_subs;
+  for (size_t i = 0; i < n; ++i) {
+    subgraph_t *sg = &run->subs[i];
+    sg->flops = group_flops(run, sg->name);
+    if (!sg->build || sg->build->kind != LF_BUILD_OK || sg->reason_word)
+      continue; /* no candidate: the reason is set */
+    /* A kernel the cache records as verified (for this arch and
+     * toolchain) is swapped as it is: the cache is the lockfile. */
+    if (sg->acquire_outcome == LF_ACQUIRE_CACHED &&
+        sg->cached_verdict == LF_CACHE_VERIFIED) {
+      const cJSON *vd = sg->verification
+                            ? cJSON_GetObjectItemCaseSensitive(sg->verification,
+                                                               "verdict")
+                            : NULL;
+      const cJSON *sp = vd ? cJSON_GetObjectItemCaseSensitive(vd, "speedup")
+                           : NULL;
+      sg->speedup = cJSON_IsNumber(sp) ? sp->valuedouble : 0;
+      if (sg->speedup > 0 && sg->speedup < o->min_speedup) {
+        set_reason(sg, "slower",
+                   "verified (cached), but %.2fx the reference, below "
+                   "min-speedup %.2f",
+                   sg->speedup, o->min_speedup);
+        continue;
+      }
+      LF_LOG_INFO("[%zu/%zu] %s: verified earlier (cache), swapping", i + 1, n,
+                  sg->name);
+      swap_stage(run, sg);
+      continue;
+    }
+    if (run->gpu_status) {
+      if (strcmp(o->verify, "none") == 0)
+        set_reason(sg, "verify-disabled", "%s", run->gpu_status);
+      else
+        set_reason(sg, "no-gpu",
+                   "verification could not run (%s); verify=auto keeps the "
+                   "original ops without a GPU",
+                   run->gpu_status);
+      if (sg->acquire_outcome == LF_ACQUIRE_OK)
+        cache_record(run, sg, LF_CACHE_UNVERIFIED);
+      continue;
+    }
+    if (!staged) {
+      if (!mkdtemp(stage_root))
+        return LF_STATUS(LF_STATUS_UNAVAILABLE,
+                         "cannot create a staging folder under /tmp");
+      staged = true;
+    }
+    LF_LOG_INFO("[%zu/%zu] %s (%s): verifying kernel %s on the GPU", i + 1, n,
+                sg->name, sg->cls, sg->build->kernel_name);
+    bool ok = verify_candidate(run, sg, stage_root);
+    if (!ok) {
+      LF_LOG_INFO("[%zu/%zu] %s: rejected in %.0f ms: %s", i + 1, n, sg->name,
+                  sg->ms_verify, sg->reason);
+      if (!strcmp(sg->reason_word, "rejected"))
+        cache_record(run, sg, LF_CACHE_REJECTED);
+      continue;
+    }
+    cache_record(run, sg, LF_CACHE_VERIFIED);
+    LF_LOG_INFO("[%zu/%zu] %s: verified in %.0f ms, %.2fx the reference", i + 1,
+                n, sg->name, sg->ms_verify, sg->speedup);
+    if (sg->speedup < o->min_speedup) {
+      set_reason(sg, "slower",
+                 "verified, but %.2fx the reference, below min-speedup %.2f",
+                 sg->speedup, o->min_speedup);
+      continue;
+    }
+    swap_stage(run, sg);
+  }
+  if (staged) {
+    if (o->keep_temps)
+      LF_LOG_INFO("verification folders kept in %s", stage_root);
+    else
+      remove_tree(stage_root);
+  }
+  return LF_OK;
 }
 
 /* ---- Reporting. ---- */
@@ -355,7 +845,17 @@ static cJSON *subgraph_json(const subgraph_t *sg) {
   } else {
     cJSON_AddNullToObject(j, "build");
   }
-  cJSON_AddNullToObject(j, "verification");
+  if (sg->model)
+    cJSON_AddStringToObject(j, "model", sg->model);
+  cJSON_AddStringToObject(j, "acquire", lf_acquire_outcome_name(sg->acquire_outcome));
+  if (sg->cache_digest[0])
+    cJSON_AddStringToObject(j, "cache_key", sg->cache_digest);
+  if (sg->verification)
+    cJSON_AddItemToObject(j, "verification",
+                          cJSON_Duplicate(sg->verification, true));
+  else
+    cJSON_AddNullToObject(j, "verification");
+  cJSON_AddNumberToObject(j, "flops", sg->flops);
   cJSON *t = cJSON_AddObjectToObject(j, "ms");
   cJSON_AddNumberToObject(t, "acquire", sg->ms_acquire);
   cJSON_AddNumberToObject(t, "build", sg->ms_build);
@@ -491,25 +991,8 @@ static lf_status_t run_llm_fuse(MlirOperation module, const void *options) {
     goto out;
 
   /* 3. Verify, 4. swap. */
-  probe_gpu(&run);
-  for (size_t i = 0; i < run.num_subs; ++i) {
-    subgraph_t *sg = &run.subs[i];
-    if (!sg->build || sg->build->kind != LF_BUILD_OK)
-      continue; /* the reason is set */
-    if (run.gpu_status) {
-      if (strcmp(o->verify, "none") == 0)
-        set_reason(sg, "verify-disabled", "%s", run.gpu_status);
-      else
-        set_reason(sg, "no-gpu",
-                   "verification could not run (%s); verify=auto keeps the "
-                   "original ops without a GPU, verify=defer would embed the "
-                   "candidate behind a first-call check",
-                   run.gpu_status);
-      continue;
-    }
-    set_reason(sg, "verify-unavailable",
-               "the verification worker is not part of this build yet");
-  }
+  if ((st = verify_stage(&run)))
+    goto out;
 
   run.ms_total = now_ms() - t0;
   if (o->remarks)

@@ -30,6 +30,11 @@ typedef struct lf_fuse_options_s {
   double min_speedup;
   int64_t max_attempts;
   int64_t max_concurrency;
+  int64_t max_requests; /* budgets per module; 0: no limit */
+  int64_t max_tokens;
+  double max_seconds;
+  char *record_dir;  /* openai: record exchanges here */
+  bool keep_temps;   /* keep the verification staging folders */
   char *report;      /* JSON report path; "" for none */
   bool remarks;      /* a remark on the IR per function/subgraph */
 } lf_fuse_options_t;

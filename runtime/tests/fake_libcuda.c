@@ -69,6 +69,8 @@ EXPORT int cuDeviceGetAttribute(int *value, int attribute, int dev) {
   case 75: *value = 9; return 0;   /* compute capability major */
   case 76: *value = 0; return 0;   /* minor */
   case 16: *value = 132; return 0; /* multiprocessors */
+  case 13: *value = 1980000; return 0; /* clock rate, kHz */
+  case 38: *value = 50 << 20; return 0; /* L2 bytes */
   default: return 1;
   }
 }
@@ -84,7 +86,9 @@ EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
  * memory (a CUdeviceptr is a host address), so the runtime's bookkeeping
  * can be tested without a GPU. Modules never load: FAKE_CUDA_MODULE_ERROR
  * (default 200, CUDA_ERROR_INVALID_IMAGE) is what cuModuleLoadData*
- * returns; launches fail with CUDA_ERROR_INVALID_VALUE (1). */
+ * returns (0: they load, and functions are found); launches fail with
+ * CUDA_ERROR_INVALID_VALUE (1), or do nothing and succeed when
+ * FAKE_CUDA_LAUNCH_OK is set. */
 #include <string.h>
 typedef unsigned long long fake_ptr;
 static int fake_ctx_token;
@@ -135,8 +139,8 @@ EXPORT int cuModuleUnload(void *mod) {
 }
 EXPORT int cuModuleGetFunction(void **f, void *mod, const char *name) {
   (void)mod, (void)name;
-  *f = NULL;
-  return 500; /* CUDA_ERROR_NOT_FOUND */
+  *f = module_error() ? NULL : &fake_ctx_token;
+  return module_error() ? 500 : 0; /* CUDA_ERROR_NOT_FOUND */
 }
 EXPORT int cuFuncGetAttribute(int *v, int attr, void *f) {
   (void)attr, (void)f;
@@ -152,7 +156,7 @@ EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                           void *stream, void **params, void **extra) {
   (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
   (void)smem, (void)stream, (void)params, (void)extra;
-  return 1; /* CUDA_ERROR_INVALID_VALUE */
+  return getenv("FAKE_CUDA_LAUNCH_OK") ? 0 : 1; /* CUDA_ERROR_INVALID_VALUE */
 }
 EXPORT int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   *free_bytes = (size_t)1 << 30;

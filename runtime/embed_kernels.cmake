@@ -1,0 +1,20 @@
+# embed_kernels.cmake - writes OUT, a C header holding the PTX (and, when
+# CUBIN names an existing file, the cubin) of runtime/verify_kernels.c as
+# byte arrays. Run as: cmake -DPTX=.. [-DCUBIN=..] -DOUT=.. -P this-file
+function(lf_bytes path var)
+  file(READ "${path}" hex HEX)
+  string(LENGTH "${hex}" n)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," body "${hex}")
+  string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" body "${body}")
+  set(${var} "${body}" PARENT_SCOPE)
+endfunction()
+lf_bytes("${PTX}" ptx)
+set(text "/* Generated from runtime/verify_kernels.c by embed_kernels.cmake. */\n")
+string(APPEND text "static const char lf_verify_kernels_ptx[] = {\n${ptx}0x00};\n")
+if(CUBIN AND EXISTS "${CUBIN}")
+  lf_bytes("${CUBIN}" cubin)
+  string(APPEND text "#define LF_VERIFY_KERNELS_CUBIN 1\n")
+  string(APPEND text "static const unsigned char lf_verify_kernels_cubin[] __attribute__((aligned(8))) = {\n${cubin}};\n")
+endif()
+file(WRITE "${OUT}.tmp" "${text}")
+file(RENAME "${OUT}.tmp" "${OUT}")

@@ -1,0 +1,249 @@
+/* verify_protocol_test.c - the protocol's rules without a GPU: signatures,
+ * NaN-aware comparison, tolerances, poisons, the trial schedule and its
+ * seeds, degenerate references, the roofline, and the verdict format. */
+#include "runtime/verify_protocol.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/testing.h"
+
+LF_TEST(signature_is_parsed) {
+  lf_voperand_t *in, *out;
+  size_t ni, no;
+  LF_EXPECT(lf_vsignature_parse("(tensor<16384x4096xbf16>, tensor<4096xbf16>,"
+                                " f32, index) -> tensor<16384x4096xbf16>",
+                                &in, &ni, &out, &no) == LF_OK);
+  LF_EXPECT(ni == 4 && no == 1);
+  LF_EXPECT(in[0].dtype == LF_VDT_BF16 && in[0].rank == 2);
+  LF_EXPECT(in[0].count == 16384u * 4096u && in[0].bytes == 2 * in[0].count);
+  LF_EXPECT(in[2].is_scalar && in[2].dtype == LF_VDT_F32);
+  LF_EXPECT(in[3].is_scalar && in[3].is_index && in[3].dtype == LF_VDT_I64);
+  LF_EXPECT(out[0].bytes == in[0].bytes);
+  free(in);
+  free(out);
+  /* rank 0, several results, no parentheses around one result */
+  LF_EXPECT(
+      lf_vsignature_parse("(tensor<f32>) -> (tensor<2xi1>, tensor<3xf64>)", &in,
+                          &ni, &out, &no) == LF_OK);
+  LF_EXPECT(ni == 1 && in[0].rank == 0 && in[0].count == 1 && no == 2);
+  LF_EXPECT(out[0].dtype == LF_VDT_I1 && out[1].bytes == 24);
+  free(in);
+  free(out);
+}
+
+LF_TEST(bad_signatures_are_explained) {
+  lf_voperand_t *in, *out;
+  size_t ni, no;
+  lf_status_t s = lf_vsignature_parse("(tensor<?x4xf32>) -> tensor<4xf32>", &in,
+                                      &ni, &out, &no);
+  LF_EXPECT(strstr(lf_status_message(s), "dynamic shape") != NULL);
+  lf_status_free(s);
+  s = lf_vsignature_parse("(tensor<4xf8E4M3>) -> tensor<4xf32>", &in, &ni, &out,
+                          &no);
+  LF_EXPECT(strstr(lf_status_message(s), "unsupported element type") != NULL);
+  lf_status_free(s);
+  s = lf_vsignature_parse("(tensor<4xf32>) -> f32", &in, &ni, &out, &no);
+  LF_EXPECT(strstr(lf_status_message(s), "results must be tensors") != NULL);
+  lf_status_free(s);
+  s = lf_vsignature_parse("(tensor<4xf32>)", &in, &ni, &out, &no);
+  LF_EXPECT(strstr(lf_status_message(s), "expected '->'") != NULL);
+  lf_status_free(s);
+  LF_EXPECT(in == NULL && out == NULL);
+}
+
+LF_TEST(nan_aware_comparison) {
+  double r;
+  LF_EXPECT(lf_vclose(1.0, 1.0005, 1e-3, 0, &r) && r < 1);
+  LF_EXPECT(!lf_vclose(1.0, 1.002, 1e-3, 0, &r) && r > 1);
+  LF_EXPECT(lf_vclose(NAN, NAN, 1e-3, 0, &r) && r == 0);
+  LF_EXPECT(!lf_vclose(1.0, NAN, 1e-3, 1e9, &r) && isinf(r));
+  LF_EXPECT(!lf_vclose(NAN, 1.0, 1e-3, 1e9, &r) && isinf(r));
+  LF_EXPECT(lf_vclose(INFINITY, INFINITY, 1e-3, 0, NULL));
+  LF_EXPECT(!lf_vclose(INFINITY, -INFINITY, 1e-3, 1e9, NULL));
+  LF_EXPECT(!lf_vclose(1.0, INFINITY, 1e-3, 1e9, NULL));
+  LF_EXPECT(!lf_vclose(INFINITY, 1e308, 1e-3, 1e9, NULL));
+  /* atol carries the near-zero outputs */
+  LF_EXPECT(lf_vclose(0.0, 1e-4, 1e-3, 1e-3, NULL));
+  LF_EXPECT(!lf_vclose(0.0, 1e-4, 1e-3, 0, &r) && isinf(r));
+  /* exact for integers (zero tolerance) */
+  LF_EXPECT(lf_vclose(7, 7, 0, 0, NULL) && !lf_vclose(7, 8, 0, 0, NULL));
+  LF_EXPECT(lf_vclose(-0.0, 0.0, 0, 0, NULL));
+}
+
+LF_TEST(tolerances_per_dtype) {
+  LF_EXPECT(lf_vtolerance_for(LF_VDT_F32).rtol == 1e-3);
+  LF_EXPECT(lf_vtolerance_for(LF_VDT_BF16).rtol == 2e-2);
+  LF_EXPECT(lf_vtolerance_for(LF_VDT_F16).rtol == 1e-2);
+  LF_EXPECT(lf_vtolerance_for(LF_VDT_F64).rtol < 1e-6);
+  LF_EXPECT(lf_vtolerance_for(LF_VDT_I32).rtol == 0 &&
+            lf_vtolerance_for(LF_VDT_I32).atol_scale == 0);
+  /* atol is tied to the reference output's magnitude */
+  double v[] = {2, -4, NAN, 6, INFINITY};
+  lf_vstats_t s;
+  lf_vstats_of(v, 5, &s);
+  LF_EXPECT(s.finite == 3 && s.nan == 1 && s.inf == 1 && s.sum_abs == 12);
+  LF_EXPECT(fabs(lf_vatol(&s, lf_vtolerance_for(LF_VDT_F32)) - 4e-3) < 1e-12);
+}
+
+LF_TEST(poisons) {
+  for (int dt = 0; dt < LF_VDT_COUNT_; ++dt) {
+    lf_vpoison_t a = lf_vpoison_for((lf_vdtype_t)dt, false);
+    lf_vpoison_t b = lf_vpoison_for((lf_vdtype_t)dt, true);
+    LF_EXPECT(a.bits != b.bits);
+    /* the memset pattern repeated gives the element's bits */
+    uint64_t rep = 0;
+    for (size_t k = 0; k < lf_vdtype_size((lf_vdtype_t)dt); k += a.width)
+      rep |= (uint64_t)a.value << (8 * k);
+    LF_EXPECT(rep == a.bits);
+  }
+  double d;
+  uint64_t nan64 = lf_vpoison_for(LF_VDT_F64, false).bits;
+  memcpy(&d, &nan64, 8);
+  LF_EXPECT(isnan(d));
+  uint64_t fin64 = lf_vpoison_for(LF_VDT_F64, true).bits;
+  memcpy(&d, &fin64, 8);
+  LF_EXPECT(isfinite(d));
+  uint32_t nan32 = (uint32_t)lf_vpoison_for(LF_VDT_F32, false).bits;
+  uint32_t fin32 = (uint32_t)lf_vpoison_for(LF_VDT_F32, true).bits;
+  float f;
+  memcpy(&f, &nan32, 4);
+  LF_EXPECT(isnan(f));
+  memcpy(&f, &fin32, 4);
+  LF_EXPECT(isfinite(f));
+  /* bf16: exponent all ones and a mantissa = NaN; the sentinel finite */
+  LF_EXPECT((lf_vpoison_for(LF_VDT_BF16, false).bits & 0x7F80) == 0x7F80);
+  LF_EXPECT((lf_vpoison_for(LF_VDT_BF16, true).bits & 0x7F80) != 0x7F80);
+  LF_EXPECT((lf_vpoison_for(LF_VDT_F16, false).bits & 0x7C00) == 0x7C00);
+  LF_EXPECT((lf_vpoison_for(LF_VDT_F16, true).bits & 0x7C00) != 0x7C00);
+}
+
+LF_TEST(trial_schedule) {
+  lf_vtrial_t t[32];
+  size_t n = lf_vtrial_schedule(42, 5, true, t, 32);
+  LF_EXPECT(n == 8);
+  int normal = 0, heavy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    normal += t[i].dist == LF_VDIST_NORMAL;
+    heavy += t[i].dist == LF_VDIST_HEAVY;
+    LF_EXPECT(t[i].index == (int)i);
+    for (size_t j = 0; j < i; ++j)
+      LF_EXPECT(t[i].seed != t[j].seed);
+  }
+  LF_EXPECT(normal == 3 && heavy == 2);
+  LF_EXPECT(t[5].dist == LF_VDIST_SPIKE);
+  LF_EXPECT(t[6].dist == LF_VDIST_FINITE_SPECIAL);
+  LF_EXPECT(t[7].dist == LF_VDIST_NONFINITE);
+  /* never fewer than 5 random trials; no special values for integer inputs */
+  LF_EXPECT(lf_vtrial_schedule(42, 2, false, t, 32) == 6);
+  LF_EXPECT(t[5].dist == LF_VDIST_SPIKE);
+  /* seeds reproduce, differ by base seed and by redraw */
+  LF_EXPECT(lf_vseed_derive(42, 3, 0) == lf_vseed_derive(42, 3, 0));
+  LF_EXPECT(lf_vseed_derive(42, 3, 0) != lf_vseed_derive(43, 3, 0));
+  LF_EXPECT(lf_vseed_derive(42, 3, 0) != lf_vseed_derive(42, 3, 1));
+  LF_EXPECT(strcmp(lf_vdist_name(LF_VDIST_HEAVY), "heavy-tailed") == 0);
+}
+
+LF_TEST(degenerate_reference_is_detected) {
+  lf_vstats_t s;
+  const char *why;
+  double constant[] = {3, 3, 3, 3};
+  lf_vstats_of(constant, 4, &s);
+  LF_EXPECT(lf_vstats_degenerate(&s, 4, &why) && strstr(why, "constant"));
+  double nearly[] = {1, 1 + 1e-9, 1, 1};
+  lf_vstats_of(nearly, 4, &s);
+  LF_EXPECT(lf_vstats_degenerate(&s, 4, &why));
+  double zeros[] = {0, 0, -0.0};
+  lf_vstats_of(zeros, 3, &s);
+  LF_EXPECT(lf_vstats_degenerate(&s, 3, &why));
+  double nans[] = {NAN, INFINITY};
+  lf_vstats_of(nans, 2, &s);
+  LF_EXPECT(lf_vstats_degenerate(&s, 2, &why) && strstr(why, "NaN"));
+  double fine[] = {1, 2, -3, 0.5};
+  lf_vstats_of(fine, 4, &s);
+  LF_EXPECT(!lf_vstats_degenerate(&s, 4, &why) && why == NULL);
+  /* one element cannot be judged */
+  lf_vstats_of(constant, 1, &s);
+  LF_EXPECT(!lf_vstats_degenerate(&s, 1, &why));
+  /* ordering round-trips and is monotonic */
+  double vals[] = {-1e300, -2, -0.0, 0, 1e-310, 3, 1e300};
+  for (int i = 0; i < 7; ++i) {
+    LF_EXPECT(lf_vfrom_ordered(lf_vordered(vals[i])) == vals[i]);
+    if (i)
+      LF_EXPECT(lf_vordered(vals[i - 1]) <= lf_vordered(vals[i]));
+  }
+}
+
+LF_TEST(roofline_and_median) {
+  /* 256 MiB in at 4 TB/s is 0.067 ms; outputs within L2 are free */
+  double t =
+      lf_vroofline_ms(256.0 * (1 << 20), 16 << 20, 50 << 20, 0, 4e12, 1e15);
+  LF_EXPECT(fabs(t - 256.0 * (1 << 20) / 4e12 * 1e3) < 1e-9);
+  /* a GEMM is bound by FLOPs */
+  t = lf_vroofline_ms(1e6, 1e6, 0, 2e12, 4e12, 1e15);
+  LF_EXPECT(fabs(t - 2.0) < 1e-9);
+  double peak = lf_vpeak_flops(9, 132, 1980000, LF_VDT_BF16);
+  LF_EXPECT(peak > 990e12 && peak < 2e15);
+  double v[] = {5, 1, 4, 2, 3};
+  LF_EXPECT(lf_vmedian(v, 5) == 3);
+  double w[] = {4, 1, 3, 2};
+  LF_EXPECT(lf_vmedian(w, 4) == 2.5);
+  LF_EXPECT(lf_vmedian(w, 0) == 0);
+}
+
+LF_TEST(verdict_round_trip) {
+  lf_verdict_t v;
+  LF_EXPECT(lf_verdict_reject("crash", "the worker died \"badly\"", &v) ==
+            LF_OK);
+  lf_verdict_t back;
+  LF_EXPECT(lf_verdict_parse(v.json, strlen(v.json), &back) == LF_OK);
+  LF_EXPECT(!back.accepted && back.trials == 0);
+  LF_EXPECT_STREQ(back.reason, "crash");
+  LF_EXPECT_STREQ(back.message, "the worker died \"badly\"");
+  lf_verdict_free(&back);
+  lf_verdict_free(&v);
+  lf_verdict_free(NULL);
+
+  const char *good =
+      "{\"schema\":\"llm-fuse-verdict/0\",\"accepted\":true,\"reason\":\"ok\","
+      "\"message\":\"m\",\"trials\":[{},{},{},{},{},{},{}],\"timing\":"
+      "{\"candidate_ms\":0.5,\"reference_ms\":2,\"speedup\":4}}";
+  LF_EXPECT(lf_verdict_parse(good, strlen(good), &v) == LF_OK);
+  LF_EXPECT(v.accepted && v.trials == 7 && v.speedup == 4 &&
+            v.candidate_ms == 0.5);
+  lf_verdict_free(&v);
+
+  const char *bad[] = {
+      "",
+      "{",
+      "[]",
+      "{\"schema\":\"llm-fuse-verdict/1\",\"accepted\":true}",
+      "{\"schema\":\"llm-fuse-verdict/0\",\"accepted\":\"yes\",\"reason\":"
+      "\"ok\",\"message\":\"\",\"trials\":[]}",
+      /* an acceptance with too few trials, or with another reason */
+      "{\"schema\":\"llm-fuse-verdict/0\",\"accepted\":true,\"reason\":\"ok\","
+      "\"message\":\"\",\"trials\":[{}]}",
+      "{\"schema\":\"llm-fuse-verdict/0\",\"accepted\":true,\"reason\":"
+      "\"mismatch\",\"message\":\"\",\"trials\":[{},{},{},{},{}]}",
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); ++i) {
+    lf_status_t s = lf_verdict_parse(bad[i], strlen(bad[i]), &v);
+    LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT);
+    LF_EXPECT(v.reason == NULL && v.json == NULL);
+    lf_status_free(s);
+  }
+}
+
+int main(void) {
+  LF_RUN(signature_is_parsed);
+  LF_RUN(bad_signatures_are_explained);
+  LF_RUN(nan_aware_comparison);
+  LF_RUN(tolerances_per_dtype);
+  LF_RUN(poisons);
+  LF_RUN(trial_schedule);
+  LF_RUN(degenerate_reference_is_detected);
+  LF_RUN(roofline_and_median);
+  LF_RUN(verdict_round_trip);
+  return lf_test_finish();
+}

@@ -1,0 +1,498 @@
+/* verify_protocol.c - the verification protocol's rules, without a GPU. */
+#include "runtime/verify_protocol.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+static const struct {
+  const char *name;
+  size_t size;
+  bool is_float;
+} dtypes[LF_VDT_COUNT_] = {
+    [LF_VDT_F32] = {"f32", 4, true},   [LF_VDT_F16] = {"f16", 2, true},
+    [LF_VDT_BF16] = {"bf16", 2, true}, [LF_VDT_F64] = {"f64", 8, true},
+    [LF_VDT_I8] = {"i8", 1, false},    [LF_VDT_I16] = {"i16", 2, false},
+    [LF_VDT_I32] = {"i32", 4, false},  [LF_VDT_I64] = {"i64", 8, false},
+    [LF_VDT_I1] = {"i1", 1, false},
+};
+
+const char *lf_vdtype_name(lf_vdtype_t dt) {
+  return dt < LF_VDT_COUNT_ ? dtypes[dt].name : "?";
+}
+size_t lf_vdtype_size(lf_vdtype_t dt) {
+  return dt < LF_VDT_COUNT_ ? dtypes[dt].size : 0;
+}
+bool lf_vdtype_is_float(lf_vdtype_t dt) {
+  return dt < LF_VDT_COUNT_ && dtypes[dt].is_float;
+}
+
+static bool parse_element(const char *s, size_t n, lf_voperand_t *out) {
+  if (n == 5 && !strncmp(s, "index", 5)) {
+    out->dtype = LF_VDT_I64;
+    out->is_index = true;
+    return true;
+  }
+  for (int i = 0; i < LF_VDT_COUNT_; ++i)
+    if (strlen(dtypes[i].name) == n && !strncmp(s, dtypes[i].name, n)) {
+      out->dtype = (lf_vdtype_t)i;
+      return true;
+    }
+  return false;
+}
+
+/* Parses one type at `*p` (advancing it): tensor<...>, memref<...> or a
+ * scalar element type. */
+static lf_status_t parse_type_at(const char **p, lf_voperand_t *out) {
+  memset(out, 0, sizeof(*out));
+  const char *s = *p;
+  while (isspace((unsigned char)*s))
+    ++s;
+  const char *start = s;
+  bool shaped = false;
+  if (!strncmp(s, "tensor<", 7) || !strncmp(s, "memref<", 7)) {
+    shaped = true;
+    s += 7;
+    for (;;) {
+      if (!isdigit((unsigned char)*s))
+        break;
+      char *end;
+      long long d = strtoll(s, &end, 10);
+      if (*end != 'x')
+        break;
+      if (out->rank == 8 || d < 0)
+        return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                         "unsupported shape in type '%.60s'", start);
+      out->dims[out->rank++] = d;
+      s = end + 1;
+    }
+    if (*s == '?')
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "dynamic shape in type '%.60s': only static shapes "
+                       "are verified",
+                       start);
+  }
+  const char *e = s;
+  while (isalnum((unsigned char)*e))
+    ++e;
+  if (!parse_element(s, (size_t)(e - s), out))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "unsupported element type in '%.60s' (supported: f32, "
+                     "f16, bf16, f64, i1, i8, i16, i32, i64, index)",
+                     start);
+  if (shaped) {
+    if (*e != '>')
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "unsupported type '%.60s' (only identity layouts in "
+                       "the default memory space)",
+                       start);
+    ++e;
+  }
+  out->is_scalar = !shaped;
+  out->count = 1;
+  for (int i = 0; i < out->rank; ++i)
+    out->count *= (size_t)out->dims[i];
+  out->bytes = out->count * lf_vdtype_size(out->dtype);
+  *p = e;
+  return LF_OK;
+}
+
+lf_status_t lf_voperand_parse(const char *type, lf_voperand_t *out) {
+  const char *p = type;
+  LF_RETURN_IF_ERROR(parse_type_at(&p, out));
+  while (isspace((unsigned char)*p))
+    ++p;
+  if (*p)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "trailing text after type in '%.60s'", type);
+  return LF_OK;
+}
+
+static lf_status_t parse_list(const char **p, lf_voperand_t *list,
+                              size_t *count, const char *sig) {
+  *count = 0;
+  const char *s = *p;
+  while (isspace((unsigned char)*s))
+    ++s;
+  bool paren = *s == '(';
+  if (paren)
+    ++s;
+  while (isspace((unsigned char)*s))
+    ++s;
+  if (paren && *s == ')') {
+    *p = s + 1;
+    return LF_OK;
+  }
+  for (;;) {
+    if (*count == 64)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "more than 64 operands in signature '%.80s'", sig);
+    LF_RETURN_IF_ERROR(parse_type_at(&s, &list[*count]));
+    ++*count;
+    while (isspace((unsigned char)*s))
+      ++s;
+    if (*s == ',') {
+      ++s;
+      continue;
+    }
+    break;
+  }
+  if (paren) {
+    if (*s != ')')
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "expected ')' in signature '%.80s'", sig);
+    ++s;
+  }
+  *p = s;
+  return LF_OK;
+}
+
+lf_status_t lf_vsignature_parse(const char *sig, lf_voperand_t **out_ins,
+                                size_t *out_num_ins, lf_voperand_t **out_outs,
+                                size_t *out_num_outs) {
+  *out_ins = *out_outs = NULL;
+  *out_num_ins = *out_num_outs = 0;
+  lf_voperand_t *ins = calloc(64, sizeof(*ins));
+  lf_voperand_t *outs = calloc(64, sizeof(*outs));
+  lf_status_t status = LF_OK;
+  if (!ins || !outs) {
+    status = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    goto out_free;
+  }
+  const char *p = sig;
+  size_t ni = 0, no = 0;
+  status = parse_list(&p, ins, &ni, sig);
+  if (status)
+    goto out_free;
+  while (isspace((unsigned char)*p))
+    ++p;
+  if (strncmp(p, "->", 2)) {
+    status = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "expected '->' in signature '%.80s'", sig);
+    goto out_free;
+  }
+  p += 2;
+  status = parse_list(&p, outs, &no, sig);
+  if (status)
+    goto out_free;
+  for (size_t i = 0; i < no; ++i)
+    if (outs[i].is_scalar) {
+      status = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                         "scalar result %zu in signature '%.80s': results "
+                         "must be tensors",
+                         i, sig);
+      goto out_free;
+    }
+  if (no == 0) {
+    status = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "no results in signature '%.80s'", sig);
+    goto out_free;
+  }
+  *out_ins = ins;
+  *out_outs = outs;
+  *out_num_ins = ni;
+  *out_num_outs = no;
+  return LF_OK;
+
+out_free:
+  free(ins);
+  free(outs);
+  return status;
+}
+
+lf_vtolerance_t lf_vtolerance_for(lf_vdtype_t dt) {
+  switch (dt) {
+  case LF_VDT_F64:
+    return (lf_vtolerance_t){1e-7, 1e-7};
+  case LF_VDT_F32:
+    return (lf_vtolerance_t){1e-3, 1e-3};
+  case LF_VDT_F16:
+    return (lf_vtolerance_t){1e-2, 1e-2};
+  case LF_VDT_BF16:
+    return (lf_vtolerance_t){2e-2, 2e-2};
+  default:
+    return (lf_vtolerance_t){0, 0};
+  }
+}
+
+bool lf_vclose(double ref, double cand, double rtol, double atol,
+               double *out_ratio) {
+  double ratio = 0;
+  bool ok;
+  if (isnan(ref) || isnan(cand)) {
+    ok = isnan(ref) && isnan(cand);
+    ratio = ok ? 0 : INFINITY;
+  } else if (ref == cand) {
+    ok = true;
+  } else if (isinf(ref) || isinf(cand)) {
+    ok = false; /* an infinity matches only itself (inf <= inf*rtol) */
+    ratio = INFINITY;
+  } else {
+    double d = fabs(cand - ref);
+    double tol = rtol * fabs(ref) + atol;
+    ok = d <= tol;
+    ratio = tol > 0 ? d / tol : INFINITY;
+    if (isnan(ratio))
+      ratio = INFINITY;
+  }
+  if (out_ratio)
+    *out_ratio = ratio;
+  return ok;
+}
+
+lf_vpoison_t lf_vpoison_for(lf_vdtype_t dt, bool finite) {
+  switch (dt) {
+  case LF_VDT_F32:
+    return finite ? (lf_vpoison_t){0x4CBADBADu, 4, 0x4CBADBADu}
+                  : (lf_vpoison_t){0x7FC00BADu, 4, 0x7FC00BADu};
+  case LF_VDT_F64: /* the 32-bit pattern twice */
+    return finite ? (lf_vpoison_t){0x41E0BEEF41E0BEEFull, 4, 0x41E0BEEFu}
+                  : (lf_vpoison_t){0x7FF87FF87FF87FF8ull, 4, 0x7FF87FF8u};
+  case LF_VDT_F16:
+    return finite ? (lf_vpoison_t){0x5BADu, 2, 0x5BADu}
+                  : (lf_vpoison_t){0x7E0Bu, 2, 0x7E0Bu};
+  case LF_VDT_BF16:
+    return finite ? (lf_vpoison_t){0x4BADu, 2, 0x4BADu}
+                  : (lf_vpoison_t){0x7FCBu, 2, 0x7FCBu};
+  default: {
+    uint64_t byte = finite ? 0x5A : 0xA5, bits = 0;
+    for (size_t i = 0; i < lf_vdtype_size(dt); ++i)
+      bits |= byte << (8 * i);
+    return (lf_vpoison_t){bits, 1, (uint32_t)byte};
+  }
+  }
+}
+
+const char *lf_vdist_name(lf_vdist_t dist) {
+  static const char *names[LF_VDIST_COUNT_] = {
+      "normal", "heavy-tailed", "spike", "signed-zero-denormal", "nan-inf"};
+  return dist < LF_VDIST_COUNT_ ? names[dist] : "?";
+}
+
+static uint64_t splitmix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t lf_vseed_derive(uint64_t base_seed, int index, int redraw) {
+  return splitmix(splitmix(base_seed) ^ ((uint64_t)index << 32) ^
+                  (uint64_t)redraw);
+}
+
+size_t lf_vtrial_schedule(uint64_t base_seed, int random_trials,
+                          bool float_inputs, lf_vtrial_t *out, size_t cap) {
+  if (random_trials < 5)
+    random_trials = 5;
+  size_t n = (size_t)random_trials + 1 + (float_inputs ? 2 : 0);
+  for (size_t i = 0; i < n && i < cap; ++i) {
+    lf_vdist_t d;
+    if (i < (size_t)random_trials)
+      d = i % 2 ? LF_VDIST_HEAVY : LF_VDIST_NORMAL;
+    else
+      d = (lf_vdist_t)(LF_VDIST_SPIKE + (i - (size_t)random_trials));
+    out[i] = (lf_vtrial_t){(int)i, d, lf_vseed_derive(base_seed, (int)i, 0)};
+  }
+  return n;
+}
+
+uint64_t lf_vordered(double d) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  return u >> 63 ? ~u : u | (1ull << 63);
+}
+
+double lf_vfrom_ordered(uint64_t o) {
+  uint64_t u = o >> 63 ? o & ~(1ull << 63) : ~o;
+  double d;
+  memcpy(&d, &u, 8);
+  return d;
+}
+
+void lf_vstats_of(const double *v, size_t n, lf_vstats_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->min_ord = ~0ull;
+  for (size_t i = 0; i < n; ++i) {
+    if (isnan(v[i])) {
+      ++out->nan;
+    } else if (isinf(v[i])) {
+      ++out->inf;
+    } else {
+      ++out->finite;
+      out->sum_abs += fabs(v[i]);
+      uint64_t o = lf_vordered(v[i]);
+      out->min_ord = o < out->min_ord ? o : out->min_ord;
+      out->max_ord = o > out->max_ord ? o : out->max_ord;
+    }
+  }
+}
+
+bool lf_vstats_degenerate(const lf_vstats_t *s, size_t count,
+                          const char **out_why) {
+  const char *why = NULL;
+  if (count > 1) {
+    if (s->finite == 0) {
+      why = "every reference output element is NaN or infinite";
+    } else if (s->finite < 2) {
+      why = "the reference output has fewer than two finite elements";
+    } else {
+      double lo = lf_vfrom_ordered(s->min_ord);
+      double hi = lf_vfrom_ordered(s->max_ord);
+      double mag = fmax(fabs(lo), fabs(hi));
+      if (!(hi - lo > 1e-6 * mag))
+        why = "the reference output is constant or nearly so (max - min <= "
+              "1e-6 of its magnitude)";
+    }
+  }
+  if (out_why)
+    *out_why = why;
+  return why != NULL;
+}
+
+double lf_vatol(const lf_vstats_t *s, lf_vtolerance_t tol) {
+  if (!s->finite)
+    return 0;
+  return tol.atol_scale * (s->sum_abs / (double)s->finite);
+}
+
+double lf_vroofline_ms(double in_bytes, double out_bytes, double l2_bytes,
+                       double flops, double bandwidth, double peak) {
+  double bytes = in_bytes + fmax(0.0, out_bytes - l2_bytes);
+  double t_mem = bandwidth > 0 ? bytes / bandwidth : 0;
+  double t_math = peak > 0 ? flops / peak : 0;
+  return 1e3 * fmax(t_mem, t_math);
+}
+
+double lf_vpeak_flops(int cc_major, int multiprocessors, int clock_khz,
+                      lf_vdtype_t dt) {
+  double per_clock = cc_major >= 9 ? 4096 : 2048; /* 16-bit tensor, dense */
+  switch (dt) {
+  case LF_VDT_I8:
+  case LF_VDT_I1:
+    per_clock *= 2;
+    break;
+  case LF_VDT_F32:
+    per_clock *= 0.5;
+    break;
+  case LF_VDT_F64:
+    per_clock *= 0.125;
+    break;
+  case LF_VDT_F16:
+  case LF_VDT_BF16:
+    break;
+  default:
+    per_clock *= 0.5;
+    break;
+  }
+  return 1.5 * per_clock * multiprocessors * clock_khz * 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double lf_vmedian(double *v, size_t n) {
+  if (!n)
+    return 0;
+  qsort(v, n, sizeof(*v), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void lf_verdict_free(lf_verdict_t *v) {
+  if (!v)
+    return;
+  free(v->reason);
+  free(v->message);
+  free(v->json);
+  memset(v, 0, sizeof(*v));
+}
+
+lf_status_t lf_verdict_parse(const char *text, size_t size, lf_verdict_t *out) {
+  memset(out, 0, sizeof(*out));
+  cJSON *root = cJSON_ParseWithLength(text, size);
+  lf_status_t status = LF_OK;
+  if (!root)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "the verdict is not JSON (%zu bytes)", size);
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+  const cJSON *accepted = cJSON_GetObjectItemCaseSensitive(root, "accepted");
+  const cJSON *reason = cJSON_GetObjectItemCaseSensitive(root, "reason");
+  const cJSON *message = cJSON_GetObjectItemCaseSensitive(root, "message");
+  const cJSON *trials = cJSON_GetObjectItemCaseSensitive(root, "trials");
+  if (!cJSON_IsString(schema) ||
+      strcmp(schema->valuestring, LF_VERDICT_SCHEMA)) {
+    status = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "the verdict's schema is not \"%s\"", LF_VERDICT_SCHEMA);
+    goto out_free;
+  }
+  if (!cJSON_IsBool(accepted) || !cJSON_IsString(reason) ||
+      !cJSON_IsString(message) || !cJSON_IsArray(trials)) {
+    status = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "the verdict lacks a boolean 'accepted', string "
+                       "'reason' and 'message', or a 'trials' array");
+    goto out_free;
+  }
+  out->accepted = cJSON_IsTrue(accepted);
+  out->trials = cJSON_GetArraySize(trials);
+  if (out->accepted && (out->trials < 5 || strcmp(reason->valuestring, "ok"))) {
+    status = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "the verdict accepts with %d trial(s) and reason "
+                       "'%.40s' (an acceptance needs at least 5 trials and "
+                       "reason 'ok')",
+                       out->trials, reason->valuestring);
+    goto out_free;
+  }
+  const cJSON *timing = cJSON_GetObjectItemCaseSensitive(root, "timing");
+  if (cJSON_IsObject(timing)) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(timing, "candidate_ms");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(timing, "reference_ms");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(timing, "speedup");
+    out->candidate_ms = cJSON_IsNumber(c) ? c->valuedouble : 0;
+    out->reference_ms = cJSON_IsNumber(r) ? r->valuedouble : 0;
+    out->speedup = cJSON_IsNumber(s) ? s->valuedouble : 0;
+  }
+  out->reason = strdup(reason->valuestring);
+  out->message = strdup(message->valuestring);
+  out->json = malloc(size + 1);
+  if (!out->reason || !out->message || !out->json) {
+    status = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    goto out_free;
+  }
+  memcpy(out->json, text, size);
+  out->json[size] = 0;
+  cJSON_Delete(root);
+  return LF_OK;
+
+out_free:
+  cJSON_Delete(root);
+  lf_verdict_free(out);
+  return status;
+}
+
+lf_status_t lf_verdict_reject(const char *reason, const char *message,
+                              lf_verdict_t *out) {
+  memset(out, 0, sizeof(*out));
+  cJSON *root = cJSON_CreateObject();
+  if (!root)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  cJSON_AddStringToObject(root, "schema", LF_VERDICT_SCHEMA);
+  cJSON_AddBoolToObject(root, "accepted", false);
+  cJSON_AddStringToObject(root, "reason", reason);
+  cJSON_AddStringToObject(root, "message", message);
+  cJSON_AddArrayToObject(root, "trials");
+  out->json = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  out->reason = strdup(reason);
+  out->message = strdup(message);
+  if (!out->json || !out->reason || !out->message) {
+    lf_verdict_free(out);
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  return LF_OK;
+}

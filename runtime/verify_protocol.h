@@ -1,0 +1,210 @@
+/* verify_protocol.h - the verification protocol's rules, without a GPU.
+ *
+ * Everything the verification worker decides that needs no device lives
+ * here, so that CPU tests can check it: the element types and their
+ * tolerances, the poison patterns, the trial schedule and its seeds, the
+ * NaN-aware comparison rule (the GPU kernel in verify_kernels.c applies the
+ * same rule), the degenerate-reference test, the roofline plausibility test
+ * and the verdict format (schema LF_VERDICT_SCHEMA). docs/verification.md
+ * explains the protocol for users.
+ */
+#ifndef LF_RUNTIME_VERIFY_PROTOCOL_H
+#define LF_RUNTIME_VERIFY_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Version of the verdict JSON. Bump it when a field changes meaning.
+#define LF_VERDICT_SCHEMA "llm-fuse-verdict/0"
+
+/// Element types, numbered as the GPU helper kernels expect them.
+typedef enum lf_vdtype_e {
+  LF_VDT_F32 = 0,
+  LF_VDT_F16,
+  LF_VDT_BF16,
+  LF_VDT_F64,
+  LF_VDT_I8,
+  LF_VDT_I16,
+  LF_VDT_I32,
+  LF_VDT_I64, ///< also `index`
+  LF_VDT_I1,  ///< one byte per element, 0 or 1
+  LF_VDT_COUNT_
+} lf_vdtype_t;
+
+/// "f32", "bf16", ...
+const char *lf_vdtype_name(lf_vdtype_t dt);
+/// Bytes per element.
+size_t lf_vdtype_size(lf_vdtype_t dt);
+bool lf_vdtype_is_float(lf_vdtype_t dt);
+
+/// A subgraph operand: a static tensor/memref or a scalar.
+typedef struct lf_voperand_s {
+  lf_vdtype_t dtype;
+  bool is_scalar;
+  bool is_index; ///< the scalar or element type was `index`
+  int rank;
+  int64_t dims[8];
+  size_t count; ///< elements (1 for a scalar)
+  size_t bytes;
+} lf_voperand_t;
+
+/// Parses "tensor<16x4xbf16>", "memref<4xf32>", "f32" or "index".
+/// INVALID_ARGUMENT (naming the text) for anything else, dynamic or
+/// unsupported element types included.
+lf_status_t lf_voperand_parse(const char *type, lf_voperand_t *out);
+
+/// Parses a subgraph signature "(tensor<..>, f32) -> tensor<..>" into
+/// operands. `*out_ins` and `*out_outs` are malloc'ed, owned by the caller
+/// (free()). At most 64 of each. Results must be tensors.
+lf_status_t lf_vsignature_parse(const char *sig, lf_voperand_t **out_ins,
+                                size_t *out_num_ins, lf_voperand_t **out_outs,
+                                size_t *out_num_outs);
+
+/// Tolerance of one element type: an element passes when
+/// |c - r| <= rtol*|r| + atol, atol = atol_scale * mean|reference output|.
+/// Integers and i1 are exact (rtol = atol_scale = 0).
+typedef struct lf_vtolerance_s {
+  double rtol;
+  double atol_scale;
+} lf_vtolerance_t;
+
+lf_vtolerance_t lf_vtolerance_for(lf_vdtype_t dt);
+
+/// The comparison rule, NaN-aware: true when `cand` passes against `ref`.
+/// Both NaN pass; equal values (infinities of one sign included) pass; an
+/// infinity against anything else fails; otherwise the element fails when
+/// !(|c-r| <= rtol*|r| + atol), which is also how any lone NaN fails.
+/// `*out_ratio` (may be NULL) is |c-r| / tolerance (0 when equal, +inf
+/// when failing with zero tolerance or on NaN/Inf).
+bool lf_vclose(double ref, double cand, double rtol, double atol,
+               double *out_ratio);
+
+/// A poison pattern: what a memset writes into an output before a launch.
+/// `bits` is one element's bit pattern (to recognize unwritten elements);
+/// the memset repeats `value` of `width` bytes (1, 2 or 4).
+typedef struct lf_vpoison_s {
+  uint64_t bits;
+  unsigned width;
+  uint32_t value;
+} lf_vpoison_t;
+
+/// The first poison is a NaN (floats) or 0xA5 bytes (integers); the second
+/// a finite sentinel (floats) or 0x5A bytes (integers).
+lf_vpoison_t lf_vpoison_for(lf_vdtype_t dt, bool finite_sentinel);
+
+/// Input distributions of the trials.
+typedef enum lf_vdist_e {
+  LF_VDIST_NORMAL = 0,     ///< N(0, 1)
+  LF_VDIST_HEAVY,          ///< N(0, 1) * u^-0.4: a power-law tail
+  LF_VDIST_SPIKE,          ///< normal plus a few values of +-1000
+  LF_VDIST_FINITE_SPECIAL, ///< normal plus -0.0 and denormals
+  LF_VDIST_NONFINITE,      ///< normal plus NaN, +Inf and -Inf
+  LF_VDIST_COUNT_
+} lf_vdist_t;
+
+/// "normal", "heavy-tailed", "spike", "signed-zero-denormal", "nan-inf".
+const char *lf_vdist_name(lf_vdist_t dist);
+
+/// One trial of the schedule.
+typedef struct lf_vtrial_s {
+  int index;
+  lf_vdist_t dist;
+  uint64_t seed;
+} lf_vtrial_t;
+
+/// Seed of trial `index`, redraw `redraw`, from the run's base seed: every
+/// trial's seed is distinct and recorded, and reproduces the trial alone.
+uint64_t lf_vseed_derive(uint64_t base_seed, int index, int redraw);
+
+/// The schedule: `random_trials` (>= 5 enforced) alternating normal and
+/// heavy-tailed trials, then a spike trial, then, when some input is a
+/// float buffer, a signed-zero/denormal trial and a NaN/Inf trial. Writes
+/// up to `cap` trials; returns how many the schedule has.
+size_t lf_vtrial_schedule(uint64_t base_seed, int random_trials,
+                          bool float_inputs, lf_vtrial_t *out, size_t cap);
+
+/// Summary of one reference output, as the GPU kernel lf_stats fills it.
+typedef struct lf_vstats_s {
+  uint64_t finite, nan, inf;
+  double sum_abs;
+  uint64_t min_ord, max_ord; ///< lf_vordered() of the finite min and max
+} lf_vstats_t;
+
+/// Result of one comparison, as the GPU kernel lf_compare fills it.
+typedef struct lf_vcompare_s {
+  uint64_t bad, unwritten, first_bad, worst_ord, differ, relaxed;
+} lf_vcompare_t;
+
+/// Orders doubles as unsigned integers (monotonic), and back.
+uint64_t lf_vordered(double d);
+double lf_vfrom_ordered(uint64_t o);
+
+/// Host version of the lf_stats kernel over `n` doubles (for tests).
+void lf_vstats_of(const double *v, size_t n, lf_vstats_t *out);
+
+/// True when a reference output is constant or nearly so (all elements
+/// non-finite, or max - min <= 1e-6 * max(|max|, |min|), or fewer than two
+/// finite elements in a buffer of more than one): a test set-up that cannot
+/// tell a constant fill from the real thing. `*out_why` gets a sentence.
+bool lf_vstats_degenerate(const lf_vstats_t *stats, size_t count,
+                          const char **out_why);
+
+/// atol for an output: atol_scale * mean |finite reference element|.
+double lf_vatol(const lf_vstats_t *stats, lf_vtolerance_t tol);
+
+/// Roofline floor in ms: max(bytes / bandwidth, flops / peak). Output
+/// bytes that fit in L2 (`l2_bytes`) are not counted: a write-back cache
+/// may still hold them when the end event fires.
+double lf_vroofline_ms(double in_bytes, double out_bytes, double l2_bytes,
+                       double flops, double bandwidth_bytes_per_s,
+                       double peak_flops_per_s);
+
+/// Slack under the roofline before a time is called implausible.
+#define LF_VROOFLINE_SLACK 0.8
+
+/// Peak FLOP/s of a device for an element type (tensor-core dense rates
+/// per SM per clock for compute capability 8.x/9.x, generously rounded up,
+/// so the test rejects only the impossible).
+double lf_vpeak_flops(int cc_major, int multiprocessors, int clock_khz,
+                      lf_vdtype_t dt);
+
+/// Median of `n` values (sorts `v` in place); 0 for n == 0.
+double lf_vmedian(double *v, size_t n);
+
+/// A verdict as the client reads it back. Strings owned (lf_verdict_free).
+typedef struct lf_verdict_s {
+  bool accepted;
+  char *reason;  ///< a short machine word ("ok", "mismatch", "timeout", ...)
+  char *message; ///< one or two sentences for a user
+  double candidate_ms, reference_ms, speedup; ///< 0 when not timed
+  int trials;                                 ///< trial records in the verdict
+  char *json; ///< the whole verdict text (schema LF_VERDICT_SCHEMA)
+} lf_verdict_t;
+
+/// Parses and checks a verdict: valid JSON, the schema string, `accepted`
+/// a boolean, `reason` and `message` strings, `trials` an array, and an
+/// accepted verdict with at least 5 trials. Anything else is an
+/// INVALID_ARGUMENT status that says what is wrong.
+lf_status_t lf_verdict_parse(const char *text, size_t size, lf_verdict_t *out);
+
+/// Fills `out` with a rejection made outside the worker (crash, timeout,
+/// no verdict): accepted false, the reason word and message, and a JSON
+/// text in the same schema. Returns OK or RESOURCE_EXHAUSTED.
+lf_status_t lf_verdict_reject(const char *reason, const char *message,
+                              lf_verdict_t *out);
+
+/// Frees what `v` owns and zeroes it. Accepts NULL.
+void lf_verdict_free(lf_verdict_t *v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LF_RUNTIME_VERIFY_PROTOCOL_H */

@@ -1,0 +1,1367 @@
+/* verify_worker.c - the verification protocol on the GPU.
+ *
+ * One worker verifies one candidate against one reference plan, all on one
+ * stream: draw inputs, checksum them, run the reference, summarize its
+ * outputs (redrawing degenerate set-ups), poison the candidate's outputs
+ * (NaN, then a finite sentinel) inside red zones, launch the candidate
+ * twice under a deadline, checksum the inputs again, check the red zones,
+ * compare (NaN-aware, per-dtype tolerance) and compare the two runs bit for
+ * bit; then time both with CUDA events and an L2 flush. The GPU helper
+ * kernels are verify_kernels.c, embedded as PTX (and as an sm_90 cubin
+ * when ptxas was found at build time).
+ */
+#include "runtime/verify_worker.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/fs.h"
+#include "base/strbuf.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/verify_protocol.h"
+#include "verify_kernels_embed.h"
+
+#define RED_ZONE 65536 /* bytes of 0xCD before and after each output */
+#define RED_BYTE 0xCD
+#define MAX_TEMPS 64
+#define MAX_KERNELS 64
+#define MAX_ARGS 64
+
+typedef struct ref_kernel_s {
+  char name[64];
+  CUmodule module;
+  CUfunction function;
+} ref_kernel_t;
+
+typedef struct arg_s {
+  int kind; /* 0 input, 1 output, 2 temp, 3 value */
+  size_t index;
+  unsigned char value[8];
+} arg_t;
+
+typedef struct step_s {
+  bool is_copy;
+  size_t kernel;
+  unsigned grid[3], block[3];
+  arg_t args[MAX_ARGS];
+  size_t num_args;
+} step_t;
+
+/* Per-output and per-input scratch, read back in one copy. */
+typedef struct scratch_s {
+  lf_vstats_t stats;
+  lf_vcompare_t cmp[2];
+  uint64_t red[2];
+  uint64_t sum_before, sum_after; /* for inputs */
+} scratch_t;
+
+typedef struct worker_s {
+  const lf_verify_worker_options_t *opt;
+  lf_cuda_driver_t *drv;
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream stream;
+  bool sticky;
+  /* device */
+  char device_name[256];
+  int cc_major, cc_minor, sms, clock_khz, l2_bytes, smem_optin;
+  /* helpers */
+  CUmodule helpers;
+  CUfunction f_fill, f_special, f_checksum, f_count_not, f_stats, f_compare;
+  /* subgraph */
+  char *signature, *subgraph;
+  lf_voperand_t *ins, *outs;
+  size_t nin, nout;
+  /* reference plan */
+  ref_kernel_t kernels[MAX_KERNELS];
+  size_t num_kernels;
+  step_t *steps;
+  size_t num_steps;
+  CUdeviceptr temps[MAX_TEMPS];
+  size_t temp_bytes[MAX_TEMPS];
+  size_t num_temps;
+  /* candidate */
+  char kernel_name[160];
+  CUmodule cmod;
+  CUfunction cfn;
+  unsigned grid[3], block[3], smem;
+  int cparam_kind[MAX_ARGS]; /* 0 input, 1 output */
+  size_t cparam_index[MAX_ARGS];
+  size_t num_cparams;
+  bool atomics;
+  /* buffers */
+  CUdeviceptr *in, *ref_out, *arena[2], *cand[2];
+  unsigned char (*scalar)[8];
+  CUdeviceptr scratch;
+  scratch_t *host_scratch;
+  size_t num_scratch;
+  CUdeviceptr flush;
+  size_t flush_bytes;
+  double ref_ms_estimate;
+  bool progress_sent;
+} worker_t;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+#define CU(call)                                                               \
+  lf_cuda_result_to_status(w->drv, w->drv->call, #call, __FILE__, __LINE__)
+#define CU_TRY(call) LF_RETURN_IF_ERROR(CU(call))
+
+/* ---- Reading the plan and the candidate -------------------------------- */
+
+static lf_status_t read_json(const char *path, cJSON **out) {
+  lf_strbuf_t buf;
+  lf_strbuf_init(&buf, 64u << 20);
+  lf_status_t s = lf_read_file(path, &buf);
+  if (s) {
+    lf_strbuf_free(&buf);
+    return lf_status_annotate(s, "reading %s", path);
+  }
+  *out = cJSON_ParseWithLength(buf.data ? buf.data : "", buf.len);
+  lf_strbuf_free(&buf);
+  if (!*out)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "%s is not valid JSON", path);
+  return LF_OK;
+}
+
+static lf_status_t read_binary(const char *dir, const char *stem,
+                               lf_strbuf_t *out, char *which, size_t which_n) {
+  static const char *exts[] = {".cubin", ".ptx"};
+  for (int i = 0; i < 2; ++i) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s%s", dir, stem, exts[i]);
+    if (access(path, R_OK))
+      continue;
+    snprintf(which, which_n, "%s", path);
+    LF_RETURN_IF_ERROR(lf_read_file(path, out));
+    if (i == 1) /* PTX is text: the driver wants it NUL-terminated */
+      LF_RETURN_IF_ERROR(lf_strbuf_append(out, "", 1));
+    return LF_OK;
+  }
+  return LF_STATUS(LF_STATUS_NOT_FOUND, "no %s/%s.cubin or .ptx", dir, stem);
+}
+
+static lf_status_t put_value(const cJSON *a, const char *type, arg_t *arg) {
+  arg->kind = 3;
+  memset(arg->value, 0, 8);
+  const cJSON *bits = cJSON_GetObjectItemCaseSensitive(a, "bits");
+  const cJSON *value = cJSON_GetObjectItemCaseSensitive(a, "value");
+  if (cJSON_IsString(bits)) {
+    unsigned long long b = strtoull(bits->valuestring, NULL, 16);
+    if (!strcmp(type, "f32")) {
+      uint32_t u = (uint32_t)b;
+      memcpy(arg->value, &u, 4);
+    } else {
+      memcpy(arg->value, &b, 8);
+    }
+    return LF_OK;
+  }
+  if (!cJSON_IsNumber(value))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "plan argument without a value");
+  if (!strcmp(type, "i32") || !strcmp(type, "i16") || !strcmp(type, "i8") ||
+      !strcmp(type, "i1")) {
+    int32_t v = (int32_t)value->valuedouble;
+    memcpy(arg->value, &v, 4);
+  } else if (!strcmp(type, "f32")) {
+    float f = (float)value->valuedouble;
+    memcpy(arg->value, &f, 4);
+  } else if (!strcmp(type, "f64")) {
+    double d = value->valuedouble;
+    memcpy(arg->value, &d, 8);
+  } else {
+    int64_t v = (int64_t)value->valuedouble;
+    memcpy(arg->value, &v, 8);
+  }
+  return LF_OK;
+}
+
+static lf_status_t load_plan(worker_t *w, const cJSON *plan, const char *dir) {
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(plan, "schema");
+  const cJSON *sig = cJSON_GetObjectItemCaseSensitive(plan, "signature");
+  const cJSON *sg = cJSON_GetObjectItemCaseSensitive(plan, "subgraph");
+  const cJSON *temps = cJSON_GetObjectItemCaseSensitive(plan, "temps");
+  const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(plan, "kernels");
+  const cJSON *steps = cJSON_GetObjectItemCaseSensitive(plan, "steps");
+  if (!cJSON_IsString(schema) ||
+      strcmp(schema->valuestring, "llm-fuse-reference/0") ||
+      !cJSON_IsString(sig) || !cJSON_IsArray(temps) ||
+      !cJSON_IsArray(kernels) || !cJSON_IsArray(steps))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "%s/plan.json is not an llm-fuse-reference/0 plan", dir);
+  w->signature = strdup(sig->valuestring);
+  w->subgraph = strdup(cJSON_IsString(sg) ? sg->valuestring : "?");
+  if (!w->signature || !w->subgraph)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  LF_RETURN_IF_ERROR(lf_status_annotate(
+      lf_vsignature_parse(w->signature, &w->ins, &w->nin, &w->outs, &w->nout),
+      "%s/plan.json", dir));
+
+  const cJSON *t;
+  cJSON_ArrayForEach(t, temps) {
+    if (w->num_temps == MAX_TEMPS)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "more than %d temps",
+                       MAX_TEMPS);
+    const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(t, "bytes");
+    const cJSON *init = cJSON_GetObjectItemCaseSensitive(t, "init_hex");
+    size_t n = cJSON_IsNumber(bytes) ? (size_t)bytes->valuedouble : 0;
+    size_t i = w->num_temps++;
+    w->temp_bytes[i] = n;
+    CU_TRY(cuMemAlloc(&w->temps[i], n ? n : 1));
+    if (cJSON_IsString(init) && n) {
+      size_t hex = strlen(init->valuestring) / 2;
+      if (!hex)
+        continue;
+      unsigned char *h = malloc(n);
+      if (!h)
+        return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+      for (size_t k = 0; k < n; ++k) {
+        unsigned v = 0;
+        sscanf(init->valuestring + 2 * (k % hex), "%2x", &v);
+        h[k] = (unsigned char)v;
+      }
+      lf_status_t s = CU(cuMemcpyHtoD(w->temps[i], h, n));
+      free(h);
+      LF_RETURN_IF_ERROR(s);
+    }
+  }
+  const cJSON *k;
+  cJSON_ArrayForEach(k, kernels) {
+    if (!cJSON_IsString(k) || w->num_kernels == MAX_KERNELS)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad kernel list in plan");
+    ref_kernel_t *rk = &w->kernels[w->num_kernels++];
+    snprintf(rk->name, sizeof(rk->name), "%s", k->valuestring);
+    lf_strbuf_t image;
+    lf_strbuf_init(&image, 64u << 20);
+    char path[4096];
+    lf_status_t s = read_binary(dir, rk->name, &image, path, sizeof(path));
+    if (!s)
+      s = CU(cuModuleLoadData(&rk->module, image.data));
+    lf_strbuf_free(&image);
+    if (!s)
+      s = CU(cuModuleGetFunction(&rk->function, rk->module, rk->name));
+    if (s)
+      return lf_status_annotate(s, "reference kernel %s", rk->name);
+  }
+  size_t n = (size_t)cJSON_GetArraySize(steps);
+  w->steps = calloc(n ? n : 1, sizeof(*w->steps));
+  if (!w->steps)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  const cJSON *st;
+  cJSON_ArrayForEach(st, steps) {
+    step_t *step = &w->steps[w->num_steps++];
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(st, "op");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
+    if (!cJSON_IsString(op) || !cJSON_IsArray(args) ||
+        cJSON_GetArraySize(args) > MAX_ARGS)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad step in plan");
+    step->is_copy = !strcmp(op->valuestring, "copy");
+    if (!step->is_copy) {
+      const cJSON *kn = cJSON_GetObjectItemCaseSensitive(st, "kernel");
+      const cJSON *grid = cJSON_GetObjectItemCaseSensitive(st, "grid");
+      const cJSON *block = cJSON_GetObjectItemCaseSensitive(st, "block");
+      if (!cJSON_IsString(kn) || cJSON_GetArraySize(grid) != 3 ||
+          cJSON_GetArraySize(block) != 3)
+        return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad launch in plan");
+      step->kernel = w->num_kernels;
+      for (size_t i = 0; i < w->num_kernels; ++i)
+        if (!strcmp(w->kernels[i].name, kn->valuestring))
+          step->kernel = i;
+      if (step->kernel == w->num_kernels)
+        return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                         "plan launches unknown kernel %s", kn->valuestring);
+      for (int d = 0; d < 3; ++d) {
+        step->grid[d] = (unsigned)cJSON_GetArrayItem(grid, d)->valuedouble;
+        step->block[d] = (unsigned)cJSON_GetArrayItem(block, d)->valuedouble;
+      }
+    }
+    const cJSON *a;
+    cJSON_ArrayForEach(a, args) {
+      arg_t *arg = &step->args[step->num_args++];
+      const cJSON *kind = cJSON_GetObjectItemCaseSensitive(a, "kind");
+      const cJSON *index = cJSON_GetObjectItemCaseSensitive(a, "index");
+      const cJSON *type = cJSON_GetObjectItemCaseSensitive(a, "type");
+      if (!cJSON_IsString(kind) || !cJSON_IsString(type))
+        return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad argument in plan");
+      const char *kd = kind->valuestring;
+      arg->index = cJSON_IsNumber(index) ? (size_t)index->valuedouble : 0;
+      if (!strcmp(kd, "input")) {
+        arg->kind = 0;
+        if (arg->index >= w->nin)
+          return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "plan input %zu",
+                           arg->index);
+      } else if (!strcmp(kd, "output")) {
+        arg->kind = 1;
+        if (arg->index >= w->nout)
+          return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "plan output %zu",
+                           arg->index);
+      } else if (!strcmp(kd, "temp")) {
+        arg->kind = 2;
+        if (arg->index >= w->num_temps)
+          return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "plan temp %zu",
+                           arg->index);
+      } else {
+        LF_RETURN_IF_ERROR(put_value(a, type->valuestring, arg));
+      }
+    }
+    if (step->is_copy && step->num_args != 2)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "copy needs 2 args");
+  }
+  return LF_OK;
+}
+
+/* Reads result.json. Problems with the request are statuses; a candidate
+ * that does not load is a verdict (set in *out_reason). */
+static lf_status_t load_candidate(worker_t *w, const cJSON *res,
+                                  const char *dir, char *why, size_t why_n) {
+  const cJSON *ok = cJSON_GetObjectItemCaseSensitive(res, "ok");
+  const cJSON *kernel = cJSON_GetObjectItemCaseSensitive(res, "kernel");
+  const cJSON *grid = cJSON_GetObjectItemCaseSensitive(res, "grid");
+  const cJSON *block = cJSON_GetObjectItemCaseSensitive(res, "block");
+  const cJSON *smem =
+      cJSON_GetObjectItemCaseSensitive(res, "dynamic_shared_memory");
+  const cJSON *params = cJSON_GetObjectItemCaseSensitive(res, "params");
+  const cJSON *atomics = cJSON_GetObjectItemCaseSensitive(res, "atomics");
+  if (!cJSON_IsTrue(ok) || !cJSON_IsString(kernel) ||
+      cJSON_GetArraySize(grid) != 3 || cJSON_GetArraySize(block) != 3 ||
+      !cJSON_IsArray(params))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "%s/result.json is not a successful build result", dir);
+  snprintf(w->kernel_name, sizeof(w->kernel_name), "%s", kernel->valuestring);
+  for (int d = 0; d < 3; ++d) {
+    w->grid[d] = (unsigned)cJSON_GetArrayItem(grid, d)->valuedouble;
+    w->block[d] = (unsigned)cJSON_GetArrayItem(block, d)->valuedouble;
+  }
+  w->smem = cJSON_IsNumber(smem) ? (unsigned)smem->valuedouble : 0;
+  w->atomics = w->opt->atomics || cJSON_IsTrue(atomics);
+  const cJSON *p;
+  cJSON_ArrayForEach(p, params) {
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(p, "role");
+    const cJSON *operand = cJSON_GetObjectItemCaseSensitive(p, "operand");
+    if (!cJSON_IsString(role) || !cJSON_IsNumber(operand) ||
+        w->num_cparams == MAX_ARGS)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad params in %s", dir);
+    size_t i = w->num_cparams++;
+    w->cparam_kind[i] = strcmp(role->valuestring, "input") ? 1 : 0;
+    w->cparam_index[i] = (size_t)operand->valuedouble;
+    if (w->cparam_index[i] >= (w->cparam_kind[i] ? w->nout : w->nin))
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "candidate parameter %zu names operand %zu, which the "
+                       "subgraph does not have",
+                       i, w->cparam_index[i]);
+  }
+  if (w->num_cparams != w->nin + w->nout)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "the candidate has %zu parameters, the subgraph %zu "
+                     "operands",
+                     w->num_cparams, w->nin + w->nout);
+
+  lf_strbuf_t image;
+  lf_strbuf_init(&image, 64u << 20);
+  char path[4096];
+  lf_status_t s = read_binary(dir, "kernel", &image, path, sizeof(path));
+  if (s) {
+    lf_strbuf_free(&image);
+    return s;
+  }
+  s = CU(cuModuleLoadData(&w->cmod, image.data));
+  lf_strbuf_free(&image);
+  if (!s)
+    s = CU(cuModuleGetFunction(&w->cfn, w->cmod, w->kernel_name));
+  if (!s && w->smem > 48 * 1024)
+    s = CU(cuFuncSetAttribute(
+        w->cfn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)w->smem));
+  if (s) {
+    lf_status_format(s, why, why_n);
+    lf_status_free(s);
+  }
+  return LF_OK;
+}
+
+/* ---- Device set-up ------------------------------------------------------ */
+
+static lf_status_t get_fn(worker_t *w, CUfunction *f, const char *name) {
+  CU_TRY(cuModuleGetFunction(f, w->helpers, name));
+  return LF_OK;
+}
+
+static lf_status_t setup_device(worker_t *w) {
+  LF_RETURN_IF_ERROR(lf_cuda_driver_load(&w->drv));
+  int count = 0;
+  LF_RETURN_IF_ERROR(lf_cuda_device_count(w->drv, &count));
+  if (w->opt->device >= count)
+    return LF_STATUS(LF_STATUS_UNAVAILABLE,
+                     "device %d requested, the driver sees %d", w->opt->device,
+                     count);
+  CU_TRY(cuDeviceGet(&w->dev, w->opt->device));
+  CU_TRY(cuDeviceGetName(w->device_name, sizeof(w->device_name) - 1, w->dev));
+  CU_TRY(cuDeviceGetAttribute(
+      &w->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, w->dev));
+  CU_TRY(cuDeviceGetAttribute(
+      &w->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, w->dev));
+  CU_TRY(cuDeviceGetAttribute(&w->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                              w->dev));
+  CU_TRY(cuDeviceGetAttribute(&w->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                              w->dev));
+  if (w->drv->cuDeviceGetAttribute(&w->clock_khz, 13 /* CLOCK_RATE */,
+                                   w->dev) != CUDA_SUCCESS ||
+      w->clock_khz <= 0)
+    w->clock_khz = 2000000;
+  CU_TRY(cuDevicePrimaryCtxRetain(&w->ctx, w->dev));
+  CU_TRY(cuCtxSetCurrent(w->ctx));
+  CU_TRY(cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING));
+  lf_status_t s = LF_STATUS(LF_STATUS_UNAVAILABLE, "no helper image");
+#ifdef LF_VERIFY_KERNELS_CUBIN
+  if (w->cc_major == 9 && w->cc_minor == 0) {
+    lf_status_free(s);
+    s = CU(cuModuleLoadData(&w->helpers, lf_verify_kernels_cubin));
+  }
+#endif
+  if (s) {
+    lf_status_free(s);
+    CU_TRY(cuModuleLoadData(&w->helpers, lf_verify_kernels_ptx));
+  }
+  LF_RETURN_IF_ERROR(get_fn(w, &w->f_fill, "lf_fill"));
+  LF_RETURN_IF_ERROR(get_fn(w, &w->f_special, "lf_special"));
+  LF_RETURN_IF_ERROR(get_fn(w, &w->f_checksum, "lf_checksum"));
+  LF_RETURN_IF_ERROR(get_fn(w, &w->f_count_not, "lf_count_not"));
+  LF_RETURN_IF_ERROR(get_fn(w, &w->f_stats, "lf_stats"));
+  LF_RETURN_IF_ERROR(get_fn(w, &w->f_compare, "lf_compare"));
+  return LF_OK;
+}
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+static lf_status_t alloc_buffers(worker_t *w) {
+  w->in = calloc(w->nin + 1, sizeof(*w->in));
+  w->scalar = calloc(w->nin + 1, sizeof(*w->scalar));
+  w->ref_out = calloc(w->nout, sizeof(*w->ref_out));
+  for (int r = 0; r < 2; ++r) {
+    w->arena[r] = calloc(w->nout, sizeof(CUdeviceptr));
+    w->cand[r] = calloc(w->nout, sizeof(CUdeviceptr));
+  }
+  w->num_scratch = w->nin + w->nout;
+  w->host_scratch = calloc(w->num_scratch, sizeof(scratch_t));
+  if (!w->in || !w->scalar || !w->ref_out || !w->arena[0] || !w->arena[1] ||
+      !w->cand[0] || !w->cand[1] || !w->host_scratch)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < w->nin; ++i)
+    if (!w->ins[i].is_scalar)
+      CU_TRY(cuMemAlloc(&w->in[i], round_up(w->ins[i].bytes, 256)));
+  for (size_t o = 0; o < w->nout; ++o) {
+    size_t b = round_up(w->outs[o].bytes, 256);
+    CU_TRY(cuMemAlloc(&w->ref_out[o], b));
+    for (int r = 0; r < 2; ++r) {
+      CU_TRY(cuMemAlloc(&w->arena[r][o], b + 2 * RED_ZONE));
+      CU_TRY(cuMemsetD8Async(w->arena[r][o], RED_BYTE, b + 2 * RED_ZONE,
+                             w->stream));
+      w->cand[r][o] = w->arena[r][o] + RED_ZONE;
+    }
+  }
+  CU_TRY(cuMemAlloc(&w->scratch, w->num_scratch * sizeof(scratch_t)));
+  return LF_OK;
+}
+
+/* ---- Launch helpers ----------------------------------------------------- */
+
+static unsigned blocks_for(const worker_t *w, size_t n) {
+  size_t b = (n + 255) / 256, cap = (size_t)w->sms * 8;
+  return (unsigned)(b == 0 ? 1 : b < cap ? b : cap);
+}
+
+static lf_status_t helper(worker_t *w, CUfunction f, size_t n, void **args) {
+  CU_TRY(cuLaunchKernel(f, blocks_for(w, n), 1, 1, 256, 1, 1, 0, w->stream,
+                        args, NULL));
+  return LF_OK;
+}
+
+static CUdeviceptr scratch_at(const worker_t *w, size_t slot, size_t offset) {
+  return w->scratch + slot * sizeof(scratch_t) + offset;
+}
+
+/* Waits for the stream with a deadline. *out_timeout is set when the
+ * deadline passed; an error from the stream is returned as a status (and
+ * marks the context sticky: every later call would fail the same way). */
+static lf_status_t wait_stream(worker_t *w, double limit_ms,
+                               bool *out_timeout) {
+  *out_timeout = false;
+  CUevent ev;
+  CU_TRY(cuEventCreate(&ev, 2 /* CU_EVENT_DISABLE_TIMING */));
+  lf_status_t s = CU(cuEventRecord(ev, w->stream));
+  double start = now_ms();
+  long sleep_ns = 2000;
+  while (!s) {
+    CUresult r = w->drv->cuEventQuery(ev);
+    if (r == CUDA_SUCCESS)
+      break;
+    if (r != CUDA_ERROR_NOT_READY) {
+      s = lf_cuda_result_to_status(w->drv, r, "cuEventQuery", __FILE__,
+                                   __LINE__);
+      w->sticky = true;
+      return s; /* the event cannot be destroyed in a broken context */
+    }
+    if (now_ms() - start > limit_ms) {
+      *out_timeout = true;
+      w->sticky = true;
+      return LF_OK;
+    }
+    struct timespec ts = {0, sleep_ns};
+    nanosleep(&ts, NULL);
+    if (sleep_ns < 200000)
+      sleep_ns *= 2;
+  }
+  w->drv->cuEventDestroy(ev);
+  return s;
+}
+
+static void param_ptr(worker_t *w, int kind, size_t index, CUdeviceptr *outs,
+                      void **slot) {
+  if (kind == 0)
+    *slot = w->ins[index].is_scalar ? (void *)w->scalar[index]
+                                    : (void *)&w->in[index];
+  else
+    *slot = (void *)&outs[index];
+}
+
+static lf_status_t run_reference(worker_t *w) {
+  for (size_t s = 0; s < w->num_steps; ++s) {
+    step_t *st = &w->steps[s];
+    void *params[MAX_ARGS];
+    CUdeviceptr ptrs[MAX_ARGS];
+    for (size_t a = 0; a < st->num_args; ++a) {
+      arg_t *arg = &st->args[a];
+      if (arg->kind == 2) {
+        ptrs[a] = w->temps[arg->index];
+        params[a] = &ptrs[a];
+      } else if (arg->kind == 3) {
+        params[a] = arg->value;
+      } else {
+        param_ptr(w, arg->kind, arg->index, w->ref_out, &params[a]);
+      }
+    }
+    if (st->is_copy) {
+      size_t bytes[2];
+      CUdeviceptr p[2];
+      for (int i = 0; i < 2; ++i) {
+        arg_t *arg = &st->args[i];
+        p[i] = *(CUdeviceptr *)params[i];
+        bytes[i] = arg->kind == 2   ? w->temp_bytes[arg->index]
+                   : arg->kind == 0 ? w->ins[arg->index].bytes
+                                    : w->outs[arg->index].bytes;
+      }
+      CU_TRY(cuMemcpyDtoDAsync(
+          p[1], p[0], bytes[0] < bytes[1] ? bytes[0] : bytes[1], w->stream));
+    } else {
+      CU_TRY(cuLaunchKernel(w->kernels[st->kernel].function, st->grid[0],
+                            st->grid[1], st->grid[2], st->block[0],
+                            st->block[1], st->block[2], 0, w->stream, params,
+                            NULL));
+    }
+  }
+  return LF_OK;
+}
+
+static lf_status_t launch_candidate(worker_t *w, CUdeviceptr *outs) {
+  void *params[MAX_ARGS];
+  for (size_t i = 0; i < w->num_cparams; ++i)
+    param_ptr(w, w->cparam_kind[i], w->cparam_index[i], outs, &params[i]);
+  CU_TRY(cuLaunchKernel(w->cfn, w->grid[0], w->grid[1], w->grid[2], w->block[0],
+                        w->block[1], w->block[2], w->smem, w->stream, params,
+                        NULL));
+  return LF_OK;
+}
+
+static lf_status_t poison(worker_t *w, int run, bool finite) {
+  for (size_t o = 0; o < w->nout; ++o) {
+    lf_vpoison_t p = lf_vpoison_for(w->outs[o].dtype, finite);
+    size_t n = w->outs[o].bytes / p.width;
+    if (p.width == 4)
+      CU_TRY(cuMemsetD32Async(w->cand[run][o], p.value, n, w->stream));
+    else if (p.width == 2)
+      CU_TRY(cuMemsetD16Async(w->cand[run][o], (unsigned short)p.value, n,
+                              w->stream));
+    else
+      CU_TRY(cuMemsetD8Async(w->cand[run][o], (unsigned char)p.value, n,
+                             w->stream));
+  }
+  return LF_OK;
+}
+
+/* ---- Inputs -------------------------------------------------------------- */
+
+static double host_normal(uint64_t *state) {
+  uint64_t a = lf_vseed_derive(*state, 1, 0), b = lf_vseed_derive(*state, 2, 0);
+  *state = b;
+  double u1 = ((a >> 11) + 0.5) / 9007199254740992.0;
+  double u2 = ((b >> 11) + 0.5) / 9007199254740992.0;
+  return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static lf_status_t draw_inputs(worker_t *w, lf_vdist_t dist, uint64_t seed) {
+  for (size_t i = 0; i < w->nin; ++i) {
+    lf_voperand_t *op = &w->ins[i];
+    if (op->is_scalar) {
+      uint64_t st = seed ^ (i * 0x9E37ull);
+      double v = host_normal(&st);
+      memset(w->scalar[i], 0, 8);
+      if (op->dtype == LF_VDT_F32) {
+        float f = (float)v;
+        memcpy(w->scalar[i], &f, 4);
+      } else if (op->dtype == LF_VDT_F64) {
+        memcpy(w->scalar[i], &v, 8);
+      } else if (op->dtype == LF_VDT_I64) {
+        int64_t x = (int64_t)llround(4 * v);
+        memcpy(w->scalar[i], &x, 8);
+      } else {
+        int32_t x = (int32_t)lround(4 * v);
+        memcpy(w->scalar[i], &x, 4);
+      }
+      continue;
+    }
+    unsigned long long n = op->count, sd = seed, salt = i;
+    int dt = op->dtype, d = dist == LF_VDIST_HEAVY ? 1 : 0;
+    float scale = 1.0f;
+    void *fa[] = {&w->in[i], &n, &dt, &d, &sd, &salt, &scale};
+    LF_RETURN_IF_ERROR(helper(w, w->f_fill, n, fa));
+    int mode = -1;
+    unsigned long long count = 0;
+    double magnitude = 1000.0;
+    if (dist == LF_VDIST_SPIKE) {
+      mode = 0;
+      count = 8;
+    } else if (dist == LF_VDIST_FINITE_SPECIAL &&
+               lf_vdtype_is_float(op->dtype)) {
+      mode = 1;
+      count = 16;
+    } else if (dist == LF_VDIST_NONFINITE && lf_vdtype_is_float(op->dtype)) {
+      mode = 2;
+      count = 6;
+    }
+    if (mode >= 0) {
+      void *sa[] = {&w->in[i], &n, &dt, &mode, &sd, &salt, &count, &magnitude};
+      CU_TRY(cuLaunchKernel(w->f_special, 1, 1, 1, 32, 1, 1, 0, w->stream, sa,
+                            NULL));
+    }
+  }
+  return LF_OK;
+}
+
+static lf_status_t checksum_inputs(worker_t *w, bool after) {
+  for (size_t i = 0; i < w->nin; ++i) {
+    if (w->ins[i].is_scalar)
+      continue;
+    CUdeviceptr out = scratch_at(w, w->nout + i,
+                                 after ? offsetof(scratch_t, sum_after)
+                                       : offsetof(scratch_t, sum_before));
+    unsigned long long bytes = w->ins[i].bytes;
+    void *a[] = {&w->in[i], &bytes, &out};
+    LF_RETURN_IF_ERROR(helper(w, w->f_checksum, bytes / 8 + 1, a));
+  }
+  return LF_OK;
+}
+
+static lf_status_t read_scratch(worker_t *w) {
+  CU_TRY(cuMemcpyDtoHAsync(w->host_scratch, w->scratch,
+                           w->num_scratch * sizeof(scratch_t), w->stream));
+  CU_TRY(cuStreamSynchronize(w->stream));
+  return LF_OK;
+}
+
+static lf_status_t reset_scratch(worker_t *w) {
+  memset(w->host_scratch, 0, w->num_scratch * sizeof(scratch_t));
+  for (size_t i = 0; i < w->num_scratch; ++i) {
+    w->host_scratch[i].stats.min_ord = ~0ull;
+    for (int r = 0; r < 2; ++r)
+      w->host_scratch[i].cmp[r].first_bad = ~0ull;
+  }
+  CU_TRY(cuMemcpyHtoD(w->scratch, w->host_scratch,
+                      w->num_scratch * sizeof(scratch_t)));
+  return LF_OK;
+}
+
+/* ---- The verdict ------------------------------------------------------ */
+
+typedef struct outcome_s {
+  const char *reason; /* NULL: passed */
+  char message[1024];
+} outcome_t;
+
+static void fail(outcome_t *o, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(outcome_t *o, const char *reason, const char *fmt, ...) {
+  if (o->reason)
+    return; /* the first failure is the reason */
+  o->reason = reason;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(o->message, sizeof(o->message), fmt, ap);
+  va_end(ap);
+}
+
+static double element_value(const unsigned char *b, lf_vdtype_t dt) {
+  switch (dt) {
+  case LF_VDT_F32: {
+    float f;
+    memcpy(&f, b, 4);
+    return f;
+  }
+  case LF_VDT_F64: {
+    double d;
+    memcpy(&d, b, 8);
+    return d;
+  }
+  case LF_VDT_BF16: {
+    uint32_t u = (uint32_t)(b[0] | b[1] << 8) << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  case LF_VDT_F16: {
+    unsigned h = b[0] | b[1] << 8, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0    ? ldexp(m, -24)
+               : e == 31 ? (m ? NAN : INFINITY)
+                         : ldexp(m + 1024, (int)e - 25);
+    return h & 0x8000 ? -v : v;
+  }
+  case LF_VDT_I8:
+    return (signed char)b[0];
+  case LF_VDT_I16: {
+    int16_t v;
+    memcpy(&v, b, 2);
+    return v;
+  }
+  case LF_VDT_I32: {
+    int32_t v;
+    memcpy(&v, b, 4);
+    return v;
+  }
+  case LF_VDT_I64: {
+    int64_t v;
+    memcpy(&v, b, 8);
+    return (double)v;
+  }
+  default:
+    return b[0];
+  }
+}
+
+static cJSON *num(double v) {
+  /* JSON has no NaN/Inf: those become strings */
+  if (isnan(v))
+    return cJSON_CreateString("nan");
+  if (isinf(v))
+    return cJSON_CreateString(v > 0 ? "inf" : "-inf");
+  return cJSON_CreateNumber(v);
+}
+
+static void add_num(cJSON *o, const char *k, double v) {
+  cJSON_AddItemToObject(o, k, num(v));
+}
+
+static void add_hex(cJSON *o, const char *k, uint64_t v) {
+  char b[32];
+  snprintf(b, sizeof(b), "0x%016llx", (unsigned long long)v);
+  cJSON_AddStringToObject(o, k, b);
+}
+
+/* ---- One trial ----------------------------------------------------------- */
+
+static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
+                             cJSON *record, outcome_t *out) {
+  const lf_verify_worker_options_t *opt = w->opt;
+  uint64_t seed = trial->seed;
+  int redraw = 0;
+  bool skipped = false;
+  double atol[64] = {0};
+  const char *degenerate = NULL;
+  for (;; ++redraw) {
+    seed = lf_vseed_derive(opt->seed, trial->index, redraw);
+    LF_RETURN_IF_ERROR(reset_scratch(w));
+    LF_RETURN_IF_ERROR(draw_inputs(w, trial->dist, seed));
+    double t0 = now_ms();
+    LF_RETURN_IF_ERROR(run_reference(w));
+    bool timeout;
+    LF_RETURN_IF_ERROR(wait_stream(w, 600000, &timeout));
+    if (timeout)
+      return LF_STATUS(LF_STATUS_DEADLINE_EXCEEDED,
+                       "the reference plan ran for more than 600 s");
+    double t = now_ms() - t0;
+    if (!w->progress_sent || t < w->ref_ms_estimate)
+      w->ref_ms_estimate = t;
+    if (!w->progress_sent && opt->progress_fd >= 0) {
+      dprintf(opt->progress_fd, "reference-ms %.3f\n", t);
+      w->progress_sent = true;
+    }
+    LF_RETURN_IF_ERROR(checksum_inputs(w, false));
+    for (size_t o = 0; o < w->nout; ++o) {
+      unsigned long long n = w->outs[o].count;
+      int dt = w->outs[o].dtype;
+      CUdeviceptr st = scratch_at(w, o, offsetof(scratch_t, stats));
+      void *a[] = {&w->ref_out[o], &n, &dt, &st};
+      LF_RETURN_IF_ERROR(helper(w, w->f_stats, n, a));
+    }
+    LF_RETURN_IF_ERROR(read_scratch(w));
+    degenerate = NULL;
+    skipped = false;
+    for (size_t o = 0; o < w->nout && o < 64; ++o) {
+      lf_vstats_t *s = &w->host_scratch[o].stats;
+      atol[o] = lf_vatol(s, lf_vtolerance_for(w->outs[o].dtype));
+      if (trial->dist == LF_VDIST_NONFINITE) {
+        if (2 * (s->nan + s->inf) > w->outs[o].count)
+          skipped = true;
+        continue;
+      }
+      const char *why;
+      if (lf_vstats_degenerate(s, w->outs[o].count, &why))
+        degenerate = why;
+    }
+    if (!degenerate || redraw == 3)
+      break;
+  }
+  cJSON_AddStringToObject(record, "distribution", lf_vdist_name(trial->dist));
+  add_hex(record, "seed", seed);
+  cJSON_AddNumberToObject(record, "redraws", redraw);
+  if (degenerate) {
+    fail(out, "degenerate-reference",
+         "trial %d (%s): %s after %d redraws, so the set-up cannot tell a "
+         "constant from the real thing",
+         trial->index, lf_vdist_name(trial->dist), degenerate, redraw);
+    cJSON_AddStringToObject(record, "result", "degenerate-reference");
+    return LF_OK;
+  }
+  if (skipped) {
+    cJSON_AddStringToObject(record, "result", "skipped");
+    cJSON_AddStringToObject(record, "note",
+                            "the reference turns most outputs into NaN/Inf "
+                            "on these inputs: not informative");
+    return LF_OK;
+  }
+
+  /* Two candidate runs: outputs poisoned with NaN, then a finite sentinel. */
+  double limit =
+      fmax(opt->launch_floor_ms, opt->launch_factor * w->ref_ms_estimate);
+  for (int run = 0; run < 2; ++run) {
+    LF_RETURN_IF_ERROR(poison(w, run, run == 1));
+    lf_status_t s = launch_candidate(w, w->cand[run]);
+    if (s) {
+      char m[512];
+      lf_status_format(s, m, sizeof(m));
+      lf_status_free(s);
+      fail(out, "launch-failed", "trial %d: the launch failed: %s",
+           trial->index, m);
+      cJSON_AddStringToObject(record, "result", out->reason);
+      return LF_OK;
+    }
+    bool timeout;
+    s = wait_stream(w, limit, &timeout);
+    if (s || timeout) {
+      char m[512] = "";
+      if (s)
+        lf_status_format(s, m, sizeof(m));
+      lf_status_free(s);
+      if (timeout)
+        fail(out, "timeout",
+             "trial %d: the candidate ran for more than %.0f ms (limit: "
+             "max(%.0f ms, %.0f x the reference's %.3f ms))",
+             trial->index, limit, opt->launch_floor_ms, opt->launch_factor,
+             w->ref_ms_estimate);
+      else
+        fail(out, "launch-failed",
+             "trial %d: the candidate failed while running (the CUDA "
+             "context is now unusable): %s",
+             trial->index, m);
+      cJSON_AddStringToObject(record, "result", out->reason);
+      return LF_OK;
+    }
+  }
+  LF_RETURN_IF_ERROR(checksum_inputs(w, true));
+  for (size_t o = 0; o < w->nout; ++o) {
+    size_t b = round_up(w->outs[o].bytes, 256);
+    for (int run = 0; run < 2; ++run) {
+      unsigned long long zone = RED_ZONE,
+                         tail = RED_ZONE + b - w->outs[o].bytes;
+      unsigned pat = RED_BYTE;
+      CUdeviceptr red = scratch_at(w, o, offsetof(scratch_t, red) + 8 * run);
+      CUdeviceptr lo = w->arena[run][o],
+                  hi = w->cand[run][o] + w->outs[o].bytes;
+      void *a1[] = {&lo, &zone, &pat, &red};
+      LF_RETURN_IF_ERROR(helper(w, w->f_count_not, zone, a1));
+      void *a2[] = {&hi, &tail, &pat, &red};
+      LF_RETURN_IF_ERROR(helper(w, w->f_count_not, tail, a2));
+    }
+    unsigned long long n = w->outs[o].count;
+    int dt = w->outs[o].dtype;
+    lf_vtolerance_t tol = lf_vtolerance_for(w->outs[o].dtype);
+    double rtol = tol.rtol;
+    for (int run = 0; run < 2; ++run) {
+      unsigned long long pbits = lf_vpoison_for(w->outs[o].dtype, run).bits;
+      CUdeviceptr other = run == 0 ? w->cand[1][o] : 0;
+      CUdeviceptr res = scratch_at(
+          w, o, offsetof(scratch_t, cmp) + run * sizeof(lf_vcompare_t));
+      int lenient = trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite;
+      void *a[] = {&w->ref_out[o], &w->cand[run][o], &other, &n,       &dt,
+                   &rtol,          &atol[o],         &pbits, &lenient, &res};
+      LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
+    }
+  }
+  LF_RETURN_IF_ERROR(read_scratch(w));
+
+  for (size_t i = 0; i < w->nin; ++i) {
+    scratch_t *s = &w->host_scratch[w->nout + i];
+    if (!w->ins[i].is_scalar && s->sum_before != s->sum_after)
+      fail(out, "input-modified",
+           "trial %d: input %zu changed while the candidate ran (checksum "
+           "0x%016llx before, 0x%016llx after): inputs are read-only",
+           trial->index, i, (unsigned long long)s->sum_before,
+           (unsigned long long)s->sum_after);
+  }
+  cJSON *outs = cJSON_AddArrayToObject(record, "outputs");
+  for (size_t o = 0; o < w->nout; ++o) {
+    scratch_t *s = &w->host_scratch[o];
+    if (s->red[0] || s->red[1])
+      fail(out, "out-of-bounds-write",
+           "trial %d: output %zu: %llu byte(s) written outside the buffer "
+           "(in the %d-byte red zones around it)",
+           trial->index, o, (unsigned long long)(s->red[0] + s->red[1]),
+           RED_ZONE);
+  }
+  for (size_t o = 0; o < w->nout; ++o) {
+    scratch_t *s = &w->host_scratch[o];
+    lf_vtolerance_t tol = lf_vtolerance_for(w->outs[o].dtype);
+    cJSON *rec = cJSON_CreateObject();
+    cJSON_AddItemToArray(outs, rec);
+    cJSON_AddNumberToObject(rec, "index", (double)o);
+    cJSON_AddStringToObject(rec, "dtype", lf_vdtype_name(w->outs[o].dtype));
+    add_num(rec, "rtol", tol.rtol);
+    add_num(rec, "atol", atol[o]);
+    add_num(rec, "reference_mean_abs",
+            s->stats.finite ? s->stats.sum_abs / (double)s->stats.finite : 0);
+    cJSON_AddNumberToObject(rec, "reference_nonfinite",
+                            (double)(s->stats.nan + s->stats.inf));
+    double worst = fmax(lf_vfrom_ordered(s->cmp[0].worst_ord),
+                        lf_vfrom_ordered(s->cmp[1].worst_ord));
+    add_num(rec, "max_err_over_tol", worst);
+    cJSON_AddNumberToObject(rec, "bad_nan_poison", (double)s->cmp[0].bad);
+    cJSON_AddNumberToObject(rec, "bad_sentinel_poison", (double)s->cmp[1].bad);
+    cJSON_AddNumberToObject(
+        rec, "unwritten", (double)(s->cmp[0].unwritten + s->cmp[1].unwritten));
+    cJSON_AddNumberToObject(rec, "runs_differ", (double)s->cmp[0].differ);
+    if (trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite)
+      cJSON_AddNumberToObject(rec, "nonfinite_not_propagated",
+                              (double)s->cmp[0].relaxed);
+    for (int run = 0; run < 2; ++run) {
+      if (!s->cmp[run].bad)
+        continue;
+      size_t es = lf_vdtype_size(w->outs[o].dtype);
+      unsigned char rb[8] = {0}, cb[8] = {0};
+      uint64_t idx = s->cmp[run].first_bad;
+      CU_TRY(cuMemcpyDtoH(rb, w->ref_out[o] + idx * es, es));
+      CU_TRY(cuMemcpyDtoH(cb, w->cand[run][o] + idx * es, es));
+      cJSON *fb = cJSON_CreateObject();
+      cJSON_AddItemToObject(
+          rec, run ? "first_bad_sentinel_poison" : "first_bad_nan_poison", fb);
+      cJSON_AddNumberToObject(fb, "index", (double)idx);
+      add_num(fb, "reference", element_value(rb, w->outs[o].dtype));
+      add_num(fb, "candidate", element_value(cb, w->outs[o].dtype));
+      if (run == 1 || !s->cmp[1].bad) {
+        char where[160];
+        snprintf(where, sizeof(where),
+                 "trial %d (%s, seed 0x%016llx): output %zu", trial->index,
+                 lf_vdist_name(trial->dist), (unsigned long long)seed, o);
+        double rv = element_value(rb, w->outs[o].dtype);
+        double cv = element_value(cb, w->outs[o].dtype);
+        uint64_t unwritten = s->cmp[0].unwritten + s->cmp[1].unwritten;
+        bool a_ok = !s->cmp[0].bad, b_ok = !s->cmp[1].bad;
+        if (unwritten && s->cmp[0].unwritten && s->cmp[1].unwritten)
+          fail(out, "unwritten-output",
+               "%s: %llu element(s) still hold the poison after the launch "
+               "(first at flat index %llu; reference %.6g): the kernel must "
+               "write every output element",
+               where, (unsigned long long)s->cmp[1].unwritten,
+               (unsigned long long)s->cmp[run].first_bad, rv);
+        else if (a_ok != b_ok)
+          fail(out, "poison-dependent",
+               "%s: the result depends on what the output held before the "
+               "launch (right with the %s poison, %llu element(s) wrong with "
+               "the %s one): the kernel reads memory it did not write",
+               where, a_ok ? "NaN" : "finite",
+               (unsigned long long)(a_ok ? s->cmp[1].bad : s->cmp[0].bad),
+               a_ok ? "finite" : "NaN");
+        else
+          fail(out, "mismatch",
+               "%s: %llu of %zu element(s) out of tolerance (first at flat "
+               "index %llu: reference %.6g, candidate %.6g; tolerance "
+               "%.3g*|ref| + %.3g; worst error/tolerance %.3g)",
+               where, (unsigned long long)s->cmp[run].bad, w->outs[o].count,
+               (unsigned long long)idx, rv, cv, tol.rtol, atol[o], worst);
+      }
+    }
+    if (!s->cmp[0].bad && !s->cmp[1].bad && s->cmp[0].differ && !w->atomics)
+      fail(out, "nondeterministic",
+           "trial %d: output %zu: two runs on identical inputs differ in %llu "
+           "element(s), and the candidate declares no atomics",
+           trial->index, o, (unsigned long long)s->cmp[0].differ);
+  }
+  cJSON_AddBoolToObject(record, "inputs_unchanged",
+                        !out->reason || strcmp(out->reason, "input-modified"));
+  cJSON_AddStringToObject(record, "result", out->reason ? out->reason : "ok");
+  return LF_OK;
+}
+
+/* ---- Timing ----------------------------------------------------------- */
+
+static lf_status_t measure_bandwidth(worker_t *w, double *out_bps) {
+  size_t half = w->flush_bytes / 2;
+  CUevent a, b;
+  CU_TRY(cuEventCreate(&a, 0));
+  CU_TRY(cuEventCreate(&b, 0));
+  float best = 1e30f;
+  for (int i = 0; i < 3; ++i) {
+    CU_TRY(cuEventRecord(a, w->stream));
+    CU_TRY(cuMemcpyDtoDAsync(w->flush + half, w->flush, half, w->stream));
+    CU_TRY(cuEventRecord(b, w->stream));
+    CU_TRY(cuEventSynchronize(b));
+    float ms;
+    CU_TRY(cuEventElapsedTime(&ms, a, b));
+    best = ms < best ? ms : best;
+  }
+  w->drv->cuEventDestroy(a);
+  w->drv->cuEventDestroy(b);
+  *out_bps = 2.0 * (double)half / (best * 1e-3);
+  return LF_OK;
+}
+
+static lf_status_t flush_l2(worker_t *w, unsigned v) {
+  CU_TRY(cuMemsetD32Async(w->flush, v, w->flush_bytes / 4, w->stream));
+  return LF_OK;
+}
+
+static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
+  const lf_verify_worker_options_t *opt = w->opt;
+  w->flush_bytes = (size_t)w->l2_bytes * 4;
+  if (w->flush_bytes < ((size_t)256 << 20))
+    w->flush_bytes = (size_t)256 << 20;
+  CU_TRY(cuMemAlloc(&w->flush, w->flush_bytes));
+  double bw;
+  LF_RETURN_IF_ERROR(measure_bandwidth(w, &bw));
+
+  enum { MAX_RUNS = 200 };
+  CUevent ev[4 * MAX_RUNS];
+  int nev = 0;
+  lf_status_t s = LF_OK;
+  for (; nev < 4 * MAX_RUNS && !s; ++nev)
+    s = CU(cuEventCreate(&ev[nev], 0));
+  if (s)
+    goto out_events;
+  /* warm-up, and a first estimate of the iteration's cost */
+  for (int i = 0; i < 2 && !s; ++i) {
+    s = flush_l2(w, i);
+    if (!s)
+      s = CU(cuEventRecord(ev[0], w->stream));
+    if (!s)
+      s = run_reference(w);
+    if (!s)
+      s = CU(cuEventRecord(ev[1], w->stream));
+    if (!s)
+      s = flush_l2(w, i);
+    if (!s)
+      s = CU(cuEventRecord(ev[2], w->stream));
+    if (!s)
+      s = launch_candidate(w, w->cand[0]);
+    if (!s)
+      s = CU(cuEventRecord(ev[3], w->stream));
+  }
+  bool timeout = false;
+  double limit =
+      fmax(opt->launch_floor_ms, opt->launch_factor * w->ref_ms_estimate) * 4;
+  if (!s)
+    s = wait_stream(w, limit, &timeout);
+  if (s || timeout)
+    goto out_events;
+  float r0, c0, f0;
+  if ((s = CU(cuEventElapsedTime(&r0, ev[0], ev[1]))) ||
+      (s = CU(cuEventElapsedTime(&f0, ev[1], ev[2]))) ||
+      (s = CU(cuEventElapsedTime(&c0, ev[2], ev[3]))))
+    goto out_events;
+  double iter = r0 + c0 + 2 * f0 + 0.02;
+  int runs = (int)(opt->timing_budget_ms / iter);
+  runs = runs < 10 ? 10 : runs > MAX_RUNS ? MAX_RUNS : runs;
+  for (int i = 0; i < runs && !s; ++i) {
+    /* alternate which goes first, so drift hurts neither */
+    for (int k = 0; k < 2 && !s; ++k) {
+      bool cand = (k == 0) == (i % 2 == 1);
+      CUevent a = ev[4 * i + (cand ? 2 : 0)], b = ev[4 * i + (cand ? 3 : 1)];
+      s = flush_l2(w, (unsigned)(2 * i + k));
+      if (!s)
+        s = CU(cuEventRecord(a, w->stream));
+      if (!s)
+        s = cand ? launch_candidate(w, w->cand[0]) : run_reference(w);
+      if (!s)
+        s = CU(cuEventRecord(b, w->stream));
+    }
+  }
+  if (!s)
+    s = wait_stream(w, limit * runs, &timeout);
+  if (s || timeout)
+    goto out_events;
+  double cand_ms[MAX_RUNS], ref_ms[MAX_RUNS], cmin = 1e30, rmin = 1e30;
+  for (int i = 0; i < runs && !s; ++i) {
+    float r, c;
+    if ((s = CU(cuEventElapsedTime(&r, ev[4 * i], ev[4 * i + 1]))) ||
+        (s = CU(cuEventElapsedTime(&c, ev[4 * i + 2], ev[4 * i + 3]))))
+      break;
+    ref_ms[i] = r;
+    cand_ms[i] = c;
+    cmin = fmin(cmin, c);
+    rmin = fmin(rmin, r);
+  }
+  if (s)
+    goto out_events;
+  double cm = lf_vmedian(cand_ms, (size_t)runs);
+  double rm = lf_vmedian(ref_ms, (size_t)runs);
+  double in_bytes = 0, out_bytes = 0;
+  lf_vdtype_t peak_dt = LF_VDT_F32;
+  for (size_t i = 0; i < w->nin; ++i) {
+    in_bytes += (double)w->ins[i].bytes;
+    if (!w->ins[i].is_scalar)
+      peak_dt = w->ins[i].dtype;
+  }
+  for (size_t o = 0; o < w->nout; ++o)
+    out_bytes += (double)w->outs[o].bytes;
+  double peak = lf_vpeak_flops(w->cc_major, w->sms, w->clock_khz, peak_dt);
+  double floor_ms =
+      lf_vroofline_ms(in_bytes, out_bytes, w->l2_bytes, opt->flops, bw, peak);
+  cJSON *t = cJSON_AddObjectToObject(verdict, "timing");
+  add_num(t, "candidate_ms", cm);
+  add_num(t, "reference_ms", rm);
+  add_num(t, "speedup", cm > 0 ? rm / cm : 0);
+  add_num(t, "candidate_min_ms", cmin);
+  add_num(t, "reference_min_ms", rmin);
+  cJSON_AddNumberToObject(t, "runs", runs);
+  cJSON_AddNumberToObject(t, "warmup_runs", 2);
+  cJSON_AddNumberToObject(t, "l2_flush_bytes", (double)w->flush_bytes);
+  add_num(t, "measured_bandwidth_gbs", bw / 1e9);
+  add_num(t, "peak_flops", peak);
+  add_num(t, "bytes_in", in_bytes);
+  add_num(t, "bytes_out", out_bytes);
+  add_num(t, "flops", opt->flops);
+  add_num(t, "roofline_ms", floor_ms);
+  if (cm < LF_VROOFLINE_SLACK * floor_ms)
+    fail(out, "implausible-time",
+         "the candidate's median time %.4f ms is under %.1f x the roofline "
+         "floor %.4f ms (%.0f bytes at the measured %.0f GB/s, %.3g FLOPs at "
+         "%.0f TFLOP/s): it cannot have done the work",
+         cm, LF_VROOFLINE_SLACK, floor_ms, in_bytes + out_bytes, bw / 1e9,
+         opt->flops, peak / 1e12);
+  else if (opt->min_speedup > 0 && rm / cm < opt->min_speedup)
+    fail(out, "slower",
+         "the candidate (median %.4f ms) is %.2fx the reference's speed "
+         "(median %.4f ms), under the required %.2fx",
+         cm, rm / cm, rm, opt->min_speedup);
+
+out_events:
+  if (timeout && !s)
+    fail(out, "timeout", "a timed run of the candidate passed its deadline");
+  if (s && w->sticky) {
+    char m[512];
+    lf_status_format(s, m, sizeof(m));
+    lf_status_free(s);
+    s = LF_OK;
+    fail(out, "launch-failed", "a timed run failed: %s", m);
+  }
+  if (!w->sticky)
+    for (int i = 0; i < nev; ++i)
+      w->drv->cuEventDestroy(ev[i]);
+  return s;
+}
+
+/* ---- Entry ------------------------------------------------------------ */
+
+void lf_verify_worker_options_init(lf_verify_worker_options_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->seed = 1;
+  o->trials = 5;
+  o->timing = true;
+  o->launch_floor_ms = 2000;
+  o->launch_factor = 50;
+  o->timing_budget_ms = 300;
+  o->progress_fd = -1;
+}
+
+static void worker_release(worker_t *w) {
+  if (!w->drv)
+    return;
+  if (!w->sticky && w->ctx) {
+    w->drv->cuStreamSynchronize(w->stream);
+    for (size_t i = 0; i < w->nin; ++i)
+      if (w->in && w->in[i])
+        w->drv->cuMemFree(w->in[i]);
+    for (size_t o = 0; o < w->nout; ++o) {
+      if (w->ref_out && w->ref_out[o])
+        w->drv->cuMemFree(w->ref_out[o]);
+      for (int r = 0; r < 2; ++r)
+        if (w->arena[r] && w->arena[r][o])
+          w->drv->cuMemFree(w->arena[r][o]);
+    }
+    for (size_t t = 0; t < w->num_temps; ++t)
+      w->drv->cuMemFree(w->temps[t]);
+    if (w->scratch)
+      w->drv->cuMemFree(w->scratch);
+    if (w->flush)
+      w->drv->cuMemFree(w->flush);
+    for (size_t k = 0; k < w->num_kernels; ++k)
+      if (w->kernels[k].module)
+        w->drv->cuModuleUnload(w->kernels[k].module);
+    if (w->cmod)
+      w->drv->cuModuleUnload(w->cmod);
+    if (w->helpers)
+      w->drv->cuModuleUnload(w->helpers);
+    if (w->stream)
+      w->drv->cuStreamDestroy(w->stream);
+    w->drv->cuDevicePrimaryCtxRelease(w->dev);
+  }
+  if (!w->sticky)
+    lf_cuda_driver_unload(w->drv);
+}
+
+lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
+                                 cJSON **out_verdict, bool *out_sticky) {
+  *out_verdict = NULL;
+  *out_sticky = false;
+  worker_t w_ = {.opt = opt}, *w = &w_;
+  double t_start = now_ms();
+  cJSON *plan = NULL, *res = NULL, *verdict = NULL;
+  char plan_dir[4096], cand_dir[4096], load_error[1024] = "";
+  char tmp[4096];
+  snprintf(tmp, sizeof(tmp), "%s", opt->plan_path);
+  snprintf(plan_dir, sizeof(plan_dir), "%s", dirname(tmp));
+  snprintf(tmp, sizeof(tmp), "%s", opt->candidate_path);
+  snprintf(cand_dir, sizeof(cand_dir), "%s", dirname(tmp));
+
+  lf_status_t s = read_json(opt->plan_path, &plan);
+  if (!s)
+    s = read_json(opt->candidate_path, &res);
+  if (!s)
+    s = setup_device(w);
+  if (!s)
+    s = load_plan(w, plan, plan_dir);
+  if (!s)
+    s = load_candidate(w, res, cand_dir, load_error, sizeof(load_error));
+  if (!s)
+    s = alloc_buffers(w);
+  if (s)
+    goto out;
+  double t_setup = now_ms() - t_start;
+
+  verdict = cJSON_CreateObject();
+  if (!verdict) {
+    s = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    goto out;
+  }
+  cJSON_AddStringToObject(verdict, "schema", LF_VERDICT_SCHEMA);
+  cJSON_AddBoolToObject(verdict, "accepted", false); /* replaced below */
+  cJSON_AddStringToObject(verdict, "reason", "");
+  cJSON_AddStringToObject(verdict, "message", "");
+  cJSON_AddStringToObject(verdict, "subgraph", w->subgraph);
+  cJSON_AddStringToObject(verdict, "signature", w->signature);
+  cJSON_AddStringToObject(verdict, "kernel", w->kernel_name);
+  cJSON *dev = cJSON_AddObjectToObject(verdict, "device");
+  cJSON_AddStringToObject(dev, "name", w->device_name);
+  char arch[16];
+  snprintf(arch, sizeof(arch), "sm_%d%d", w->cc_major, w->cc_minor);
+  cJSON_AddStringToObject(dev, "arch", arch);
+  cJSON_AddNumberToObject(dev, "driver_version", w->drv->version);
+  cJSON_AddNumberToObject(dev, "l2_bytes", w->l2_bytes);
+  cJSON *proto = cJSON_AddObjectToObject(verdict, "protocol");
+  add_hex(proto, "base_seed", opt->seed);
+  cJSON_AddBoolToObject(proto, "atomics_declared", w->atomics);
+  cJSON_AddStringToObject(proto, "nonfinite",
+                          opt->lenient_nonfinite ? "lenient" : "strict");
+  cJSON_AddNumberToObject(proto, "red_zone_bytes", RED_ZONE);
+  add_num(proto, "launch_limit_floor_ms", opt->launch_floor_ms);
+  add_num(proto, "launch_limit_factor", opt->launch_factor);
+  cJSON *trials = cJSON_AddArrayToObject(verdict, "trials");
+
+  outcome_t out = {0};
+  if (load_error[0]) {
+    fail(&out, "load-failed", "the candidate does not load: %s", load_error);
+  } else {
+    bool float_inputs = false;
+    for (size_t i = 0; i < w->nin; ++i)
+      float_inputs |=
+          !w->ins[i].is_scalar && lf_vdtype_is_float(w->ins[i].dtype);
+    lf_vtrial_t sched[64];
+    size_t n =
+        lf_vtrial_schedule(opt->seed, opt->trials > 56 ? 56 : opt->trials,
+                           float_inputs, sched, 64);
+    for (size_t i = 0; i < n && !out.reason; ++i) {
+      cJSON *rec = cJSON_CreateObject();
+      cJSON_AddItemToArray(trials, rec);
+      cJSON_AddNumberToObject(rec, "index", sched[i].index);
+      s = run_trial(w, &sched[i], rec, &out);
+      if (s)
+        goto out;
+    }
+    if (!out.reason && opt->timing) {
+      s = run_timing(w, verdict, &out);
+      if (s)
+        goto out;
+    }
+  }
+  cJSON_ReplaceItemInObject(verdict, "accepted", cJSON_CreateBool(!out.reason));
+  cJSON_ReplaceItemInObject(verdict, "reason",
+                            cJSON_CreateString(out.reason ? out.reason : "ok"));
+  if (!out.reason) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(verdict, "timing");
+    const cJSON *sp = t ? cJSON_GetObjectItemCaseSensitive(t, "speedup") : NULL;
+    int n = cJSON_GetArraySize(trials);
+    if (cJSON_IsNumber(sp))
+      snprintf(out.message, sizeof(out.message),
+               "all %d trials matched the reference; speed-up over the "
+               "reference %.2fx",
+               n, sp->valuedouble);
+    else
+      snprintf(out.message, sizeof(out.message),
+               "all %d trials matched the reference (not timed)", n);
+  }
+  cJSON_ReplaceItemInObject(verdict, "message",
+                            cJSON_CreateString(out.message));
+  cJSON *wk = cJSON_AddObjectToObject(verdict, "worker");
+  add_num(wk, "setup_ms", t_setup);
+  add_num(wk, "wall_ms", now_ms() - t_start);
+  *out_verdict = verdict;
+  verdict = NULL;
+
+out:
+  *out_sticky = w->sticky;
+  cJSON_Delete(verdict);
+  cJSON_Delete(plan);
+  cJSON_Delete(res);
+  worker_release(w);
+  free(w->signature);
+  free(w->subgraph);
+  free(w->ins);
+  free(w->outs);
+  free(w->steps);
+  free(w->in);
+  free(w->scalar);
+  free(w->ref_out);
+  for (int r = 0; r < 2; ++r) {
+    free(w->arena[r]);
+    free(w->cand[r]);
+  }
+  free(w->host_scratch);
+  return s;
+}
