@@ -11,7 +11,7 @@ build=${1:-$root/build}
 stage=${2:-$root/.device/e2e}
 rm -rf "$stage" && mkdir -p "$stage/bin"
 python3 "$root/bench/aot/prepare.py" --build "$build" --out "$stage" \
-  --size full --compile-args "--no-llm-fuse"
+  --size full --compile-args=--no-llm-fuse
 (cd "$stage" && sha256sum in*.bin > inputs.sha256 && rm -f in*.bin model.o model.h)
 for t in llm-fuse-compile llm-fuse-build-kernel llm-fuse-verify; do
   strip -o "$stage/bin/$t" "$build/bin/$t"

@@ -54,6 +54,7 @@ run_case swapped "$root/kernels/replay"
 # runs, and only the values are wrong.
 broken=$work/replay-broken
 cp -r "$root/kernels/replay" "$broken"
+cp -r "$root/kernels/handwritten" "$work/handwritten" # entries say ../handwritten
 python3 - "$root" "$broken" <<'PY'
 import glob, hashlib, json, os, sys
 root, d = sys.argv[1:3]
