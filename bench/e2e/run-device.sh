@@ -36,12 +36,12 @@ run_case() { # NAME REPLAY_DIR
   mkdir -p "$d" && cp "$work"/in*.bin "$work"/ref*.bin "$work"/driver.c \
     "$work"/llm_fuse_rt.h "$work"/libllm_fuse_rt.a "$d/"
   echo "== $name: llm-fuse-compile with the llm-fuse pass (replay $replay)"
-  local t0=$(date +%s.%N)
+  local t0=$EPOCHREALTIME
   LLM_FUSE_REPLAY_DIR=$replay "$bin/llm-fuse-compile" "$work/model.mlir" \
     -o "$d/model.o" --chip sm_90 \
     --llm-fuse-options "arch=sm_90 offline=true cache-dir=$d/cache report=$out/$name.report.json" \
     2> >(tee "$out/$name.compile.log" >&2)
-  echo "   compile: $(echo "$(date +%s.%N) - $t0" | bc) s"
+  echo "   compile: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
   (cd "$d" && gcc -std=c17 -O2 -Wall -Wextra -Werror -I. -DENTRY="$entry" \
      -DHEADER='"model.h"' driver.c model.o libllm_fuse_rt.a -ldl -lpthread -lm \
      -o driver && ./driver . 20) | tee "$out/$name.run.log"
