@@ -22,7 +22,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 
 work=/tmp/e2e
 rm -rf "$work" && mkdir -p "$work"
-cp "$stage"/ref*.bin "$stage/driver.c" "$stage/llm_fuse_rt.h" \
+cp "$stage"/ref*.bin "$root/bench/aot/driver.c" "$stage/llm_fuse_rt.h" \
    "$stage/libllm_fuse_rt.a" "$stage/entry" "$stage/model.mlir" "$work/"
 python3 "$root/bench/e2e/gen_inputs.py" "$work/model.mlir" "$work"
 (cd "$work" && sha256sum in*.bin) > "$out/inputs.sha256"
@@ -31,6 +31,7 @@ if ! diff -q <(sort -k2 "$out/inputs.sha256") <(sort -k2 "$stage/inputs.sha256")
 fi
 entry=$(cat "$work/entry")
 
+status=0
 run_case() { # NAME REPLAY_DIR
   local name=$1 replay=$2 d=$work/$1
   mkdir -p "$d" && cp "$work"/in*.bin "$work"/ref*.bin "$work"/driver.c \
@@ -42,19 +43,34 @@ run_case() { # NAME REPLAY_DIR
     --llm-fuse-options "arch=sm_90 offline=true cache-dir=$d/cache report=$out/$name.report.json" \
     2> >(tee "$out/$name.compile.log" >&2)
   echo "   compile: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+  # PASS by the verifier's f32 rule (docs/verification.md); the strict
+  # count is printed beside it.
   (cd "$d" && gcc -std=c17 -O2 -Wall -Wextra -Werror -I. -DENTRY="$entry" \
-     -DHEADER='"model.h"' driver.c model.o libllm_fuse_rt.a -ldl -lpthread -lm \
-     -o driver && ./driver . 20) | tee "$out/$name.run.log"
+     -DHEADER='"model.h"' -DRULE=1 driver.c model.o libllm_fuse_rt.a -ldl \
+     -lpthread -lm -o driver && ./driver . 20) | tee "$out/$name.run.log" ||
+    status=1
 }
 
 run_case swapped "$root/kernels/replay"
+
+# Where the difference from the CPU comes from: one subgraph swapped at a
+# time (a replay set holding only its entries; the others miss and keep
+# their original ops).
+if [ "${E2E_ISOLATE:-1}" = 1 ]; then
+  cp -r "$root/kernels/handwritten" "$work/handwritten"
+  for fp in 775f56ec 4b6d101f 1c6bf422 208fdd59 36d4248c c77eec1d; do
+    mkdir -p "$work/only-$fp" && cp "$root"/kernels/replay/$fp*.json "$work/only-$fp/"
+    run_case "only-$fp" "$work/only-$fp" > "$out/only-$fp.out" 2>&1 || true
+    echo "only sg_$fp: $(grep '^output 0' "$out/only-$fp.run.log" | sed 's/.*relative RMS/relative RMS/')"
+  done
+fi
 
 # One kernel broken: the LayerNorm's (both LayerNorms share it) squares
 # nothing: its first d*d becomes d+d, a wrong variance. It still builds and
 # runs, and only the values are wrong.
 broken=$work/replay-broken
 cp -r "$root/kernels/replay" "$broken"
-cp -r "$root/kernels/handwritten" "$work/handwritten" # entries say ../handwritten
+[ -d "$work/handwritten" ] || cp -r "$root/kernels/handwritten" "$work/handwritten" # entries say ../handwritten
 python3 - "$root" "$broken" <<'PY'
 import glob, hashlib, json, os, sys
 root, d = sys.argv[1:3]
@@ -88,3 +104,4 @@ for name in ("swapped", "broken"):
             "%.2fx" % s["speedup"] if s.get("speedup") else "-",
             (s.get("detail") or "")[:110]))
 PY
+exit $status
