@@ -699,7 +699,7 @@ static bool verify_candidate(fuse_run_t *run, subgraph_t *sg,
   return ok;
 }
 
-static void swap_stage(fuse_run_t *run, subgraph_t *sg) {
+static void swap_stage(fuse_run_t *run, subgraph_t *sg, const char *how) {
   char buf[1024];
   lf_status_t st = lf_swap_in(run->module, sg->func, sg->build);
   if (st) {
@@ -709,7 +709,7 @@ static void swap_stage(fuse_run_t *run, subgraph_t *sg) {
     return;
   }
   sg->swapped = true;
-  set_reason(sg, "swapped", "%s", "verified and not slower than the reference");
+  set_reason(sg, "swapped", "%s", how);
 }
 
 static lf_status_t verify_stage(fuse_run_t *run) {
@@ -743,7 +743,9 @@ static lf_status_t verify_stage(fuse_run_t *run) {
       }
       LF_LOG_INFO("[%zu/%zu] %s: verified earlier (cache), swapping", i + 1, n,
                   sg->name);
-      swap_stage(run, sg);
+      swap_stage(run, sg,
+                 "verified earlier (the cache records the verdict for this "
+                 "arch and toolchain); not slower than the reference");
       continue;
     }
     if (run->gpu_status) {
@@ -783,7 +785,7 @@ static lf_status_t verify_stage(fuse_run_t *run) {
                  sg->speedup, o->min_speedup);
       continue;
     }
-    swap_stage(run, sg);
+    swap_stage(run, sg, "verified and not slower than the reference");
   }
   if (staged) {
     if (o->keep_temps)
