@@ -34,6 +34,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/outline.h"
+#include "passes/mlir_util.h"
 #include "passes/reference.h"
 #include "passes/swap.h"
 #include "runtime/cuda_driver.h"
@@ -112,6 +113,11 @@ static const lf_option_def_t fuse_options[] = {
     {"remarks", LF_OPTION_BOOL, "true",
      "Attach a remark to the IR for every function and subgraph", NULL, 0, 0,
      OPT(remarks)},
+    {"guard-record", LF_OPTION_STRING, "",
+     "verify=defer: the file where compiled models record each guard's "
+     "decision (LLM_FUSE_GUARD_RECORD overrides it at run time; empty: "
+     "$XDG_STATE_HOME/llm-fuse/guard.jsonl)",
+     NULL, 0, 0, OPT(guard_record)},
 };
 #undef OPT
 
@@ -166,17 +172,6 @@ static double now_ms(void) {
 
 static char *copy_ref(MlirStringRef ref) {
   return strndup(ref.data ? ref.data : "", ref.length);
-}
-
-static void append_cb(MlirStringRef s, void *user_data) {
-  lf_status_free(lf_strbuf_append(user_data, s.data, s.length));
-}
-
-static char *type_text(MlirType t) {
-  lf_strbuf_t b;
-  lf_strbuf_init(&b, 1 << 20);
-  mlirTypePrint(t, append_cb, &b);
-  return lf_strbuf_take(&b);
 }
 
 static char *string_attr(MlirOperation op, const char *name) {
@@ -255,7 +250,7 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
     sg->cls = string_attr(op, LF_ATTR_CLASS);
     MlirAttribute ft = mlirOperationGetAttributeByName(
         op, mlirStringRefCreateFromCString("function_type"));
-    sg->signature = type_text(mlirTypeAttrGetValue(ft));
+    sg->signature = lf_type_dup(mlirTypeAttrGetValue(ft));
     lf_strbuf_t text;
     lf_strbuf_init(&text, 16 << 20);
     lf_status_t st = lf_outline_prompt_text(op, &text);

@@ -29,31 +29,10 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/partition.h"
+#include "passes/mlir_util.h"
 
 #define ATTR_CLASS LF_ATTR_CLASS
 #define ATTR_FINGERPRINT LF_ATTR_FINGERPRINT
-
-static MlirStringRef str(const char *s) {
-  return mlirStringRefCreateFromCString(s);
-}
-
-static void append_cb(MlirStringRef s, void *user_data) {
-  lf_strbuf_t *b = user_data;
-  lf_status_t st = lf_strbuf_append(b, s.data, s.length);
-  lf_status_free(st); /* the cap shows up as a short text; checked below */
-}
-
-static char *op_name_dup(MlirOperation op) {
-  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
-  return strndup(s.data, s.length);
-}
-
-static char *type_dup(MlirType t) {
-  lf_strbuf_t b;
-  lf_strbuf_init(&b, 4096);
-  mlirTypePrint(t, append_cb, &b);
-  return lf_strbuf_take(&b);
-}
 
 /* ---- Value sets (small, linear). ---- */
 
@@ -181,15 +160,15 @@ static lf_status_t fingerprint(MlirOperation func, char out[LF_SHA256_HEX_SIZE],
                                lf_strbuf_t *canonical_out) {
   MlirOperation copy = mlirOperationClone(func);
   mlirOperationSetAttributeByName(
-      copy, str("sym_name"),
-      mlirStringAttrGet(mlirOperationGetContext(copy), str("subgraph")));
+      copy, lf_str("sym_name"),
+      mlirStringAttrGet(mlirOperationGetContext(copy), lf_str("subgraph")));
   mlirOperationWalk(copy, strip_walk_cb, NULL, MlirWalkPreOrder);
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
   mlirOpPrintingFlagsPrintGenericOpForm(flags);
   mlirOpPrintingFlagsEnableDebugInfo(flags, false, false);
   lf_strbuf_t text;
   lf_strbuf_init(&text, 64 << 20);
-  mlirOperationPrintWithFlags(copy, flags, append_cb, &text);
+  mlirOperationPrintWithFlags(copy, flags, lf_strbuf_print_cb, &text);
   mlirOpPrintingFlagsDestroy(flags);
   mlirOperationDestroy(copy);
   lf_status_t s = lf_sha256_hex(lf_strbuf_cstr(&text), lf_strbuf_len(&text), out);
@@ -205,21 +184,21 @@ static MlirWalkResult strip_text_walk_cb(MlirOperation op, void *user_data) {
   (void)user_data;
   static const char *const names[] = {"doc", "library_call", NULL};
   for (int i = 0; names[i]; ++i)
-    mlirOperationRemoveAttributeByName(op, str(names[i]));
+    mlirOperationRemoveAttributeByName(op, lf_str(names[i]));
   return strip_walk_cb(op, NULL);
 }
 
 lf_status_t lf_outline_prompt_text(MlirOperation func, lf_strbuf_t *out) {
   MlirOperation copy = mlirOperationClone(func);
   mlirOperationSetAttributeByName(
-      copy, str("sym_name"),
-      mlirStringAttrGet(mlirOperationGetContext(copy), str("subgraph")));
+      copy, lf_str("sym_name"),
+      mlirStringAttrGet(mlirOperationGetContext(copy), lf_str("subgraph")));
   mlirOperationWalk(copy, strip_text_walk_cb, NULL, MlirWalkPreOrder);
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
   mlirOpPrintingFlagsEnableDebugInfo(flags, false, false);
   lf_strbuf_t text;
   lf_strbuf_init(&text, 16 << 20);
-  mlirOperationPrintWithFlags(copy, flags, append_cb, &text);
+  mlirOperationPrintWithFlags(copy, flags, lf_strbuf_print_cb, &text);
   mlirOpPrintingFlagsDestroy(flags);
   mlirOperationDestroy(copy);
   lf_status_t s = text.len >= 16u << 20
@@ -261,7 +240,7 @@ static double bytes_of(MlirType t) {
 /* Iteration domain of a linalg.generic: product of its loop bounds. */
 static double generic_domain(MlirOperation op) {
   MlirAttribute maps =
-      mlirOperationGetAttributeByName(op, str("indexing_maps"));
+      mlirOperationGetAttributeByName(op, lf_str("indexing_maps"));
   if (mlirAttributeIsNull(maps) || !mlirAttributeIsAArray(maps))
     return 0;
   double bounds[16] = {0};
@@ -295,7 +274,7 @@ static double member_flops(const lf_member_t *m) {
   MlirType out = nres ? mlirValueGetType(mlirOperationGetResult(op, 0))
                       : (MlirType){NULL};
   bool generic = mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)),
-                                    str("linalg.generic"));
+                                    lf_str("linalg.generic"));
   switch (m->kind) {
   case LF_OPK_CONTRACTION: {
     if (generic)
@@ -337,7 +316,7 @@ static double member_flops(const lf_member_t *m) {
 static cJSON *operand_json(MlirValue v) {
   MlirType t = mlirValueGetType(v);
   cJSON *j = cJSON_CreateObject();
-  char *text = type_dup(t);
+  char *text = lf_type_dup(t);
   cJSON_AddStringToObject(j, "type", text ? text : "");
   free(text);
   if (mlirTypeIsARankedTensor(t)) {
@@ -345,12 +324,12 @@ static cJSON *operand_json(MlirValue v) {
     for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i)
       cJSON_AddItemToArray(
           shape, cJSON_CreateNumber((double)mlirShapedTypeGetDimSize(t, i)));
-    char *et = type_dup(mlirShapedTypeGetElementType(t));
+    char *et = lf_type_dup(mlirShapedTypeGetElementType(t));
     cJSON_AddStringToObject(j, "dtype", et ? et : "");
     free(et);
   } else {
     cJSON_AddItemToObject(j, "shape", cJSON_CreateArray());
-    char *et = type_dup(t);
+    char *et = lf_type_dup(t);
     cJSON_AddStringToObject(j, "dtype", et ? et : "");
     free(et);
   }
@@ -507,7 +486,7 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
   }
   for (size_t i = 0; i < outputs.n; ++i)
     returned[i] = map.to.v[values_find(&map.from, outputs.v[i])];
-  MlirOperationState ret = mlirOperationStateGet(str("func.return"), loc);
+  MlirOperationState ret = mlirOperationStateGet(lf_str("func.return"), loc);
   mlirOperationStateAddOperands(&ret, (intptr_t)outputs.n, returned);
   mlirBlockAppendOwnedOperation(entry, mlirOperationCreate(&ret));
   free(returned);
@@ -517,14 +496,14 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
   MlirType fn_type = mlirFunctionTypeGet(ctx, (intptr_t)inputs.n, in_types,
                                          (intptr_t)outputs.n, out_types);
   MlirNamedAttribute attrs[] = {
-      mlirNamedAttributeGet(mlirIdentifierGet(ctx, str("sym_name")),
-                            mlirStringAttrGet(ctx, str("subgraph"))),
-      mlirNamedAttributeGet(mlirIdentifierGet(ctx, str("function_type")),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("sym_name")),
+                            mlirStringAttrGet(ctx, lf_str("subgraph"))),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("function_type")),
                             mlirTypeAttrGet(fn_type)),
-      mlirNamedAttributeGet(mlirIdentifierGet(ctx, str("sym_visibility")),
-                            mlirStringAttrGet(ctx, str("private"))),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("sym_visibility")),
+                            mlirStringAttrGet(ctx, lf_str("private"))),
   };
-  MlirOperationState fs = mlirOperationStateGet(str("func.func"), loc);
+  MlirOperationState fs = mlirOperationStateGet(lf_str("func.func"), loc);
   mlirOperationStateAddAttributes(&fs, 3, attrs);
   mlirOperationStateAddOwnedRegions(&fs, 1, &region);
   new_func = mlirOperationCreate(&fs);
@@ -533,15 +512,15 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
   if ((status = fingerprint(new_func, fp, NULL)))
     goto out;
   snprintf(name, sizeof(name), "sg_%.16s", fp);
-  MlirOperation existing = mlirSymbolTableLookup(symbols, str(name));
+  MlirOperation existing = mlirSymbolTableLookup(symbols, lf_str(name));
   if (!mlirOperationIsNull(existing)) {
     MlirAttribute efp =
-        mlirOperationGetAttributeByName(existing, str(ATTR_FINGERPRINT));
+        mlirOperationGetAttributeByName(existing, lf_str(ATTR_FINGERPRINT));
     bool same = mlirAttributeIsAString(efp) &&
-                mlirStringRefEqual(mlirStringAttrGetValue(efp), str(fp));
+                mlirStringRefEqual(mlirStringAttrGetValue(efp), lf_str(fp));
     if (!same) {
       snprintf(name, sizeof(name), "sg_%s", fp);
-      existing = mlirSymbolTableLookup(symbols, str(name));
+      existing = mlirSymbolTableLookup(symbols, lf_str(name));
     }
   }
   const char *cls = lf_group_class_name(grp->group_class);
@@ -549,21 +528,21 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
   if (reused) {
     mlirOperationDestroy(new_func);
   } else {
-    mlirOperationSetAttributeByName(new_func, str("sym_name"),
-                                    mlirStringAttrGet(ctx, str(name)));
-    mlirOperationSetAttributeByName(new_func, str(ATTR_CLASS),
-                                    mlirStringAttrGet(ctx, str(cls)));
-    mlirOperationSetAttributeByName(new_func, str(ATTR_FINGERPRINT),
-                                    mlirStringAttrGet(ctx, str(fp)));
+    mlirOperationSetAttributeByName(new_func, lf_str("sym_name"),
+                                    mlirStringAttrGet(ctx, lf_str(name)));
+    mlirOperationSetAttributeByName(new_func, lf_str(ATTR_CLASS),
+                                    mlirStringAttrGet(ctx, lf_str(cls)));
+    mlirOperationSetAttributeByName(new_func, lf_str(ATTR_FINGERPRINT),
+                                    mlirStringAttrGet(ctx, lf_str(fp)));
     mlirSymbolTableInsert(symbols, new_func);
   }
   new_func = (MlirOperation){NULL};
 
   /* The call replaces the group where its last moved member was. */
-  MlirOperationState cs = mlirOperationStateGet(str("func.call"), loc);
+  MlirOperationState cs = mlirOperationStateGet(lf_str("func.call"), loc);
   MlirNamedAttribute callee = mlirNamedAttributeGet(
-      mlirIdentifierGet(ctx, str("callee")),
-      mlirFlatSymbolRefAttrGet(ctx, str(name)));
+      mlirIdentifierGet(ctx, lf_str("callee")),
+      mlirFlatSymbolRefAttrGet(ctx, lf_str(name)));
   mlirOperationStateAddAttributes(&cs, 1, &callee);
   mlirOperationStateAddOperands(&cs, (intptr_t)inputs.n, inputs.v);
   mlirOperationStateAddResults(&cs, (intptr_t)outputs.n, out_types);
@@ -597,7 +576,7 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
       if (grp->members[i].kind == LF_OPK_EMPTY ||
           grp->members[i].kind == LF_OPK_CONSTANT)
         continue;
-      char *n = op_name_dup(grp->members[i].op);
+      char *n = lf_op_name_dup(grp->members[i].op);
       cJSON_AddItemToArray(ops, cJSON_CreateString(n ? n : ""));
       free(n);
       flops += member_flops(&grp->members[i]);
@@ -649,7 +628,7 @@ out:
 
 static bool is_func(MlirOperation op) {
   return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)),
-                            str("func.func"));
+                            lf_str("func.func"));
 }
 
 lf_status_t lf_outline_module(MlirOperation module,
@@ -669,7 +648,7 @@ lf_status_t lf_outline_module(MlirOperation module,
         mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0))))
       continue; /* declarations */
     if (!mlirAttributeIsNull(
-            mlirOperationGetAttributeByName(op, str(ATTR_FINGERPRINT))))
+            mlirOperationGetAttributeByName(op, lf_str(ATTR_FINGERPRINT))))
       continue; /* already outlined */
     if (nf == capf) {
       capf *= 2;
@@ -703,7 +682,7 @@ lf_status_t lf_outline_module(MlirOperation module,
     if (lf_log_enabled(LF_LOG_DEBUG))
       for (size_t i = 0; i < part.num_groups; ++i)
         for (size_t m = 0; m < part.groups[i].num_members; ++m) {
-          char *n = op_name_dup(part.groups[i].members[m].op);
+          char *n = lf_op_name_dup(part.groups[i].members[m].op);
           LF_LOG_DEBUG("group %zu (%s) member %zu: %s%s", i,
                        lf_group_class_name(part.groups[i].group_class), m,
                        n ? n : "?",

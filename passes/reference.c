@@ -14,31 +14,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Pass.h"
-
-static MlirStringRef str(const char *s) {
-  return mlirStringRefCreateFromCString(s);
-}
-
-static bool name_is(MlirOperation op, const char *name) {
-  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
-  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
-}
-
-static void print_cb(MlirStringRef s, void *user_data) {
-  lf_status_free(lf_strbuf_append(user_data, s.data, s.length));
-}
-
-static char *type_dup(MlirType t) {
-  lf_strbuf_t b;
-  lf_strbuf_init(&b, 1 << 16);
-  mlirTypePrint(t, print_cb, &b);
-  return lf_strbuf_take(&b);
-}
-
-static char *op_name_dup(MlirOperation op) {
-  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
-  return strndup(s.data, s.length);
-}
+#include "passes/mlir_util.h"
 
 /* Grows `*arr` (of `*cap` elements of `size` bytes) to hold one more. */
 static lf_status_t grow(void **arr, size_t *cap, size_t n, size_t size) {
@@ -65,7 +41,7 @@ typedef struct host_s {
 static lf_status_t classify_value(const host_t *h, MlirValue v,
                                   lf_ref_arg_t *out) {
   memset(out, 0, sizeof(*out));
-  out->type = type_dup(mlirValueGetType(v));
+  out->type = lf_type_dup(mlirValueGetType(v));
   if (!out->type)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   if (mlirValueIsABlockArgument(v) &&
@@ -80,8 +56,8 @@ static lf_status_t classify_value(const host_t *h, MlirValue v,
                      "reference: a launch argument is a nested block argument");
   MlirOperation def = mlirOpResultGetOwner(v);
   /* Reshapes of contiguous buffers are the same buffer. */
-  if (name_is(def, "memref.expand_shape") ||
-      name_is(def, "memref.collapse_shape")) {
+  if (lf_op_is(def, "memref.expand_shape") ||
+      lf_op_is(def, "memref.collapse_shape")) {
     char *type = out->type;
     lf_status_t s = classify_value(h, mlirOperationGetOperand(def, 0), out);
     free(out->type);
@@ -94,8 +70,8 @@ static lf_status_t classify_value(const host_t *h, MlirValue v,
       out->index = t;
       return LF_OK;
     }
-  if (name_is(def, "arith.constant")) {
-    MlirAttribute a = mlirOperationGetAttributeByName(def, str("value"));
+  if (lf_op_is(def, "arith.constant")) {
+    MlirAttribute a = mlirOperationGetAttributeByName(def, lf_str("value"));
     if (mlirAttributeIsAInteger(a)) {
       out->kind = LF_REF_ARG_INT;
       out->i = mlirIntegerAttrGetValueInt(a);
@@ -107,7 +83,7 @@ static lf_status_t classify_value(const host_t *h, MlirValue v,
       return LF_OK;
     }
   }
-  char *n = op_name_dup(def);
+  char *n = lf_op_name_dup(def);
   lf_status_t s = LF_STATUS(LF_STATUS_UNIMPLEMENTED,
                             "reference: a launch argument comes from '%s', "
                             "which the plan cannot express",
@@ -155,7 +131,7 @@ typedef struct plan_s {
 static MlirOperation find_gpu_module(MlirModule module, MlirStringRef name) {
   for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    if (!name_is(op, "gpu.module"))
+    if (!lf_op_is(op, "gpu.module"))
       continue;
     MlirAttribute n = mlirOperationGetAttributeByName(
         op, mlirSymbolTableGetSymbolAttributeName());
@@ -181,26 +157,26 @@ static lf_status_t add_kernel(plan_t *p, MlirContext ctx, MlirOperation gmod,
            mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(
                mlirOperationGetRegion(gmod, 0)));
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
-    if (name_is(op, "gpu.func"))
+    if (lf_op_is(op, "gpu.func"))
       kernel = op;
   if (mlirOperationIsNull(kernel))
     return LF_STATUS(LF_STATUS_INTERNAL, "reference: gpu.module without kernel");
-  MlirAttribute sym = mlirStringAttrGet(ctx, str(name));
+  MlirAttribute sym = mlirStringAttrGet(ctx, lf_str(name));
   mlirOperationSetAttributeByName(gmod, mlirSymbolTableGetSymbolAttributeName(),
                                   sym);
   mlirOperationSetAttributeByName(kernel,
                                   mlirSymbolTableGetSymbolAttributeName(), sym);
   int32_t g[3] = {(int32_t)grid[0], (int32_t)grid[1], (int32_t)grid[2]};
   int32_t b[3] = {(int32_t)block[0], (int32_t)block[1], (int32_t)block[2]};
-  mlirOperationSetAttributeByName(kernel, str("known_grid_size"),
+  mlirOperationSetAttributeByName(kernel, lf_str("known_grid_size"),
                                   mlirDenseI32ArrayGet(ctx, 3, g));
-  mlirOperationSetAttributeByName(kernel, str("known_block_size"),
+  mlirOperationSetAttributeByName(kernel, lf_str("known_block_size"),
                                   mlirDenseI32ArrayGet(ctx, 3, b));
   lf_strbuf_t text;
   lf_strbuf_init(&text, 1 << 24);
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
   mlirOpPrintingFlagsEnableDebugInfo(flags, false, false);
-  mlirOperationPrintWithFlags(gmod, flags, print_cb, &text);
+  mlirOperationPrintWithFlags(gmod, flags, lf_strbuf_print_cb, &text);
   mlirOpPrintingFlagsDestroy(flags);
   lf_ref_kernel_t *k = &r->kernels[r->num_kernels];
   k->name = strdup(name);
@@ -218,7 +194,7 @@ static lf_status_t add_launch(plan_t *p, host_t *h, MlirModule module,
                               MlirOperation launch) {
   MlirContext ctx = mlirOperationGetContext(launch);
   MlirAttribute seg =
-      mlirOperationGetAttributeByName(launch, str("operandSegmentSizes"));
+      mlirOperationGetAttributeByName(launch, lf_str("operandSegmentSizes"));
   if (mlirAttributeIsNull(seg) || !mlirAttributeIsADenseI32Array(seg) ||
       mlirDenseArrayGetNumElements(seg) < 10)
     return LF_STATUS(LF_STATUS_INTERNAL,
@@ -242,7 +218,7 @@ static lf_status_t add_launch(plan_t *p, host_t *h, MlirModule module,
     LF_RETURN_IF_ERROR(
         const_u32(h, mlirOperationGetOperand(launch, 3 + i), &block[i]));
   }
-  MlirAttribute kref = mlirOperationGetAttributeByName(launch, str("kernel"));
+  MlirAttribute kref = mlirOperationGetAttributeByName(launch, lf_str("kernel"));
   if (!mlirAttributeIsASymbolRef(kref))
     return LF_STATUS(LF_STATUS_INTERNAL, "reference: launch without kernel");
   MlirOperation gmod =
@@ -292,7 +268,7 @@ static lf_status_t add_copy(plan_t *p, host_t *h, MlirOperation copy) {
 
 /* The module-level memref.global named by `get_global`, or null. */
 static MlirOperation lookup_global(MlirModule module, MlirOperation get_global) {
-  MlirAttribute ref = mlirOperationGetAttributeByName(get_global, str("name"));
+  MlirAttribute ref = mlirOperationGetAttributeByName(get_global, lf_str("name"));
   if (!mlirAttributeIsAFlatSymbolRef(ref))
     return (MlirOperation){NULL};
   MlirStringRef want = mlirFlatSymbolRefAttrGetValue(ref);
@@ -300,7 +276,7 @@ static MlirOperation lookup_global(MlirModule module, MlirOperation get_global) 
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
     MlirAttribute n = mlirOperationGetAttributeByName(
         op, mlirSymbolTableGetSymbolAttributeName());
-    if (name_is(op, "memref.global") && mlirAttributeIsAString(n) &&
+    if (lf_op_is(op, "memref.global") && mlirAttributeIsAString(n) &&
         mlirStringRefEqual(mlirStringAttrGetValue(n), want))
       return op;
   }
@@ -317,10 +293,10 @@ static lf_status_t add_constant(plan_t *p, host_t *h, MlirModule module,
   MlirAttribute init =
       mlirOperationIsNull(global)
           ? (MlirAttribute){NULL}
-          : mlirOperationGetAttributeByName(global, str("initial_value"));
+          : mlirOperationGetAttributeByName(global, lf_str("initial_value"));
   if (mlirAttributeIsNull(init) || !mlirAttributeIsADenseElements(init) ||
       mlirAttributeIsNull(
-          mlirOperationGetAttributeByName(global, str("constant"))))
+          mlirOperationGetAttributeByName(global, lf_str("constant"))))
     return LF_STATUS(LF_STATUS_UNIMPLEMENTED,
                      "reference: a global that is not a dense constant");
   LF_RETURN_IF_ERROR(add_temp(p, h, get_global));
@@ -355,7 +331,7 @@ static lf_status_t add_temp(plan_t *p, host_t *h, MlirOperation alloc) {
                           sizeof(*r->temps)));
   LF_RETURN_IF_ERROR(grow((void **)&h->temps, &h->cap_temps, h->num_temps,
                           sizeof(*h->temps)));
-  char *ty = type_dup(t);
+  char *ty = lf_type_dup(t);
   if (!ty)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   r->temps[r->num_temps++] = (lf_ref_temp_t){ty, bytes, NULL, 0};
@@ -371,20 +347,20 @@ static lf_status_t extract_plan(plan_t *p, MlirModule module,
   lf_status_t s = LF_OK;
   for (MlirOperation op = mlirBlockGetFirstOperation(h.body);
        !s && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    if (name_is(op, "arith.constant") || name_is(op, "memref.dealloc") ||
-        name_is(op, "func.return") || name_is(op, "memref.expand_shape") ||
-        name_is(op, "memref.collapse_shape"))
+    if (lf_op_is(op, "arith.constant") || lf_op_is(op, "memref.dealloc") ||
+        lf_op_is(op, "func.return") || lf_op_is(op, "memref.expand_shape") ||
+        lf_op_is(op, "memref.collapse_shape"))
       continue; /* constants and reshapes are resolved where used */
-    if (name_is(op, "memref.get_global"))
+    if (lf_op_is(op, "memref.get_global"))
       s = add_constant(p, &h, module, op);
-    else if (name_is(op, "memref.alloc"))
+    else if (lf_op_is(op, "memref.alloc"))
       s = add_temp(p, &h, op);
-    else if (name_is(op, "gpu.launch_func"))
+    else if (lf_op_is(op, "gpu.launch_func"))
       s = add_launch(p, &h, module, op);
-    else if (name_is(op, "memref.copy"))
+    else if (lf_op_is(op, "memref.copy"))
       s = add_copy(p, &h, op);
     else {
-      char *n = op_name_dup(op);
+      char *n = lf_op_name_dup(op);
       s = LF_STATUS(LF_STATUS_UNIMPLEMENTED,
                     "reference: the upstream GPU path left '%s' on the host",
                     n ? n : "?");
@@ -405,7 +381,7 @@ lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
   MlirAttribute fname = mlirOperationGetAttributeByName(
       func, mlirSymbolTableGetSymbolAttributeName());
   MlirAttribute ftype =
-      mlirOperationGetAttributeByName(func, str("function_type"));
+      mlirOperationGetAttributeByName(func, lf_str("function_type"));
   if (!mlirAttributeIsAString(fname) || !mlirAttributeIsAType(ftype))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "reference: not a func.func with a name and a type");
@@ -413,7 +389,7 @@ lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
   size_t num_inputs = (size_t)mlirFunctionTypeGetNumInputs(fty);
   out->subgraph = strndup(mlirStringAttrGetValue(fname).data,
                           mlirStringAttrGetValue(fname).length);
-  out->signature = type_dup(fty);
+  out->signature = lf_type_dup(fty);
   if (!out->subgraph || !out->signature) {
     lf_reference_free(out);
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -422,16 +398,16 @@ lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
   /* A module of its own holding a public copy of the function. */
   MlirModule module = mlirModuleCreateEmpty(mlirOperationGetLocation(func));
   MlirOperation copy = mlirOperationClone(func);
-  mlirOperationRemoveAttributeByName(copy, str("sym_visibility"));
+  mlirOperationRemoveAttributeByName(copy, lf_str("sym_visibility"));
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(module), copy);
 
   lf_status_t s = LF_OK;
   lf_strbuf_t err;
   lf_strbuf_init(&err, 4096);
   MlirPassManager pm =
-      mlirPassManagerCreateOnOperation(ctx, str("builtin.module"));
+      mlirPassManagerCreateOnOperation(ctx, lf_str("builtin.module"));
   if (mlirLogicalResultIsFailure(mlirParsePassPipeline(
-          mlirPassManagerGetAsOpPassManager(pm), str(LF_REFERENCE_PIPELINE),
+          mlirPassManagerGetAsOpPassManager(pm), lf_str(LF_REFERENCE_PIPELINE),
           pipeline_error_cb, &err))) {
     s = LF_STATUS(LF_STATUS_INTERNAL, "reference pipeline does not parse: %s",
                   lf_strbuf_cstr(&err));

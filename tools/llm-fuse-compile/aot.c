@@ -21,6 +21,7 @@
 #include "mlir-c/RegisterEverything.h"
 #include "mlir-c/Target/LLVMIR.h"
 #include "passes/reference.h"
+#include "passes/mlir_util.h"
 #include "llvm-c/Core.h"
 #include "llvm-c/Error.h"
 #include "llvm-c/Target.h"
@@ -34,31 +35,6 @@
 
 /* The host target of the object file. */
 #define HOST_TRIPLE "x86_64-unknown-linux-gnu"
-
-static MlirStringRef str(const char *s) {
-  return mlirStringRefCreateFromCString(s);
-}
-
-static bool name_is(MlirOperation op, const char *name) {
-  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
-  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
-}
-
-static void append_cb(MlirStringRef s, void *user_data) {
-  lf_status_free(lf_strbuf_append(user_data, s.data, s.length));
-}
-
-static char *type_dup(MlirType t) {
-  lf_strbuf_t b;
-  lf_strbuf_init(&b, 1 << 16);
-  mlirTypePrint(t, append_cb, &b);
-  return lf_strbuf_take(&b);
-}
-
-static char *op_name_dup(MlirOperation op) {
-  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
-  return strndup(s.data, s.length);
-}
 
 /* Emits a located error through the context's diagnostics. */
 static void error_at(MlirLocation loc, const char *fmt, ...)
@@ -81,10 +57,10 @@ static lf_status_t run_pipeline(MlirModule module, const char *pipeline,
   lf_strbuf_init(&err, 4096);
   lf_status_t s = LF_OK;
   MlirPassManager pm =
-      mlirPassManagerCreateOnOperation(ctx, str("builtin.module"));
+      mlirPassManagerCreateOnOperation(ctx, lf_str("builtin.module"));
   if (mlirLogicalResultIsFailure(
           mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm),
-                                str(pipeline), append_cb, &err))) {
+                                lf_str(pipeline), lf_strbuf_print_cb, &err))) {
     s = LF_STATUS(LF_STATUS_INTERNAL, "%s: the pipeline does not parse: %s",
                   step, lf_strbuf_cstr(&err));
     goto out;
@@ -115,10 +91,10 @@ static lf_status_t run_llm_fuse(MlirModule module, const char *options) {
   lf_strbuf_t err;
   lf_strbuf_init(&err, 4096);
   MlirPassManager pm =
-      mlirPassManagerCreateOnOperation(ctx, str("builtin.module"));
+      mlirPassManagerCreateOnOperation(ctx, lf_str("builtin.module"));
   bool parsed = mlirLogicalResultIsSuccess(
       mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm),
-                            str(lf_strbuf_cstr(&p)), append_cb, &err));
+                            lf_str(lf_strbuf_cstr(&p)), lf_strbuf_print_cb, &err));
   mlirPassManagerDestroy(pm);
   if (!parsed) {
     if (strstr(lf_strbuf_cstr(&err), "does not refer to a registered"))
@@ -196,7 +172,7 @@ static bool boundary_tensor(MlirOperation func, const char *fname,
     MlirType e = mlirShapedTypeGetElementType(type);
     t->ctype = elem_ctype(e, &t->elem_bytes);
     if (t->ctype) {
-      t->elem = type_dup(e);
+      t->elem = lf_type_dup(e);
       t->rank = mlirShapedTypeGetRank(type);
       t->shape = calloc((size_t)t->rank + 1, sizeof(*t->shape));
       for (intptr_t i = 0; t->shape && i < t->rank; ++i)
@@ -204,7 +180,7 @@ static bool boundary_tensor(MlirOperation func, const char *fname,
       return t->elem && t->shape;
     }
   }
-  char *ty = type_dup(type);
+  char *ty = lf_type_dup(type);
   error_at(mlirOperationGetLocation(func),
            "entry point @%s: %s %zd has type '%s'; llm-fuse-compile takes "
            "statically shaped tensors (rank 16 at most) of f16, bf16, f32, "
@@ -233,10 +209,10 @@ static lf_status_t collect_entries(MlirModule module, lf_aot_result_t *out) {
   size_t bad = 0, cap = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    if (!name_is(op, "func.func"))
+    if (!lf_op_is(op, "func.func"))
       continue;
     MlirAttribute vis =
-        mlirOperationGetAttributeByName(op, str("sym_visibility"));
+        mlirOperationGetAttributeByName(op, lf_str("sym_visibility"));
     MlirRegion body = mlirOperationGetRegion(op, 0);
     if (!mlirAttributeIsNull(vis) ||
         mlirBlockIsNull(mlirRegionGetFirstBlock(body)))
@@ -266,7 +242,7 @@ static lf_status_t collect_entries(MlirModule module, lf_aot_result_t *out) {
     memset(e, 0, sizeof(*e));
     e->name = fname;
     MlirType fty = mlirTypeAttrGetValue(
-        mlirOperationGetAttributeByName(op, str("function_type")));
+        mlirOperationGetAttributeByName(op, lf_str("function_type")));
     intptr_t ni = mlirFunctionTypeGetNumInputs(fty);
     intptr_t no = mlirFunctionTypeGetNumResults(fty);
     e->inputs = calloc((size_t)ni + 1, sizeof(*e->inputs));
@@ -289,7 +265,7 @@ static lf_status_t collect_entries(MlirModule module, lf_aot_result_t *out) {
     }
     if (!ok)
       ++bad;
-    mlirOperationSetAttributeByName(op, str("llvm.emit_c_interface"),
+    mlirOperationSetAttributeByName(op, lf_str("llvm.emit_c_interface"),
                                     mlirUnitAttrGet(ctx));
   }
   if (bad)
@@ -316,7 +292,7 @@ typedef struct ops_s {
 
 static MlirWalkResult collect_copies_cb(MlirOperation op, void *user_data) {
   ops_t *ops = user_data;
-  if (!name_is(op, "memref.copy"))
+  if (!lf_op_is(op, "memref.copy"))
     return MlirWalkResultAdvance;
   if (ops->n == ops->cap) {
     size_t c = ops->cap ? 2 * ops->cap : 16;
@@ -362,11 +338,11 @@ static lf_status_t copy_to_generic(MlirOperation copy) {
     lf_status_free(lf_strbuf_appendf(
         &iters, "%s#linalg.iterator_type<parallel>", i ? ", " : ""));
   lf_status_free(lf_strbuf_append_str(&iters, "]"));
-  mlirContextGetOrLoadDialect(ctx, str("linalg"));
+  mlirContextGetOrLoadDialect(ctx, lf_str("linalg"));
   MlirAttribute map_attr =
-      mlirAttributeParseGet(ctx, str(lf_strbuf_cstr(&maps)));
+      mlirAttributeParseGet(ctx, lf_str(lf_strbuf_cstr(&maps)));
   MlirAttribute iter_attr =
-      mlirAttributeParseGet(ctx, str(lf_strbuf_cstr(&iters)));
+      mlirAttributeParseGet(ctx, lf_str(lf_strbuf_cstr(&iters)));
   lf_strbuf_free(&dims);
   lf_strbuf_free(&maps);
   lf_strbuf_free(&iters);
@@ -374,22 +350,22 @@ static lf_status_t copy_to_generic(MlirOperation copy) {
     return LF_STATUS(LF_STATUS_INTERNAL, "cannot build the copy's attributes");
   int32_t seg[2] = {1, 1};
   MlirNamedAttribute attrs[3] = {
-      mlirNamedAttributeGet(mlirIdentifierGet(ctx, str("indexing_maps")),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("indexing_maps")),
                             map_attr),
-      mlirNamedAttributeGet(mlirIdentifierGet(ctx, str("iterator_types")),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("iterator_types")),
                             iter_attr),
-      mlirNamedAttributeGet(mlirIdentifierGet(ctx, str("operandSegmentSizes")),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("operandSegmentSizes")),
                             mlirDenseI32ArrayGet(ctx, 2, seg))};
   MlirType args[2] = {elem, elem};
   MlirLocation locs[2] = {loc, loc};
   MlirBlock block = mlirBlockCreate(2, args, locs);
   MlirValue in = mlirBlockGetArgument(block, 0);
-  MlirOperationState ys = mlirOperationStateGet(str("linalg.yield"), loc);
+  MlirOperationState ys = mlirOperationStateGet(lf_str("linalg.yield"), loc);
   mlirOperationStateAddOperands(&ys, 1, &in);
   mlirBlockAppendOwnedOperation(block, mlirOperationCreate(&ys));
   MlirRegion region = mlirRegionCreate();
   mlirRegionAppendOwnedBlock(region, block);
-  MlirOperationState st = mlirOperationStateGet(str("linalg.generic"), loc);
+  MlirOperationState st = mlirOperationStateGet(lf_str("linalg.generic"), loc);
   MlirValue operands[2] = {src, dst};
   mlirOperationStateAddOperands(&st, 2, operands);
   mlirOperationStateAddAttributes(&st, 3, attrs);
@@ -424,7 +400,7 @@ static MlirOperation create_op(const char *name, MlirLocation loc,
                                intptr_t num_operands, const MlirValue *operands,
                                intptr_t num_attrs,
                                const MlirNamedAttribute *attrs) {
-  MlirOperationState st = mlirOperationStateGet(str(name), loc);
+  MlirOperationState st = mlirOperationStateGet(lf_str(name), loc);
   mlirOperationStateAddResults(&st, num_results, results);
   mlirOperationStateAddOperands(&st, num_operands, operands);
   mlirOperationStateAddAttributes(&st, num_attrs, attrs);
@@ -439,7 +415,7 @@ static MlirOperation gpu_alloc(MlirBlock block, MlirOperation before,
   MlirContext ctx = mlirLocationGetContext(loc);
   int32_t seg[3] = {0, (int32_t)num_dyn, 0};
   MlirNamedAttribute a =
-      mlirNamedAttributeGet(mlirIdentifierGet(ctx, str("operandSegmentSizes")),
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("operandSegmentSizes")),
                             mlirDenseI32ArrayGet(ctx, 3, seg));
   MlirOperation op = create_op("gpu.alloc", loc, 1, &type, num_dyn, dyn, 1, &a);
   mlirBlockInsertOwnedOperationBefore(block, before, op);
@@ -468,14 +444,14 @@ static bool contiguous(MlirType t) {
 static bool has_gpu_dealloc_user(MlirValue v) {
   for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
        u = mlirOpOperandGetNextUse(u))
-    if (name_is(mlirOpOperandGetOwner(u), "gpu.dealloc"))
+    if (lf_op_is(mlirOpOperandGetOwner(u), "gpu.dealloc"))
       return true;
   return false;
 }
 
 /* The memref.global a memref.get_global names, or null. */
 static MlirOperation lookup_global(MlirModule module, MlirOperation get) {
-  MlirAttribute ref = mlirOperationGetAttributeByName(get, str("name"));
+  MlirAttribute ref = mlirOperationGetAttributeByName(get, lf_str("name"));
   if (!mlirAttributeIsAFlatSymbolRef(ref))
     return (MlirOperation){NULL};
   MlirStringRef want = mlirFlatSymbolRefAttrGetValue(ref);
@@ -483,7 +459,7 @@ static MlirOperation lookup_global(MlirModule module, MlirOperation get) {
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
     MlirAttribute n = mlirOperationGetAttributeByName(
         op, mlirSymbolTableGetSymbolAttributeName());
-    if (name_is(op, "memref.global") && mlirAttributeIsAString(n) &&
+    if (lf_op_is(op, "memref.global") && mlirAttributeIsAString(n) &&
         mlirStringRefEqual(mlirStringAttrGetValue(n), want))
       return op;
   }
@@ -511,11 +487,126 @@ static bool host_op_allowed(MlirOperation op) {
                                    "gpu.alloc",
                                    "gpu.memcpy",
                                    "gpu.memset",
-                                   "gpu.wait"};
+                                   "gpu.wait",
+                                   /* The guard of deferred verification
+                                    * (passes/defer.h): its blob's address,
+                                    * a compare of the decision, and a
+                                    * branch that only calls (checked by
+                                    * guard_branches_ok). */
+                                   "llvm.mlir.addressof",
+                                   "arith.cmpi",
+                                   "scf.if"};
   for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); ++i)
-    if (name_is(op, ok[i]))
+    if (lf_op_is(op, ok[i]))
       return true;
   return false;
+}
+
+/* The scf.if of a deferred-verification guard (passes/defer.h), after
+ * bufferization: each branch allocates the result buffers, calls the
+ * candidate or the fallback into them and yields them; the if's results
+ * are then copied into the function's out-params. Rewritten so that the
+ * branches call straight into the out-params: no buffer, no copy. Left as
+ * it is when it does not have that shape (guard_branches_ok then says
+ * why). */
+static bool forward_guard_results(MlirOperation ifop) {
+  intptr_t n = mlirOperationGetNumResults(ifop);
+  MlirBlock block = mlirOperationGetBlock(ifop);
+  MlirValue dest[16];
+  MlirOperation copies[16];
+  if (n == 0 || n > 16 || mlirOperationGetNumRegions(ifop) != 2)
+    return false;
+  for (intptr_t i = 0; i < n; ++i) {
+    MlirValue r = mlirOperationGetResult(ifop, i);
+    MlirOpOperand u = mlirValueGetFirstUse(r);
+    if (mlirOpOperandIsNull(u) ||
+        !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)))
+      return false;
+    MlirOperation copy = mlirOpOperandGetOwner(u);
+    if (!lf_op_is(copy, "memref.copy") ||
+        mlirOpOperandGetOperandNumber(u) != 0 ||
+        !mlirBlockEqual(mlirOperationGetBlock(copy), block))
+      return false;
+    MlirValue d = mlirOperationGetOperand(copy, 1);
+    /* The destination must exist before the if: an argument of this
+     * block, or a result of an op before the if in it. */
+    if (mlirValueIsABlockArgument(d)) {
+      if (!mlirBlockEqual(mlirBlockArgumentGetOwner(d), block))
+        return false;
+    } else {
+      MlirOperation def = mlirOpResultGetOwner(d);
+      if (!mlirBlockEqual(mlirOperationGetBlock(def), block) ||
+          !mlirOperationIsBeforeInBlock(def, ifop))
+        return false;
+    }
+    if (!mlirTypeEqual(mlirValueGetType(d), mlirValueGetType(r)))
+      return false;
+    dest[i] = d;
+    copies[i] = copy;
+  }
+  MlirOperation allocs[2][16];
+  for (intptr_t k = 0; k < 2; ++k) {
+    MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(ifop, k));
+    if (mlirBlockIsNull(b))
+      return false;
+    MlirOperation yield = mlirBlockGetTerminator(b);
+    if (mlirOperationGetNumOperands(yield) != n)
+      return false;
+    for (intptr_t i = 0; i < n; ++i) {
+      MlirValue y = mlirOperationGetOperand(yield, i);
+      if (mlirValueIsABlockArgument(y))
+        return false;
+      MlirOperation a = mlirOpResultGetOwner(y);
+      if (!lf_op_is(a, "memref.alloc") || mlirOperationGetNumOperands(a) ||
+          !mlirBlockEqual(mlirOperationGetBlock(a), b))
+        return false;
+      allocs[k][i] = a;
+    }
+  }
+  /* The shape holds: into the destinations, then an if without results. */
+  for (intptr_t k = 0; k < 2; ++k)
+    for (intptr_t i = 0; i < n; ++i) {
+      mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(allocs[k][i], 0),
+                                    dest[i]);
+      mlirOperationDestroy(allocs[k][i]);
+    }
+  for (intptr_t i = 0; i < n; ++i)
+    mlirOperationDestroy(copies[i]);
+  MlirLocation loc = mlirOperationGetLocation(ifop);
+  MlirOperationState st = mlirOperationStateGet(lf_str("scf.if"), loc);
+  MlirValue cond = mlirOperationGetOperand(ifop, 0);
+  mlirOperationStateAddOperands(&st, 1, &cond);
+  MlirRegion regions[2] = {mlirRegionCreate(), mlirRegionCreate()};
+  mlirOperationStateAddOwnedRegions(&st, 2, regions);
+  MlirOperation nif = mlirOperationCreate(&st);
+  for (intptr_t k = 0; k < 2; ++k) {
+    MlirRegion r = mlirOperationGetRegion(nif, k);
+    mlirRegionTakeBody(r, mlirOperationGetRegion(ifop, k));
+    MlirBlock b = mlirRegionGetFirstBlock(r);
+    MlirOperation yield = mlirBlockGetTerminator(b);
+    mlirBlockInsertOwnedOperationBefore(
+        b, yield, create_op("scf.yield", loc, 0, NULL, 0, NULL, 0, NULL));
+    mlirOperationDestroy(yield);
+  }
+  mlirBlockInsertOwnedOperationBefore(block, ifop, nif);
+  mlirOperationDestroy(ifop);
+  return true;
+}
+
+/* Host branches may only call and yield: what they call is host code of
+ * its own, rewritten like any other function. */
+static bool guard_branches_ok(MlirOperation ifop) {
+  if (mlirOperationGetNumResults(ifop))
+    return false;
+  for (intptr_t k = 0; k < mlirOperationGetNumRegions(ifop); ++k)
+    for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(ifop, k));
+         !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
+      for (MlirOperation op = mlirBlockGetFirstOperation(b);
+           !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+        if (!lf_op_is(op, "func.call") && !lf_op_is(op, "scf.yield") &&
+            !lf_op_is(op, "arith.constant"))
+          return false;
+  return true;
 }
 
 typedef struct values_s {
@@ -552,11 +643,17 @@ static lf_status_t rewrite_host_func(MlirModule module, MlirOperation func,
   values_t allocs = {0};
   lf_status_t s = LF_OK;
   MlirOperation next;
+  /* (Each forwarding removes ops after the if: start again.) */
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       !mlirOperationIsNull(op);)
+    op = lf_op_is(op, "scf.if") && forward_guard_results(op)
+             ? mlirBlockGetFirstOperation(body)
+             : mlirOperationGetNextInBlock(op);
   for (MlirOperation op = mlirBlockGetFirstOperation(body);
        !mlirOperationIsNull(op); op = next) {
     next = mlirOperationGetNextInBlock(op);
     MlirLocation loc = mlirOperationGetLocation(op);
-    if (name_is(op, "memref.alloc")) {
+    if (lf_op_is(op, "memref.alloc")) {
       MlirValue r = mlirOperationGetResult(op, 0);
       intptr_t n = mlirOperationGetNumOperands(op);
       MlirValue dyn[16];
@@ -572,12 +669,12 @@ static lf_status_t rewrite_host_func(MlirModule module, MlirOperation func,
       mlirOperationDestroy(op);
       if ((s = values_push(&allocs, mlirOperationGetResult(g, 0))))
         goto out;
-    } else if (name_is(op, "memref.dealloc")) {
+    } else if (lf_op_is(op, "memref.dealloc")) {
       MlirValue m = mlirOperationGetOperand(op, 0);
       mlirBlockInsertOwnedOperationBefore(
           body, op, create_op("gpu.dealloc", loc, 0, NULL, 1, &m, 0, NULL));
       mlirOperationDestroy(op);
-    } else if (name_is(op, "memref.copy")) {
+    } else if (lf_op_is(op, "memref.copy")) {
       MlirValue src = mlirOperationGetOperand(op, 0);
       MlirValue dst = mlirOperationGetOperand(op, 1);
       if (!contiguous(mlirValueGetType(src)) ||
@@ -592,11 +689,11 @@ static lf_status_t rewrite_host_func(MlirModule module, MlirOperation func,
       mlirBlockInsertOwnedOperationBefore(
           body, op, create_op("gpu.memcpy", loc, 0, NULL, 2, ops, 0, NULL));
       mlirOperationDestroy(op);
-    } else if (name_is(op, "memref.get_global")) {
+    } else if (lf_op_is(op, "memref.get_global")) {
       MlirOperation global = lookup_global(module, op);
       if (mlirOperationIsNull(global) ||
           mlirAttributeIsNull(
-              mlirOperationGetAttributeByName(global, str("constant")))) {
+              mlirOperationGetAttributeByName(global, lf_str("constant")))) {
         error_at(loc, "the host reads a global that is not a constant; only "
                       "constants can be copied to the device");
         ++*errors;
@@ -613,8 +710,13 @@ static lf_status_t rewrite_host_func(MlirModule module, MlirOperation func,
           body, next, create_op("gpu.memcpy", loc, 0, NULL, 2, ops, 0, NULL));
       if ((s = values_push(&allocs, dev)))
         goto out;
+    } else if (lf_op_is(op, "scf.if") && !guard_branches_ok(op)) {
+      error_at(loc, "host control flow after the default GPU mapping that "
+                    "does more than call (only the guard of verify=defer "
+                    "may branch on the host)");
+      ++*errors;
     } else if (!host_op_allowed(op)) {
-      char *n = op_name_dup(op);
+      char *n = lf_op_name_dup(op);
       error_at(loc,
                "'%s' stays on the host after the default GPU mapping; the "
                "host part of a compiled model may only allocate, copy and "
@@ -643,7 +745,7 @@ static lf_status_t rewrite_host(MlirModule module) {
   size_t errors = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
-    if (name_is(op, "func.func"))
+    if (lf_op_is(op, "func.func"))
       LF_RETURN_IF_ERROR(rewrite_host_func(module, op, &errors));
   if (errors)
     return LF_STATUS(LF_STATUS_UNIMPLEMENTED,
@@ -751,7 +853,7 @@ static lf_status_t emit_object(MlirModule module, const lf_aot_options_t *o,
   if (o->emit == LF_AOT_EMIT_MLIR) {
     lf_strbuf_t b;
     lf_strbuf_init(&b, (size_t)1 << 31);
-    mlirOperationPrint(mlirModuleGetOperation(module), append_cb, &b);
+    mlirOperationPrint(mlirModuleGetOperation(module), lf_strbuf_print_cb, &b);
     out->output_size = lf_strbuf_len(&b);
     out->output = lf_strbuf_take(&b);
     return out->output
