@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/IR.h"
 
 #ifdef __cplusplus
@@ -43,6 +44,25 @@ static inline char *lf_type_dup(MlirType t) {
   lf_strbuf_init(&b, 1 << 20);
   mlirTypePrint(t, lf_strbuf_print_cb, &b);
   return lf_strbuf_take(&b);
+}
+
+/// The module-level memref.global that memref.get_global `get` names, or a
+/// null operation.
+static inline MlirOperation lf_lookup_global(MlirModule module,
+                                             MlirOperation get) {
+  MlirAttribute ref = mlirOperationGetAttributeByName(get, lf_str("name"));
+  if (!mlirAttributeIsAFlatSymbolRef(ref))
+    return (MlirOperation){NULL};
+  MlirStringRef want = mlirFlatSymbolRefAttrGetValue(ref);
+  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute n = mlirOperationGetAttributeByName(
+        op, mlirSymbolTableGetSymbolAttributeName());
+    if (lf_op_is(op, "memref.global") && mlirAttributeIsAString(n) &&
+        mlirStringRefEqual(mlirStringAttrGetValue(n), want))
+      return op;
+  }
+  return (MlirOperation){NULL};
 }
 
 #ifdef __cplusplus

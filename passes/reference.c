@@ -266,30 +266,13 @@ static lf_status_t add_copy(plan_t *p, host_t *h, MlirOperation copy) {
   return LF_OK;
 }
 
-/* The module-level memref.global named by `get_global`, or null. */
-static MlirOperation lookup_global(MlirModule module, MlirOperation get_global) {
-  MlirAttribute ref = mlirOperationGetAttributeByName(get_global, lf_str("name"));
-  if (!mlirAttributeIsAFlatSymbolRef(ref))
-    return (MlirOperation){NULL};
-  MlirStringRef want = mlirFlatSymbolRefAttrGetValue(ref);
-  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
-       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    MlirAttribute n = mlirOperationGetAttributeByName(
-        op, mlirSymbolTableGetSymbolAttributeName());
-    if (lf_op_is(op, "memref.global") && mlirAttributeIsAString(n) &&
-        mlirStringRefEqual(mlirStringAttrGetValue(n), want))
-      return op;
-  }
-  return (MlirOperation){NULL};
-}
-
 static lf_status_t add_temp(plan_t *p, host_t *h, MlirOperation alloc);
 
 /* A constant global becomes a temporary the launcher fills before the
  * first step. */
 static lf_status_t add_constant(plan_t *p, host_t *h, MlirModule module,
                                 MlirOperation get_global) {
-  MlirOperation global = lookup_global(module, get_global);
+  MlirOperation global = lf_lookup_global(module, get_global);
   MlirAttribute init =
       mlirOperationIsNull(global)
           ? (MlirAttribute){NULL}

@@ -449,23 +449,6 @@ static bool has_gpu_dealloc_user(MlirValue v) {
   return false;
 }
 
-/* The memref.global a memref.get_global names, or null. */
-static MlirOperation lookup_global(MlirModule module, MlirOperation get) {
-  MlirAttribute ref = mlirOperationGetAttributeByName(get, lf_str("name"));
-  if (!mlirAttributeIsAFlatSymbolRef(ref))
-    return (MlirOperation){NULL};
-  MlirStringRef want = mlirFlatSymbolRefAttrGetValue(ref);
-  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
-       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    MlirAttribute n = mlirOperationGetAttributeByName(
-        op, mlirSymbolTableGetSymbolAttributeName());
-    if (lf_op_is(op, "memref.global") && mlirAttributeIsAString(n) &&
-        mlirStringRefEqual(mlirStringAttrGetValue(n), want))
-      return op;
-  }
-  return (MlirOperation){NULL};
-}
-
 /* Ops the host may keep: they only compute sizes, make descriptors of
  * existing buffers, launch or call. */
 static bool host_op_allowed(MlirOperation op) {
@@ -690,7 +673,7 @@ static lf_status_t rewrite_host_func(MlirModule module, MlirOperation func,
           body, op, create_op("gpu.memcpy", loc, 0, NULL, 2, ops, 0, NULL));
       mlirOperationDestroy(op);
     } else if (lf_op_is(op, "memref.get_global")) {
-      MlirOperation global = lookup_global(module, op);
+      MlirOperation global = lf_lookup_global(module, op);
       if (mlirOperationIsNull(global) ||
           mlirAttributeIsNull(
               mlirOperationGetAttributeByName(global, lf_str("constant")))) {
