@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "base/fs.h"
+#include "base/log.h"
 #include "base/strbuf.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
@@ -78,7 +82,8 @@ static lf_status_t binary_name(MlirOperation module, const char *base,
  * object of the right target and format. */
 static lf_status_t scratch_text(MlirOperation func, const char *fname,
                                 const char *bin_name,
-                                const lf_build_result_t *b, lf_strbuf_t *t) {
+                                const lf_build_result_t *b,
+                                const char *format, lf_strbuf_t *t) {
   MlirAttribute fta =
       mlirOperationGetAttributeByName(func, str("function_type"));
   MlirType ft = mlirTypeAttrGetValue(fta);
@@ -189,7 +194,75 @@ static lf_status_t scratch_text(MlirOperation func, const char *fname,
   return lf_strbuf_appendf(
       t, "\n}\ngpu.binary @%s [#gpu.object<#nvvm.target<chip = \"%s\">, %s "
          "= \"\">]\n}\n",
-      bin_name, b->chip ? b->chip : "sm_90", b->cubin ? "bin" : "assembly");
+      bin_name, b->chip ? b->chip : "sm_90", format);
+}
+
+/* The CUDA toolkit's fatbinary: $LLM_FUSE_FATBINARY, else beside ptxas
+ * in $CUDA_HOME/bin, $CUDA_PATH/bin or /usr/local/cuda/bin. NULL: none. */
+static const char *find_fatbinary(char *buf, size_t size) {
+  const char *env = getenv("LLM_FUSE_FATBINARY");
+  if (env && *env)
+    return access(env, X_OK) == 0 ? env : NULL;
+  const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"),
+                         "/usr/local/cuda"};
+  for (size_t i = 0; i < 3; ++i) {
+    if (!roots[i] || !*roots[i])
+      continue;
+    snprintf(buf, size, "%s/bin/fatbinary", roots[i]);
+    if (access(buf, X_OK) == 0)
+      return buf;
+  }
+  return NULL;
+}
+
+/* A fatbin holding the cubin and the PTX (which the driver can JIT for a
+ * newer GPU), made by fatbinary in a private folder. NULL when there is no
+ * fatbinary or it fails; the caller then embeds the cubin alone. */
+static char *make_fatbin(const lf_build_result_t *b, size_t *out_size) {
+  char tool[4096], dir[] = "/tmp/llm-fuse-fatbin.XXXXXX";
+  const char *fatbinary = find_fatbinary(tool, sizeof(tool));
+  const char *chip = b->chip ? b->chip : "sm_90";
+  if (!fatbinary || strncmp(chip, "sm_", 3) != 0 || !mkdtemp(dir))
+    return NULL;
+  char cubin[4200], ptx[4200], out[4200], img1[4300], img2[4300], create[4300];
+  snprintf(cubin, sizeof(cubin), "%s/k.cubin", dir);
+  snprintf(ptx, sizeof(ptx), "%s/k.ptx", dir);
+  snprintf(out, sizeof(out), "%s/k.fatbin", dir);
+  snprintf(img1, sizeof(img1), "--image3=kind=elf,sm=%s,file=%s", chip + 3, cubin);
+  snprintf(img2, sizeof(img2), "--image3=kind=ptx,sm=%s,file=%s", chip + 3, ptx);
+  snprintf(create, sizeof(create), "--create=%s", out);
+  char *data = NULL;
+  lf_status_t st = lf_write_file_atomic(cubin, b->cubin, b->cubin_size);
+  if (!st)
+    st = lf_write_file_atomic(ptx, b->ptx, b->ptx_size);
+  if (!st) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl(fatbinary, fatbinary, "-64", "--compress=false", create, img1, img2,
+            (char *)NULL);
+      _exit(127);
+    }
+    int ws = 0;
+    if (pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) &&
+        WEXITSTATUS(ws) == 0) {
+      lf_strbuf_t buf;
+      lf_strbuf_init(&buf, 256u << 20);
+      if (!(st = lf_read_file(out, &buf))) {
+        *out_size = lf_strbuf_len(&buf);
+        data = lf_strbuf_take(&buf);
+      } else {
+        lf_strbuf_free(&buf);
+      }
+    } else {
+      LF_LOG_DEBUG("swap: %s failed; embedding the cubin alone", fatbinary);
+    }
+  }
+  lf_status_free(st);
+  unlink(cubin);
+  unlink(ptx);
+  unlink(out);
+  rmdir(dir);
+  return data;
 }
 
 lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
@@ -210,11 +283,16 @@ lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
   fname[fname_ref.length] = '\0';
   LF_RETURN_IF_ERROR(binary_name(module, fname, bin, sizeof(bin)));
 
+  /* Cubin and PTX together when fatbinary is there, else what exists. */
+  size_t fat_size = 0;
+  char *fat = b->cubin && b->ptx ? make_fatbin(b, &fat_size) : NULL;
+  const char *format = fat ? "fatbin" : b->cubin ? "bin" : "assembly";
   lf_strbuf_t text;
   lf_strbuf_init(&text, 1 << 20);
-  lf_status_t st = scratch_text(func, fname, bin, b, &text);
+  lf_status_t st = scratch_text(func, fname, bin, b, format, &text);
   if (st) {
     lf_strbuf_free(&text);
+    free(fat);
     return st;
   }
   MlirModule scratch = mlirModuleCreateParse(ctx, str(lf_strbuf_cstr(&text)));
@@ -224,6 +302,7 @@ lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
                    "diagnostic above)",
                    b->kernel_name);
     lf_strbuf_free(&text);
+    free(fat);
     return st;
   }
   lf_strbuf_free(&text);
@@ -236,12 +315,14 @@ lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
   MlirAttribute objs = mlirOperationGetAttributeByName(binary, str("objects"));
   MlirAttribute placeholder = mlirArrayAttrGetElement(objs, 0);
   MlirAttribute target = mlirGPUObjectAttrGetTarget(placeholder);
-  uint32_t format = mlirGPUObjectAttrGetFormat(placeholder);
+  uint32_t object_format = mlirGPUObjectAttrGetFormat(placeholder);
   MlirStringRef bytes =
-      b->cubin ? mlirStringRefCreate((const char *)b->cubin, b->cubin_size)
-               : mlirStringRefCreate(b->ptx, b->ptx_size);
-  MlirAttribute object = mlirGPUObjectAttrGet(ctx, target, format, bytes,
-                                              mlirAttributeGetNull());
+      fat ? mlirStringRefCreate(fat, fat_size)
+      : b->cubin ? mlirStringRefCreate((const char *)b->cubin, b->cubin_size)
+                 : mlirStringRefCreate(b->ptx, b->ptx_size);
+  MlirAttribute object = mlirGPUObjectAttrGet(ctx, target, object_format,
+                                              bytes, mlirAttributeGetNull());
+  free(fat);
   mlirOperationSetAttributeByName(binary, str("objects"),
                                   mlirArrayAttrGet(ctx, 1, &object));
 
