@@ -1,8 +1,9 @@
 /* swap.h - putting a verified kernel in place of an outlined subgraph.
  *
  * The outlined function keeps its name, signature and attributes; its body
- * becomes a launch of the kernel, embedded in the module as a gpu.binary
- * (the cubin, or the PTX when there is no cubin):
+ * becomes a launch of the kernel, embedded in the module as a gpu.binary:
+ * a fatbin of the cubin and the PTX (the driver can JIT the PTX for a newer
+ * GPU) when the toolkit's fatbinary is found, else the cubin, else the PTX:
  *
  *   func.func private @sg_X(%a: tensor<...>, ...) -> tensor<...> {
  *     %m = bufferization.to_buffer %a read_only : ... to memref<...>
