@@ -1066,6 +1066,15 @@ SUBGRAPHS = [
          kind="f32_simt", M=1024, N=8192, K=8192, a=0, b=[1], bias=None, res=None,
          epilogue="sub_mul_relu", product="A[1024,8192] @ B[8192,8192] (f32 FMA)",
          BM=128, BN=128, BK=16, group_m=8, minctasm=2, chips=["sm_90", "sm_80"]),
+    # ---------------- benchmark suite (examples/bench/, issue 8) ----------------
+    dict(sg="sg_89b05da5eb3c1a6b", example="bench/gemm_bias_gelu",
+         fingerprint="89b05da5eb3c1a6bc02b7105225b90380249298ce08f47c70db85f0f7ccd6ab6",
+         signature="(tensor<16384x4096xbf16>, tensor<4096x16384xbf16>, tensor<16384xbf16>) -> tensor<16384x16384xbf16>",
+         kind="bf16_mma", M=16384, N=16384, K=4096, a=0, b=[1], bias=2, res=None,
+         epilogue="bias_gelu_tanh", product="A[16384,4096] @ B[4096,16384] (bf16 in, f32 accumulate)",
+         math_notes=["bias bf16 -> f32 (extf); result rounded to bf16 (truncf) before the store",
+                     "same tiling as the MLP block's up-projection (sg_439a925e4900df20)"],
+         BM=128, BN=128, BK=64, WM=64, WN=32, stages=3, group_m=8, minctasm=2, chips=["sm_90", "sm_80"]),
     # ---------------- minigpt (f32) ----------------
     dict(sg="sg_775f56ec869d4b28", example="minigpt_block",
          fingerprint="775f56ec869d4b2819a27b8212047fc92145a7c6ee89bf725fe6555cf717d241",
@@ -1102,6 +1111,7 @@ WGMMA_VARIANTS = [
     ("sg_74ede17e00bf0352", dict(WGS=2, BN=128, stages=4, group_m=8)),
     ("sg_6c02d079e63ba7a7", dict(WGS=2, BN=256, stages=4, group_m=8)),
     ("sg_e0d727355adf3ba8", dict(WGS=2, BN=64, stages=4, group_m=8)),
+    ("sg_89b05da5eb3c1a6b", dict(WGS=2, BN=256, stages=4, group_m=8)),
 ]
 
 

@@ -387,6 +387,99 @@ def gen_softmax(p):
     return g, e, args, [RED_GLOBAL]
 
 
+def gen_add_rmsnorm(p):
+    """h = bf16(f32(x) + f32(r)); y = bf16((f32(h) * rsqrt(sum(f32(h)^2) / N
+    + eps)) * f32(w)): the reduction half of the benchmark's residual add +
+    RMSNorm (the outliner gives the sum h, also a result, its own
+    subgraph, so it is recomputed here rather than read back)."""
+    g = Row(p["R"], p["N"], p["et"], p["T"])
+    e = Emitter(("x", "r", "w", "y"))
+    tid, row, cols = row_prologue(e, g)
+    red = red_ref(e) if g.nwarps > 1 else None
+    xs = load_row(e, g, "%x", row, cols)
+    rs = load_row(e, g, "%r", row, cols, hint="r")
+    ty = vty(g.V, "f32")
+    hs = []
+    for a, b in zip(xs, rs):
+        s = e.op("arith.addf %s, %s : %s" % (a, b, ty), "s")
+        sb = e.op("arith.truncf %s : %s to %s" % (s, ty, vty(g.V, g.et)), "hb")
+        hs.append(e.op("arith.extf %s : %s to %s" % (sb, vty(g.V, g.et), ty), "h"))
+    part = vsum(e, g, hs, hint="sumsq", square=True)
+    total = reduce_row(e, g, part, "add", red, 0, tid, "sumsq")
+    ms = e.op("arith.divf %s, %s : f32" % (total, e.const("%.6e" % g.N, "f32", "n")), "ms")
+    mse = e.op("arith.addf %s, %s : f32" % (ms, e.const(p["eps"], "f32", "eps")), "mse")
+    rr = e.op("math.rsqrt %s : f32" % mse, "rstd")
+    rv = e.op("vector.broadcast %s : f32 to %s" % (rr, ty), "rstdv")
+    outs = []
+    for k, c in enumerate(cols):
+        wv = load_vec(e, g, "%w", c, "w")
+        t = e.op("arith.mulf %s, %s : %s" % (hs[k], rv, ty), "xn")
+        outs.append(e.op("arith.mulf %s, %s : %s" % (t, wv, ty), "yf"))
+    store_row(e, g, "%y", row, cols, outs)
+    args = ["%%x: %s" % g.mem, "%%r: %s" % g.mem, "%%w: %s" % g.vmem, "%%y: %s" % g.mem]
+    return g, e, args, [RED_GLOBAL] if red else []
+
+
+def gen_rowreduce(p):
+    """y[r] = sum_j x[r, j] (op "add", from 0) or max_j x[r, j] (op "max",
+    from -inf; arith.maximumf propagates NaN)."""
+    g = Row(p["R"], p["N"], p["et"], p["T"])
+    e = Emitter(("x", "y"))
+    tid, row, cols = row_prologue(e, g)
+    red = red_ref(e) if g.nwarps > 1 else None
+    xs = load_row(e, g, "%x", row, cols)
+    part = vsum(e, g, xs, kind=p["op"], hint="part")
+    total = reduce_row(e, g, part, p["op"], red, 0, tid, "total")
+    first = e.op("arith.cmpi eq, %s, %s : index" % (tid, e.idx(0)), "t0")
+    e.line("scf.if %s {" % first)
+    e.line("  memref.store %s, %%y[%s] : memref<%dxf32>" % (total, row, g.R))
+    e.line("}")
+    args = ["%%x: %s" % g.mem, "%%y: memref<%dxf32>" % g.R]
+    return g, e, args, [RED_GLOBAL] if red else []
+
+
+def gen_elementwise(p):
+    """op "add": y = bf16(f32(x) + f32(r)); op "bias_gelu": v = f32(x) +
+    f32(b[j]), y = bf16(v / (1 + exp(-2u))) with u = 0.7978845608 (v +
+    0.044715 v^3): 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)) exactly, so this
+    is the IR's tanh-GELU with one exp and one divide."""
+    g = Row(p["R"], p["N"], p["et"], p["T"])
+    second = "r" if p["op"] == "add" else "b"
+    e = Emitter(("x", second, "y"))
+    tid, row, cols = row_prologue(e, g)
+    xs = load_row(e, g, "%x", row, cols)
+    ty = vty(g.V, "f32")
+    if p["op"] == "add":
+        others = load_row(e, g, "%r", row, cols, hint="r")
+    else:
+        others = [load_vec(e, g, "%b", c, "b") for c in cols]
+    if p["op"] == "bias_gelu":  # vector constants, once
+        k1 = e.op("vector.broadcast %s : f32 to %s" % (e.const("4.471500e-02", "f32", "k1"), ty), "k1v")
+        m2k0 = e.op("vector.broadcast %s : f32 to %s"
+                    % (e.const("-1.59576917", "f32", "m2k0"), ty), "m2k0v")
+        one = e.op("vector.broadcast %s : f32 to %s" % (e.const("1.000000e+00", "f32", "one"), ty),
+                   "onev")
+    outs = []
+    for a, b in zip(xs, others):
+        v = e.op("arith.addf %s, %s : %s" % (a, b, ty), "v")
+        if p["op"] == "add":
+            outs.append(v)
+            continue
+        v2 = e.op("arith.mulf %s, %s : %s" % (v, v, ty), "v2")
+        inner = e.op("vector.fma %s, %s, %s : %s" % (v2, k1, one, ty), "in")  # 1 + 0.044715 v^2
+        t = e.op("arith.mulf %s, %s : %s" % (v, inner, ty), "t")              # v + 0.044715 v^3
+        m2u = e.op("arith.mulf %s, %s : %s" % (t, m2k0, ty), "m2u")           # -2u
+        ex = e.op("math.exp %s : %s" % (m2u, ty), "ex")
+        den = e.op("arith.addf %s, %s : %s" % (ex, one, ty), "den")
+        outs.append(e.op("arith.divf %s, %s : %s" % (v, den, ty), "yf"))
+    store_row(e, g, "%y", row, cols, outs)
+    if p["op"] == "add":
+        args = ["%%x: %s" % g.mem, "%%r: %s" % g.mem, "%%y: %s" % g.mem]
+    else:
+        args = ["%%x: %s" % g.mem, "%%b: %s" % g.vmem, "%%y: %s" % g.mem]
+    return g, e, args, []
+
+
 # ------------------------------------------------------------- attention --
 
 def gen_attention(p):
@@ -641,6 +734,24 @@ KERNELS = [
          R=4096, N=16384, et="f32", T=512, init="-" + F32_MAX, div="recip",
          math=["m = max(-3.40282347e38, max_j x[r, j]); e[j] = exp(x[r, j] - m); s = sum_j e[j]",
                "y[r, j] = e[j] * (1.0 / s)   (TOSA's reciprocal, then multiply)"]),
+    # The benchmark suite's models (examples/bench/, issue 8).
+    dict(sg="sg_df3765b7ed777da2", example="bench/rowsum", gen="rowreduce", kernel="rowsum_f32_8192",
+         R=16384, N=8192, et="f32", T=256, op="add",
+         math=["y[r] = sum_j x[r, j] (f32, from 0)"]),
+    dict(sg="sg_21610200b192c108", example="bench/rowmax", gen="rowreduce", kernel="rowmax_f32_8192",
+         R=16384, N=8192, et="f32", T=256, op="max",
+         math=["y[r] = max_j x[r, j] (arith.maximumf from -inf: NaN propagates)"]),
+    dict(sg="sg_ecc49e4749c9c25f", example="bench/add_rmsnorm", gen="add_rmsnorm",
+         kernel="add_rmsnorm_bf16_4096", R=16384, N=4096, et="bf16", T=256, eps="9.99999997E-7",
+         math=["h[r, j] = bf16(f32(x[r, j]) + f32(res[r, j])); s = sum_j f32(h[r, j])^2 (f32)",
+               "y[r, j] = bf16((f32(h[r, j]) * rsqrt(s / 4096.0 + 1e-6)) * f32(w[j]))"]),
+    dict(sg="sg_33d054cef585f08a", example="bench/add_rmsnorm", gen="elementwise",
+         kernel="add_bf16_4096", R=16384, N=4096, et="bf16", T=256, op="add",
+         math=["h[r, j] = bf16(f32(x[r, j]) + f32(res[r, j])) (the residual sum, a result too)"]),
+    dict(sg="sg_d9d3a926eb8e438b", example="bench/bias_gelu", gen="elementwise",
+         kernel="bias_gelu_bf16_8192", R=16384, N=8192, et="bf16", T=256, op="bias_gelu",
+         math=["v = f32(x[r, j]) + f32(b[j])",
+               "y[r, j] = bf16(0.5 v (1 + tanh(0.797884583 (v + 0.044715 v^3))))"]),
     dict(sg="sg_4b6d101fd59f7da9", example="minigpt_block", gen="attention", kernel="causal_attention_f32",
          S=1024, H=12, D=64,
          math=["per head h: s[i, j] = 0.125 * sum_d q[i, h, d] k[j, h, d], -inf where j > i",
@@ -705,6 +816,11 @@ FINGERPRINTS = {
     "sg_36479e4312f16cf5": "36479e4312f16cf5a770c44e1b7b2fa91f78fa15dcc632f6129d574b8e9d964f",
     "sg_ff8348df2653ec41": "ff8348df2653ec41cf6383ff7e12ac30473b92ed1c81fb30e50680fbbe15c97d",
     "sg_4b6d101fd59f7da9": "4b6d101fd59f7da903457bcf116e6bf9012ee2b2e5d8aa401c758c5549415b79",
+    "sg_df3765b7ed777da2": "df3765b7ed777da2d58c9793d6439dd302e87132bd5d8bdcc890c637bc8c4609",
+    "sg_21610200b192c108": "21610200b192c1087e24f6d9d33e06bfab61441b9521f0e1c6f5804166c28e7f",
+    "sg_ecc49e4749c9c25f": "ecc49e4749c9c25f395ccb545d582b498c8ccc61f7bca26d3a7f1ae76be80bba",
+    "sg_33d054cef585f08a": "33d054cef585f08a1037cf29e3b1e3c85defa687abf584cbd4b4ff003b4407a8",
+    "sg_d9d3a926eb8e438b": "d9d3a926eb8e438ba91d10aaafb3f6c8cf1ae0e2117fc6a3983a6a3035125faa",
 }
 
 
@@ -714,7 +830,12 @@ def signature(p):
         return "(%s, %s, %s) -> %s" % (t, t, t, t)
     x = "tensor<%dx%dx%s>" % (p["R"], p["N"], p["et"])
     w = "tensor<%dx%s>" % (p["N"], p["et"])
-    ins = {"rmsnorm": [x, w], "layernorm": [x, w, w], "softmax": [x]}[p["gen"]]
+    if p["gen"] == "rowreduce":
+        return "(%s) -> tensor<%dx%s>" % (x, p["R"], p["et"])
+    if p["gen"] == "elementwise":
+        return "(%s, %s) -> %s" % (x, x if p["op"] == "add" else w, x)
+    ins = {"rmsnorm": [x, w], "layernorm": [x, w, w], "softmax": [x],
+           "add_rmsnorm": [x, x, w]}[p["gen"]]
     return "(%s) -> %s" % (", ".join(ins), x)
 
 
@@ -733,6 +854,19 @@ DESIGN = {
         "Single read of x: row in registers; block max, then exp(x - m) kept",
         "in registers, block sum, normalize and write; exp is the IR's",
         "math.exp (libdevice __nv_expf)."],
+    "add_rmsnorm": [
+        "Single pass: x and res are read once into registers, summed and",
+        "rounded to bf16 as the IR's h, sum of squares, one block reduction,",
+        "the scaled row written.  h itself is written by the separate",
+        "elementwise subgraph (add_bf16_4096): the outliner gives a result",
+        "that is also used inside a group its own function."],
+    "rowreduce": [
+        "The row in registers (16-byte loads, all in flight), per-thread",
+        "vector<4xf32> partials, one vector.reduction, a warp butterfly and",
+        "one shared-memory step; thread 0 writes the row's value."],
+    "elementwise": [
+        "One 16-byte load per input chunk, the math in f32, one 16-byte store;",
+        "no reduction, no shared memory."],
 }
 
 
@@ -767,7 +901,9 @@ def generate(p):
         gp = None
     else:
         g, e, args, globals_ = {"rmsnorm": gen_rmsnorm, "layernorm": gen_layernorm,
-                                "softmax": gen_softmax}[gen](p)
+                                "softmax": gen_softmax, "add_rmsnorm": gen_add_rmsnorm,
+                                "rowreduce": gen_rowreduce,
+                                "elementwise": gen_elementwise}[gen](p)
         block, grid = g.block, g.grid
         launch = g.launch_text() + ";"
         design = list(DESIGN[gen])

@@ -16,8 +16,9 @@ sm_90 when the manifest has no sm_90a-specific kernel of that subgraph (an
 sm_90 kernel is valid on sm_90a, the pass's default arch).
 
 Classes are not in the manifests; they follow from the kernel's name
-(rmsnorm/layernorm/softmax: reduction, causal_attention: attention-like,
-anything else: contraction), which is how the outliner classes those
+(rmsnorm/layernorm/softmax/rowsum/rowmax/add_rmsnorm: reduction, add_* and
+bias_gelu: elementwise, causal_attention: attention-like, anything else:
+contraction), which is how the outliner classes those
 subgraphs. --opt LLM_FUSE_OPT checks that against the outliner's report.
 
 --check writes nothing and exits 1 when a generated file would differ (or
@@ -41,8 +42,10 @@ MAJOR = "v1"
 
 
 def klass_of(kernel):
-    if re.match(r"(rmsnorm|layernorm|softmax)", kernel):
+    if re.match(r"(rmsnorm|layernorm|softmax|rowsum|rowmax|add_rmsnorm)", kernel):
         return "reduction"
+    if re.match(r"(add_|bias_gelu)", kernel):
+        return "elementwise"
     if kernel.startswith("causal_attention"):
         return "attention-like"
     return "contraction"
