@@ -33,6 +33,7 @@
 #include "dialect_bridge/bridge.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "passes/defer.h"
 #include "passes/outline.h"
 #include "passes/mlir_util.h"
 #include "passes/reference.h"
@@ -146,6 +147,7 @@ typedef struct subgraph_s {
   lf_build_result_t *build; /* the last build, or NULL */
   /* The decision. */
   bool swapped;
+  bool deferred; /* candidate and fallback behind the first-call guard */
   char *reason_word; /* short machine word, e.g. "no-gpu" */
   char *reason;      /* one sentence */
   double ms_acquire, ms_build, ms_verify;
@@ -707,6 +709,39 @@ static void swap_stage(fuse_run_t *run, subgraph_t *sg, const char *how) {
   set_reason(sg, "swapped", "%s", how);
 }
 
+/* verify=defer without a GPU: the candidate and the original ops behind a
+ * guard that verifies on the first call on the real GPU (passes/defer.h). */
+static void defer_stage(fuse_run_t *run, subgraph_t *sg, size_t i, size_t n) {
+  const lf_fuse_options_t *o = run->o;
+  lf_defer_options_t d = {0};
+  d.chip = o->arch;
+  d.record_path = o->guard_record;
+  d.min_speedup = o->min_speedup;
+  d.flops = sg->flops;
+  d.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
+  d.keep_temps = o->keep_temps;
+  double t0 = now_ms();
+  lf_status_t st = lf_defer_stage_and_guard(run->module, sg->func, sg->build, &d);
+  sg->ms_verify = now_ms() - t0;
+  if (st) {
+    char buf[1024];
+    set_reason(sg, "defer-failed",
+               "the deferred-verification guard could not be built (%s); "
+               "the original ops stay",
+               lf_status_format(st, buf, sizeof(buf)));
+    lf_status_free(st);
+    return;
+  }
+  sg->deferred = true;
+  set_reason(sg, "deferred",
+             "no GPU here (%s): kernel %s and the original ops are both "
+             "embedded behind a guard that verifies the kernel on the first "
+             "call on the GPU and then uses it, or the original ops, for good",
+             run->gpu_status, sg->build->kernel_name);
+  LF_LOG_INFO("[%zu/%zu] %s: deferred: guard embedded in %.0f ms", i + 1, n,
+              sg->name, sg->ms_verify);
+}
+
 static lf_status_t verify_stage(fuse_run_t *run) {
   const lf_fuse_options_t *o = run->o;
   probe_gpu(run);
@@ -741,6 +776,12 @@ static lf_status_t verify_stage(fuse_run_t *run) {
       swap_stage(run, sg,
                  "verified earlier (the cache records the verdict for this "
                  "arch and toolchain); not slower than the reference");
+      continue;
+    }
+    if (run->gpu_status && strcmp(o->verify, "defer") == 0) {
+      defer_stage(run, sg, i, n);
+      if (sg->acquire_outcome == LF_ACQUIRE_OK)
+        cache_record(run, sg, LF_CACHE_UNVERIFIED);
       continue;
     }
     if (run->gpu_status) {
@@ -794,7 +835,7 @@ static lf_status_t verify_stage(fuse_run_t *run) {
 /* ---- Reporting. ---- */
 
 static const char *decision_word(const subgraph_t *sg) {
-  return sg->swapped ? "swapped" : "kept";
+  return sg->swapped ? "swapped" : sg->deferred ? "deferred" : "kept";
 }
 
 static cJSON *subgraph_json(const subgraph_t *sg) {
@@ -895,17 +936,20 @@ static lf_status_t write_report(const fuse_run_t *run) {
   else
     cJSON_AddNullToObject(root, "verification_unavailable");
   cJSON *subs = cJSON_AddArrayToObject(root, "subgraphs");
-  size_t swapped = 0;
+  size_t swapped = 0, deferred = 0;
   for (size_t i = 0; i < run->num_subs; ++i) {
     cJSON_AddItemToArray(subs, subgraph_json(&run->subs[i]));
     swapped += run->subs[i].swapped;
+    deferred += run->subs[i].deferred;
   }
   /* The partition's view: one record per group (call sites included). */
   cJSON_AddItemToObject(root, "groups", cJSON_Duplicate(run->groups, true));
   cJSON *sum = cJSON_AddObjectToObject(root, "summary");
   cJSON_AddNumberToObject(sum, "subgraphs", (double)run->num_subs);
   cJSON_AddNumberToObject(sum, "swapped", (double)swapped);
-  cJSON_AddNumberToObject(sum, "kept", (double)(run->num_subs - swapped));
+  cJSON_AddNumberToObject(sum, "deferred", (double)deferred);
+  cJSON_AddNumberToObject(sum, "kept",
+                          (double)(run->num_subs - swapped - deferred));
   cJSON_AddNumberToObject(sum, "ms_outline", run->ms_outline);
   cJSON_AddNumberToObject(sum, "ms_total", run->ms_total);
   lf_status_t st = lf_write_json_report(run->o->report, root);
@@ -917,12 +961,19 @@ static void emit_remarks(const fuse_run_t *run) {
   for (size_t i = 0; i < run->num_subs; ++i) {
     const subgraph_t *sg = &run->subs[i];
     char msg[1400];
-    if (sg->swapped)
+    if (sg->swapped && sg->speedup > 0)
       snprintf(msg, sizeof(msg),
                "llm-fuse: @%s (%s): swapped in kernel %s from %s, verified, "
                "%.2fx the reference",
                sg->name, sg->cls, sg->build->kernel_name,
                sg->provider ? sg->provider : "?", sg->speedup);
+    else if (sg->swapped)
+      snprintf(msg, sizeof(msg),
+               "llm-fuse: @%s (%s): swapped in kernel %s: %s", sg->name,
+               sg->cls, sg->build->kernel_name, sg->reason);
+    else if (sg->deferred)
+      snprintf(msg, sizeof(msg), "llm-fuse: @%s (%s): deferred: %s", sg->name,
+               sg->cls, sg->reason);
     else
       snprintf(msg, sizeof(msg), "llm-fuse: @%s (%s): kept original ops: %s",
                sg->name, sg->cls, sg->reason ? sg->reason : "no reason");
@@ -934,7 +985,7 @@ static void emit_remarks(const fuse_run_t *run) {
 static void print_summary(const fuse_run_t *run) {
   if (!lf_log_enabled(LF_LOG_INFO))
     return;
-  size_t swapped = 0;
+  size_t swapped = 0, deferred = 0;
   LF_LOG_INFO("summary: %-20s %-12s %-8s %8s %8s %8s  %s", "subgraph", "class",
               "decision", "attempts", "build ms", "speedup", "reason");
   for (size_t i = 0; i < run->num_subs; ++i) {
@@ -946,11 +997,17 @@ static void print_summary(const fuse_run_t *run) {
                 sg->cls, decision_word(sg), sg->attempts, sg->ms_build, speed,
                 sg->reason_word ? sg->reason_word : "");
     swapped += sg->swapped;
+    deferred += sg->deferred;
   }
-  LF_LOG_INFO("summary: %zu subgraph(s), %zu swapped, %zu kept with their "
+  char dbuf[96] = "";
+  if (deferred)
+    snprintf(dbuf, sizeof(dbuf), " %zu deferred to a first-call check,",
+             deferred);
+  LF_LOG_INFO("summary: %zu subgraph(s), %zu swapped,%s %zu kept with their "
               "original ops; %.0f ms in all",
-              run->num_subs, swapped, run->num_subs - swapped, run->ms_total);
-  if (run->gpu_status && swapped == 0 && run->num_subs)
+              run->num_subs, swapped, dbuf, run->num_subs - swapped - deferred,
+              run->ms_total);
+  if (run->gpu_status && swapped == 0 && deferred == 0 && run->num_subs)
     LF_LOG_INFO("summary: verification could not run (%s); nothing was "
                 "swapped in",
                 run->gpu_status);

@@ -37,6 +37,7 @@ typedef struct lf_fuse_options_s {
   bool keep_temps;   /* keep the verification staging folders */
   char *report;      /* JSON report path; "" for none */
   bool remarks;      /* a remark on the IR per function/subgraph */
+  char *guard_record; /* verify=defer: default record file; "" runtime's */
 } lf_fuse_options_t;
 
 /// The `llm-fuse` pass.

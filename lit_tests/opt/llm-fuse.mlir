@@ -67,6 +67,7 @@ func.func @scalar(%x: f32) -> f32 {
 // REPORT:      "summary":
 // REPORT-NEXT:   "subgraphs": 1
 // REPORT-NEXT:   "swapped": 0
+// REPORT-NEXT:   "deferred": 0
 // REPORT-NEXT:   "kept": 1
 
 // QUIET-NOT: remark:

@@ -1,12 +1,16 @@
 /* swap_tool.c - test driver for lf_swap_in (passes/swap.h).
  *
- *   lf_swap_tool MODULE.mlir FUNCTION KERNEL.mlir [CHIP]
+ *   lf_swap_tool [--defer] MODULE.mlir FUNCTION KERNEL.mlir [CHIP]
  *
  * Builds KERNEL.mlir against FUNCTION's signature in the builder's child
- * process, swaps it into FUNCTION, verifies the module and prints it. The
+ * process, swaps it into FUNCTION, verifies the module and prints it. With
+ * --defer, puts it behind the runtime guard of deferred verification
+ * instead (passes/defer.h: the reference is lowered and staged, ptxas
+ * permitting; $LF_DEFER_RECORD is the compile-time record path). The
  * compiler swaps only verified kernels; this tool exists so that the IR of
  * a swap can be tested (and lowered by llm-fuse-compile) without a GPU.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/RegisterEverything.h"
+#include "passes/defer.h"
 #include "passes/swap.h"
 
 static void append_cb(MlirStringRef s, void *user_data) {
@@ -31,12 +36,43 @@ static int fail(lf_status_t st, const char *what) {
   return 1;
 }
 
+/* Prints `text` with the bytes of the gpu.binary's object elided to
+ * "...", so that the output stays readable (and still parses). */
+static void print_elided(const char *text) {
+  const char *p = strstr(text, "gpu.binary @");
+  p = p ? strstr(p, "#nvvm.target<") : NULL;
+  p = p ? strstr(p, ">, ") : NULL;
+  if (p) {
+    p += 3;
+    if (!strncmp(p, "bin = ", 6))
+      p += 6;
+    else if (!strncmp(p, "assembly = ", 11))
+      p += 11;
+  }
+  const char *end = p && *p == '"' ? strstr(p + 1, "\">]") : NULL;
+  if (!end) {
+    fputs(text, stdout);
+    return;
+  }
+  fwrite(text, 1, (size_t)(p - text) + 1, stdout);
+  fputs("...", stdout);
+  fputs(end, stdout);
+}
+
 int main(int argc, char **argv) {
+  bool defer = argc > 1 && !strcmp(argv[1], "--defer");
+  if (defer) {
+    --argc;
+    ++argv;
+  }
   if (argc < 4 || argc > 5) {
-    fprintf(stderr, "usage: %s MODULE.mlir FUNCTION KERNEL.mlir [CHIP]\n",
-            argv[0]);
+    fprintf(stderr,
+            "usage: lf_swap_tool [--defer] MODULE.mlir FUNCTION KERNEL.mlir "
+            "[CHIP]\n");
     return 2;
   }
+  if (defer)
+    mlirRegisterAllPasses();
   lf_strbuf_t src, kernel, sig;
   lf_strbuf_init(&src, 64 << 20);
   lf_strbuf_init(&kernel, LF_BUILD_MAX_KERNEL_SIZE);
@@ -85,8 +121,16 @@ int main(int argc, char **argv) {
             lf_build_kind_name(res->kind), res->message);
     return 1;
   }
-  if ((st = lf_swap_in(mop, func, res)))
+  if (defer) {
+    lf_defer_options_t o = {0};
+    o.chip = req.chip;
+    o.record_path = getenv("LF_DEFER_RECORD");
+    o.min_speedup = 1.0;
+    if ((st = lf_defer_stage_and_guard(mop, func, res, &o)))
+      return fail(st, "defer");
+  } else if ((st = lf_swap_in(mop, func, res))) {
     return fail(st, "swap");
+  }
   if (!mlirOperationVerify(mop)) {
     fprintf(stderr, "lf_swap_tool: the swapped module does not verify\n");
     return 1;
@@ -97,14 +141,24 @@ int main(int argc, char **argv) {
   lf_strbuf_init(&out, 256 << 20);
   mlirOperationPrint(mop, append_cb, &out);
   const char *text = lf_strbuf_cstr(&out);
-  const char *bin = strstr(text, "bin = \"");
-  const char *end = bin ? strstr(bin, "\">]") : NULL;
-  if (getenv("LF_SWAP_TOOL_FULL") || !bin || !end) {
+  if (getenv("LF_SWAP_TOOL_FULL")) {
     fputs(text, stdout);
+  } else if (defer) {
+    /* Two literals: the guard's blob, then the kernel's bytes. */
+    lf_strbuf_t once;
+    lf_strbuf_init(&once, 256 << 20);
+    const char *m = strstr(text, "_guard_blob(\"");
+    const char *end = m ? strstr(m + 13, "\"") : NULL;
+    if (m && end) {
+      lf_status_free(lf_strbuf_append(&once, text, (size_t)(m - text) + 13));
+      lf_status_free(lf_strbuf_append_str(&once, "..."));
+      lf_status_free(lf_strbuf_append_str(&once, end));
+      text = lf_strbuf_cstr(&once);
+    }
+    print_elided(text);
+    lf_strbuf_free(&once);
   } else {
-    fwrite(text, 1, (size_t)(bin - text) + 7, stdout);
-    fputs("...", stdout);
-    fputs(end, stdout);
+    print_elided(text);
   }
   lf_strbuf_free(&out);
   fprintf(stdout, "\n// kernel %s, %s, %zu cubin bytes, %zu PTX bytes\n",

@@ -13,7 +13,10 @@
  *   liar       prints an accepted verdict but exits 1
  *   few-trials prints an accepted verdict with 2 trials, exits 0
  *   reject-then-hang  prints a rejection ("timeout"), then hangs
+ *   no-device  prints a "no-device" rejection, exits 2 (not served)
  * FAKE_WORKER_PIDFILE, when set, receives the pid of the hang child.
+ * FAKE_WORKER_ARGS, when set, gets a line appended per run: the arguments,
+ * then the first line of the --plan file (or "unreadable").
  */
 #include <signal.h>
 #include <stdio.h>
@@ -52,7 +55,32 @@ static void hang(void) {
     pause();
 }
 
-int main(void) {
+static void log_args(int argc, char **argv) {
+  const char *path = getenv("FAKE_WORKER_ARGS");
+  if (!path)
+    return;
+  FILE *f = fopen(path, "a");
+  if (!f)
+    return;
+  char first[256] = "unreadable";
+  for (int i = 1; i < argc; ++i) {
+    fprintf(f, "%s ", argv[i]);
+    if (!strcmp(argv[i], "--plan") && i + 1 < argc) {
+      FILE *p = fopen(argv[i + 1], "r");
+      if (p) {
+        if (!fgets(first, sizeof(first), p))
+          first[0] = '\0';
+        first[strcspn(first, "\n")] = '\0';
+        fclose(p);
+      }
+    }
+  }
+  fprintf(f, "| %s\n", first);
+  fclose(f);
+}
+
+int main(int argc, char **argv) {
+  log_args(argc, argv);
   const char *m = getenv("FAKE_WORKER_MODE");
   if (!m)
     m = "accept";
@@ -93,6 +121,10 @@ int main(void) {
     printf("%s\n", verdict(0, 1, "timeout"));
     fflush(stdout);
     hang();
+  }
+  if (!strcmp(m, "no-device")) {
+    printf("%s\n", verdict(0, 0, "no-device"));
+    return 2;
   }
   return 3;
 }
