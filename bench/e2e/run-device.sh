@@ -32,15 +32,15 @@ fi
 entry=$(cat "$work/entry")
 
 status=0
-run_case() { # NAME REPLAY_DIR
-  local name=$1 replay=$2 d=$work/$1
+run_case() { # NAME REPLAY_DIR [EXTRA_PASS_OPTIONS]
+  local name=$1 replay=$2 extra=${3:-} d=$work/$1
   mkdir -p "$d" && cp "$work"/in*.bin "$work"/ref*.bin "$work"/driver.c \
     "$work"/llm_fuse_rt.h "$work"/libllm_fuse_rt.a "$d/"
   echo "== $name: llm-fuse-compile with the llm-fuse pass (replay $replay)"
   local t0=$EPOCHREALTIME
-  LLM_FUSE_REPLAY_DIR=$replay "$bin/llm-fuse-compile" "$work/model.mlir" \
+  env LLM_FUSE_REPLAY_DIR="$replay" ${COMPILE_ENV:-} "$bin/llm-fuse-compile" "$work/model.mlir" \
     -o "$d/model.o" --chip sm_90 \
-    --llm-fuse-options "arch=sm_90 offline=true cache-dir=$d/cache report=$out/$name.report.json" \
+    --llm-fuse-options "arch=sm_90 offline=true cache-dir=$d/cache report=$out/$name.report.json $extra" \
     2> >(tee "$out/$name.compile.log" >&2)
   echo "   compile: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
   # PASS by the verifier's f32 rule (docs/verification.md); the strict
@@ -91,10 +91,28 @@ print("broke sg_%s (first arith.mulf -> arith.addf)" % fp)
 PY
 run_case broken "$broken"
 
+# verify=defer: compiled as if on a machine without a GPU (the driver is
+# hidden from the compiler), so every kernel goes behind the first-call
+# guard; the first run verifies them on this GPU and records the outcome,
+# the second run reads the record.
+if [ "${E2E_DEFER:-1}" = 1 ]; then
+  export LLM_FUSE_VERIFY=$bin/llm-fuse-verify
+  export LLM_FUSE_GUARD_RECORD=$work/deferred.guard.jsonl
+  COMPILE_ENV=LLM_FUSE_LIBCUDA=/nonexistent/libcuda.so.1 \
+    run_case deferred "$root/kernels/replay" "verify=defer"
+  echo "== deferred, second process (the record decides)"
+  (cd "$work/deferred" && ./driver . 20) | tee "$out/deferred2.run.log" || status=1
+  cp "$LLM_FUSE_GUARD_RECORD" "$out/deferred.guard.jsonl"
+  echo "== guard record"; cat "$out/deferred.guard.jsonl"
+  unset LLM_FUSE_VERIFY LLM_FUSE_GUARD_RECORD
+fi
+
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-for name in ("swapped", "broken"):
+for name in ("swapped", "broken", "deferred"):
+    if not os.path.exists(os.path.join(out, name + ".report.json")):
+        continue
     r = json.load(open(os.path.join(out, name + ".report.json")))
     print("== %s: %s" % (name, r["summary"]))
     for s in r["subgraphs"]:
