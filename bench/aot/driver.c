@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include HEADER
 
@@ -62,6 +64,25 @@ static void *read_file(const char *path, size_t want) {
   return buf;
 }
 
+/* scripts/cpu_equivalence.py's input_values(): an integer hash of
+ * (argument, element index) giving multiples of 1/64 in [-1, 1]. Used when
+ * DIR has no in<i>.bin, so a run needs no files at all. */
+static float *make_input(size_t arg, size_t bytes) {
+  size_t n = bytes / sizeof(float);
+  float *v = malloc(bytes);
+  for (size_t k = 0; v && k < n; ++k) {
+    uint64_t h = ((uint64_t)k * 2654435761u + (arg + 1) * 0x9E3779B9u) &
+                 0xFFFFFFFFu;
+    h ^= h >> 15;
+    h = (h * 2246822519u) & 0xFFFFFFFFu;
+    h ^= h >> 13;
+    h = (h * 3266489917u) & 0xFFFFFFFFu;
+    h ^= h >> 16;
+    v[k] = (float)((int)(h % 129) - 64) / 64.0f;
+  }
+  return v;
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -91,7 +112,8 @@ int main(int argc, char **argv) {
       return fail("lf_rt_malloc");
     if (i < NUM_INPUTS) {
       snprintf(path, sizeof(path), "%s/in%zu.bin", dir, i);
-      void *host = read_file(path, ARG_BYTES(i));
+      void *host = access(path, F_OK) == 0 ? read_file(path, ARG_BYTES(i))
+                                            : make_input(i, ARG_BYTES(i));
       if (!host)
         return 1;
       if (lf_rt_copy_to_device(dev[i], host, ARG_BYTES(i)))
@@ -116,6 +138,15 @@ int main(int argc, char **argv) {
       fclose(f);
     }
     snprintf(path, sizeof(path), "%s/ref%zu.bin", dir, j);
+    if (access(path, F_OK) != 0) {
+      double sum = 0;
+      for (size_t k = 0; k < n; ++k)
+        sum += fabs(got[k]);
+      printf("output %zu: %zu values, abs-sum %.6g; no reference in %s, not "
+             "compared\n", j, n, sum, dir);
+      free(got);
+      continue;
+    }
     float *ref = read_file(path, bytes);
     if (!ref)
       return 1;
