@@ -10,8 +10,17 @@
 #                                    (llm-fuse-build-kernel, from the
 #                                    manifests' first variant for CHIP)
 #   DIR/<sg>/candidate-sm90a/        the sm_90a (wgmma) variant, if any
+#   DIR/<sg>/candidate-alt/          a tuning variant from the generators
+#                                    (ALTS below), timed as "ours alt"
+#   DIR/e2e/                         the MiniGPT block for the end-to-end
+#                                    case: model.mlir, llm-fuse-compile and
+#                                    the tools it runs (stripped), the MLIR
+#                                    runtime pack; bench/gpu/e2e-device.sh
+#                                    compiles it there (LF_BENCH_E2E=0: skip)
 #
-# Only cubins and JSON travel (a few MB). Then, on the GPU machine:
+# Cubins and JSON (a few MB) and the e2e folder (about 56 MB, mostly the
+# MLIR runtime pack) travel. Then, on the GPU machine:
+#   bash bench/gpu/e2e-device.sh DIR $OUT &&
 #   python3 bench/gpu/run.py DIR --json $OUT/bench.json --png $OUT/bench.png
 #
 #   bench/gpu/prepare.sh [DIR] [CHIP] [BUILD]    (CHIP sm_90, BUILD build)
@@ -22,7 +31,8 @@ chip=${2:-sm_90}
 build=${3:-$root/build}
 bin=$build/bin
 examples="rmsnorm layernorm layernorm_f32 softmax tosa/softmax swiglu gemm_epilogue
-          bench/rowsum bench/rowmax bench/add_rmsnorm bench/bias_gelu bench/gemm_bias_gelu"
+          bench/rowsum bench/rowmax bench/add_rmsnorm bench/bias_gelu bench/gemm_bias_gelu
+          bench/minigpt_mlp"
 rm -rf "$dir"
 mkdir -p "$dir/outlined"
 for e in $examples; do
@@ -62,7 +72,45 @@ missing = [s for s in sorted(os.listdir(out))
 print("prepare: %d kernel(s) built, %d failed; no kernel of ours for: %s"
       % (n, bad, ", ".join(missing) or "none"))
 PY
-rm -rf "$dir/outlined"
+# Tuning variants, built as DIR/<sg>/candidate-alt (run.py times them as
+# "ours alt" beside the manifest's kernel; bench/NOTES.md, 2026-11-21):
+# bias + GELU-tanh bf16 with the exact exp and divide (the version the
+# manifest replaced); the MiniGPT MLP GEMMs at M = 65536 with
+# gemm_epilogue's 128x128x16 tiles (faster on sm_90, spills on sm_80).
+alt=$dir/alt-src
+mkdir -p "$alt"
+python3 "$root/kernels/handwritten/gen_rows.py" --out "$alt" --only sg_d9d3a926eb8e438b \
+  --variant sg_d9d3a926eb8e438b=gelu=div
+python3 "$root/kernels/handwritten/gen_gemm.py" --out-dir "$alt" --no-manifest \
+  --only sg_ab992c66808cc4c2 sg_606c0e1c9184d8b4 --set BM=128 BN=128 BK=16 KS=1 minctasm=2
+python3 - "$root" "$dir" "$alt" "$chip" "$bin/llm-fuse-build-kernel" <<'PY'
+import glob, json, os, subprocess, sys
+root, out, alt, chip, tool = sys.argv[1:6]
+sigs = {}
+for m in glob.glob(os.path.join(root, "kernels/handwritten/manifest-*.json")):
+    for e in json.load(open(m)):
+        sigs.setdefault(e["subgraph"], e["signature"])
+for f in sorted(glob.glob(os.path.join(alt, "sg_*.mlir"))):
+    sg = os.path.basename(f)[:-len(".mlir")]
+    if not os.path.isdir(os.path.join(out, sg)):
+        continue
+    r = subprocess.run([tool, "--signature", sigs[sg], "--chip", chip, "--quiet",
+                        "--out-dir", os.path.join(out, sg, "candidate-alt"), f])
+    print("prepare: alt variant of %s %s" % (sg, "built" if r.returncode == 0 else "FAILED"))
+PY
+rm -rf "$dir/outlined" "$alt"
 find "$dir" \( -name '*.mlir' -o -name '*.ptx' \) -delete
 cp "$build/lib/libllm_fuse_rt.so" "$dir/"
+if [ "${LF_BENCH_E2E:-1}" = 1 ]; then
+  mkdir -p "$dir/e2e/bin"
+  for t in llm-fuse-compile llm-fuse-build-kernel llm-fuse-verify; do
+    strip -o "$dir/e2e/bin/$t" "$bin/$t"
+  done
+  cp "$root/examples/minigpt_block.mlir" "$dir/e2e/model.mlir"
+  echo minigpt_block > "$dir/e2e/entry"
+  cp "$root/runtime/mgpu/llm_fuse_rt.h" "$dir/e2e/"
+  [ -f "$root/.device/mlir-runtime.tar.xz" ] ||
+    (cd "$root" && bash "$root/../shared/device/pack-mlir-runtime.sh" .device)
+  cp "$root/.device/mlir-runtime.tar.xz" "$dir/e2e/"
+fi
 du -sh "$dir"

@@ -15,6 +15,11 @@ DIR is what bench/gpu/prepare.sh staged on the build machine:
   DIR/<sg>/candidate/kernel.cubin,       our kernel (llm-fuse-build-kernel)
                      result.json
   DIR/<sg>/candidate-sm90a/              its sm_90a (wgmma) variant, if any
+  DIR/<sg>/candidate-alt/                a tuning variant ("ours alt"), if any
+  DIR/e2e/swapped.so, default.so         the MiniGPT block compiled ahead of
+                                         time (bench/gpu/e2e-device.sh, run
+                                         there first), with and without the
+                                         llm-fuse pass
 
 The cases (models, torch functions, references, rooflines) are defined in
 case_defs() below; a case runs when its subgraphs are staged.
@@ -38,6 +43,13 @@ Ceilings, measured in the same run: device-to-device copy bandwidth
 torch.matmul on random 8192^3 operands.  Memory-bound cases report bytes
 moved (inputs read once + outputs written once) / time / copy bandwidth;
 GEMM cases FLOPs / time / matrix rate.
+
+Multi-subgraph cases (the MiniGPT MLP) run our kernels in the outlined
+model's order with preallocated intermediates.  The block end to end calls
+the AOT-compiled model (ctypes, lf_bench_run_packed of aot_shim.c): it runs
+on its own stream and synchronizes, so that case is timed for every
+variant by the host clock around a call followed by
+torch.cuda.synchronize() (flush and a synchronize before each).
 
 Our kernels and the MLIR default's go through libllm_fuse_rt
 (mgpuModuleLoad, mgpuModuleGetFunction, mgpuLaunchKernel on torch's current
@@ -186,6 +198,26 @@ def plan_part(rt, d, ins, outs, keep):
     return run
 
 
+def aot_part(rt, so_path, ins, outs):
+    """A model compiled by llm-fuse-compile and linked with aot_shim.c:
+    one synchronous call over the torch tensors' device pointers."""
+    lib = ctypes.CDLL(so_path)
+    lib.lf_bench_run_packed.restype = ctypes.c_int
+    lib.lf_bench_run_packed.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.lf_bench_num_args.restype = ctypes.c_int
+    n = lib.lf_bench_num_args()
+    if n != len(ins) + len(outs):
+        raise RuntimeError("%s takes %d buffers, the case has %d" % (so_path, n, len(ins) + len(outs)))
+    args = (ctypes.c_void_p * n)(*[t.data_ptr() for t in ins + outs])
+
+    def run():
+        torch.cuda.synchronize()  # torch's writes (the poison) before the model's stream
+        if lib.lf_bench_run_packed(args):
+            rt.check("%s: lf_bench_run_packed" % os.path.basename(so_path))
+    run.keep = (lib, args)
+    return run
+
+
 # ------------------------------------------------------------ the cases ---
 
 def rnd(shape, dtype, gen, scale=1.0):
@@ -289,7 +321,113 @@ def case_defs():
         parts=[("sg_5beaf48efb3a6ac0", [0, 1], [0])],
         torch=lambda x, w: torch.relu((x @ w - 0.5) * 2.0),
         ref=lambda x, w: (torch.relu((x @ w - 0.5) * 2.0),))
+    # The MiniGPT MLP at 65536 tokens (examples/bench/minigpt_mlp.mlir):
+    # three subgraphs in the outlined model's order, "t<i>" = intermediates.
+    T, D, H = 65536, 768, 3072
+    add(name="minigpt_mlp_f32", title="MiniGPT MLP f32 65536x768 (hidden 3072), no TF32",
+        kind="gemm", rate="f32", vs=("eager", "compile"),
+        flops=2 * T * D * H * 2,
+        inputs=[((T, D), F32, 1.0), ((D,), F32, 1.0), ((D,), F32, 1.0),
+                ((D, H), F32, D ** -0.5), ((H,), F32, 1.0),
+                ((H, D), F32, H ** -0.5), ((D,), F32, 1.0)],
+        outputs=[((T, D), F32)],
+        temps=[((T, D), F32), ((T, H), F32)],
+        parts=[("sg_390ba1a6df9c30f8", [0, 1, 2], ["t0"]),
+               ("sg_ab992c66808cc4c2", ["t0", 3, 4], ["t1"]),
+               ("sg_606c0e1c9184d8b4", ["t1", 5, 6, 0], [0])],
+        module=lambda *a: MiniGptMlp(*a),
+        ref=lambda x, g, b, wf, bf, wp, bp: (
+            x + gelu_tanh64(F.layer_norm(x, (768,), g, b, 1e-5) @ wf + bf) @ wp + bp,))
+    # The MiniGPT block end to end (examples/minigpt_block.mlir, seq 1024):
+    # the AOT-compiled model against the same block in torch.
+    S = 1024
+    add(name="minigpt_block_e2e", title="MiniGPT block f32 1024x768 end to end (AOT), no TF32",
+        kind="gemm", rate="f32", vs=("compile",), timing="host", aot="e2e",
+        # QKV, QK^T and PV over the causal half, out-proj, MLP up and down
+        flops=2 * S * D * 3 * D + 2 * 12 * S * S * 64 + 2 * S * D * D + 2 * 2 * S * D * H,
+        inputs=[((S, D), F32, 1.0), ((D,), F32, 1.0), ((D,), F32, 1.0),
+                ((D, 3 * D), F32, D ** -0.5), ((3 * D,), F32, 1.0),
+                ((D, D), F32, D ** -0.5), ((D,), F32, 1.0),
+                ((D,), F32, 1.0), ((D,), F32, 1.0),
+                ((D, H), F32, D ** -0.5), ((H,), F32, 1.0),
+                ((H, D), F32, H ** -0.5), ((D,), F32, 1.0)],
+        outputs=[((S, D), F32)],
+        parts=[],
+        module=lambda *a: MiniGptBlock(*a),
+        ref=lambda *a: (block_ref64(*a),))
     return C
+
+
+class MiniGptMlp(torch.nn.Module):
+    """The PyTorch module of the MiniGPT (GPT-2) MLP with a pre-LayerNorm
+    and the residual: x + c_proj(gelu_tanh(c_fc(ln_2(x)))); weights copied
+    from the case's inputs (the IR's W is [in, out], nn.Linear's [out, in])."""
+
+    def __init__(self, x, g, b, wf, bf, wp, bp):
+        super().__init__()
+        d, h = wf.shape
+        self.ln_2 = torch.nn.LayerNorm(d, eps=1e-5, device="cuda")
+        self.c_fc = torch.nn.Linear(d, h, device="cuda")
+        self.c_proj = torch.nn.Linear(h, d, device="cuda")
+        with torch.no_grad():
+            self.ln_2.weight.copy_(g)
+            self.ln_2.bias.copy_(b)
+            self.c_fc.weight.copy_(wf.t())
+            self.c_fc.bias.copy_(bf)
+            self.c_proj.weight.copy_(wp.t())
+            self.c_proj.bias.copy_(bp)
+        self.requires_grad_(False)
+
+    def forward(self, x):
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class MiniGptBlock(torch.nn.Module):
+    """The PyTorch form of examples/minigpt_block.mlir: a pre-LN GPT-2
+    block (12 heads of 64, causal scaled_dot_product_attention, scale 1/8),
+    weights copied from the case's inputs."""
+
+    def __init__(self, x, g1, b1, wqkv, bqkv, wo, bo, g2, b2, wf, bf, wp, bp):
+        super().__init__()
+        d = x.shape[1]
+        self.n_head = 12
+        self.ln_1 = torch.nn.LayerNorm(d, eps=1e-5, device="cuda")
+        self.c_attn = torch.nn.Linear(d, 3 * d, device="cuda")
+        self.attn_proj = torch.nn.Linear(d, d, device="cuda")
+        self.mlp = MiniGptMlp(x, g2, b2, wf, bf, wp, bp)
+        with torch.no_grad():
+            self.ln_1.weight.copy_(g1)
+            self.ln_1.bias.copy_(b1)
+            self.c_attn.weight.copy_(wqkv.t())
+            self.c_attn.bias.copy_(bqkv)
+            self.attn_proj.weight.copy_(wo.t())
+            self.attn_proj.bias.copy_(bo)
+        self.requires_grad_(False)
+
+    def forward(self, x):
+        s, d = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=1)
+        q, k, v = [t.view(s, self.n_head, d // self.n_head).transpose(0, 1) for t in (q, k, v)]
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        a = x + self.attn_proj(o.transpose(0, 1).reshape(s, d))
+        return self.mlp(a)
+
+
+def block_ref64(x, g1, b1, wqkv, bqkv, wo, bo, g2, b2, wf, bf, wp, bp):
+    """The block's math in float64, as the IR writes it (mask after the
+    0.125 scale, softmax as max, exp, sum, divide)."""
+    s, d = x.shape
+    h = F.layer_norm(x, (d,), g1, b1, 1e-5)
+    qkv = h @ wqkv + bqkv
+    q, k, v = [qkv[:, i * d:(i + 1) * d].reshape(s, 12, 64).transpose(0, 1) for i in range(3)]
+    sc = (q @ k.transpose(1, 2)) * 0.125
+    mask = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+    sc = sc.masked_fill(mask, float("-inf"))
+    p = torch.softmax(sc, -1)
+    o = (p @ v).transpose(0, 1).reshape(s, d)
+    a = x + o @ wo + bo
+    hn = F.layer_norm(a, (d,), g2, b2, 1e-5)
+    return a + gelu_tanh64(hn @ wf + bf) @ wp + bp
 
 
 # ------------------------------------------------------------- helpers ---
@@ -337,6 +475,26 @@ class Timer:
             b.record()
         torch.cuda.synchronize()
         return [a.elapsed_time(b) for a, b in ev]
+
+
+class HostTimer(Timer):
+    """For calls that run on a stream of their own and synchronize (the
+    AOT model): the host clock around the call and a device synchronize,
+    after an L2 flush and a synchronize; ms."""
+
+    def once(self, fn):
+        return self.series(fn, 1)[0]
+
+    def series(self, fn, n):
+        out = []
+        for _ in range(n):
+            self.flush.zero_()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            out.append((time.perf_counter() - t0) * 1e3)
+        return out
 
 
 def stats(ts):
@@ -428,16 +586,33 @@ def run_case(c, root, rt, timer, ceil, args, log):
     # Ours and the MLIR default: preallocated outputs, one launch set per part.
     makers = [("ours", lambda d, i, o: ours_part(rt, d, i, o)),
               ("mlir_default", lambda d, i, o: plan_part(rt, d, i, o, keep))]
-    if all(os.path.isdir(os.path.join(root, sg, "candidate-sm90a")) for sg, _, _ in c["parts"]):
+    if c["parts"] and all(os.path.isdir(os.path.join(root, sg, "candidate-sm90a"))
+                          for sg, _, _ in c["parts"]):
         makers.insert(1, ("ours_sm90a",
                           lambda d, i, o: ours_part(rt, d, i, o, "candidate-sm90a")))
+    # A tuning variant: candidate-alt where a part has one, else candidate.
+    if any(os.path.isdir(os.path.join(root, sg, "candidate-alt")) for sg, _, _ in c["parts"]):
+        makers.insert(1, ("ours_alt", lambda d, i, o: ours_part(
+            rt, d, i, o, "candidate-alt" if os.path.isdir(os.path.join(d, "candidate-alt"))
+            else "candidate")))
+    if c.get("aot"):
+        makers = [(tag, None) for tag, so in (("ours", "swapped.so"), ("mlir_default", "default.so"))
+                  if os.path.exists(os.path.join(root, c["aot"], so))]
     for tag, make in makers:
         try:
             outs = new_outs()
             fns = []
+            if c.get("aot"):
+                so = os.path.join(root, c["aot"], "swapped.so" if tag == "ours" else "default.so")
+                fns.append(aot_part(rt, so, ins, outs))
+            temps = [torch.empty(s, dtype=dt, device="cuda") for s, dt in c.get("temps", [])]
+            keep.extend(temps)
+
+            def pick(ix, outer):
+                return temps[int(ix[1:])] if isinstance(ix, str) else outer[ix]
             for sg, ii, oo in c["parts"]:
                 d = os.path.join(root, sg)
-                fns.append(make(d, [ins[i] for i in ii], [outs[o] for o in oo]))
+                fns.append(make(d, [pick(i, ins) for i in ii], [pick(o, outs) for o in oo]))
 
             def run(fns=fns):
                 for f in fns:
@@ -448,8 +623,9 @@ def run_case(c, root, rt, timer, ceil, args, log):
             res["errors"][tag] = "%s: %s" % (type(e).__name__, e)
             log("  %s: %s" % (tag, res["errors"][tag]))
 
-    fn_t = c["torch"]
-    variants["eager"] = lambda: fn_t(*ins)
+    fn_t = c["module"](*ins) if "module" in c else c["torch"]
+    model_in = ins[:1] if "module" in c else ins
+    variants["eager"] = lambda: fn_t(*model_in)
     compiled = {}
     if not args.no_compile:
         modes = [("compile", None)]
@@ -460,10 +636,10 @@ def run_case(c, root, rt, timer, ceil, args, log):
             try:
                 cf = torch.compile(fn_t, mode=mode) if mode else torch.compile(fn_t)
                 with torch.no_grad():
-                    cf(*ins)
+                    cf(*model_in)
                 torch.cuda.synchronize()
                 compiled[tag] = cf
-                variants[tag] = (lambda cf=cf: cf(*ins))
+                variants[tag] = (lambda cf=cf: cf(*model_in))
                 res.setdefault("compile_s", {})[tag] = round(time.time() - t0, 1)
                 log("  %s: compiled in %.1f s" % (tag, time.time() - t0))
             except Exception as e:
@@ -499,7 +675,9 @@ def run_case(c, root, rt, timer, ceil, args, log):
     torch.cuda.empty_cache()
 
     with torch.no_grad():
-        res["variants"] = time_variants(timer, variants, args.budget_ms)
+        res["timing"] = c.get("timing", "events")
+        res["variants"] = time_variants(HostTimer() if c.get("timing") == "host" else timer,
+                                        variants, args.budget_ms)
     rt.check("timing")
     for tag, st in res["variants"].items():
         t = st["median"] * 1e-3
@@ -538,16 +716,18 @@ def judge(c, res):
             if o["median"] > v[k]["p75"]:
                 met = False
                 notes.append("%.2fx the time of %s" % (o["median"] / v[k]["median"], k))
-    else:
-        if o["median"] > v["eager"]["p75"]:
-            met = False
-            notes.append("%.2fx the time of torch eager" % (o["median"] / v["eager"]["median"]))
+    else:  # f32 GEMM cases: not slower than the torch variants named (eager by default)
+        for k in c.get("vs", ("eager",)):
+            if k in v and o["median"] > v[k]["p75"]:
+                met = False
+                notes.append("%.2fx the time of torch %s" % (o["median"] / v[k]["median"], k))
     return {"met": met, "why": "; ".join(notes), "ours": best, "best_torch": best_torch[1],
             "vs_best_torch": o["median"] / best_torch[0]}
 
 
-OURS = ("ours", "ours_sm90a", "mlir_default")
-COLS = [("ours", "ours"), ("ours_sm90a", "ours sm_90a"), ("mlir_default", "MLIR default"),
+OURS = ("ours", "ours_alt", "ours_sm90a", "mlir_default")
+COLS = [("ours", "ours"), ("ours_alt", "ours alt"), ("ours_sm90a", "ours sm_90a"),
+        ("mlir_default", "MLIR default"),
         ("eager", "eager"),
         ("compile", "compile"), ("compile_max_autotune", "max-autotune")]
 
@@ -599,7 +779,7 @@ def chart(results, path):
         for j, r in enumerate(results):
             v = r["variants"]
             if k in v and "ours" in v:
-                xs.append(j + (i - 2.5) * w)
+                xs.append(j + (i - 3) * w)
                 ys.append(v[k]["median"] / v["ours"]["median"])
         ax.bar(xs, ys, w, label=label)
     ax.set_yscale("log")
@@ -661,7 +841,8 @@ def main():
     for c in case_defs():
         if want and c["name"] not in want:
             continue
-        if not any(sg in staged for sg, _, _ in c["parts"]):
+        if not (any(sg in staged for sg, _, _ in c["parts"]) or
+                (c.get("aot") and os.path.exists(os.path.join(root, c["aot"], "swapped.so")))):
             log("%s: not staged, skipped" % c["name"])
             continue
         log("%s" % c["title"])

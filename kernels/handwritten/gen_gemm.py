@@ -1100,6 +1100,24 @@ SUBGRAPHS = [
          kind="f32_simt", M=1024, N=768, K=3072, a=0, b=[1], bias=2, res=3,
          epilogue="bias_residual", product="A[1024,3072] @ B[3072,768] (f32 FMA)",
          BM=64, BN=64, BK=8, KS=2, group_m=8, chips=["sm_90", "sm_80"]),
+    # ---------------- minigpt MLP at 65536 tokens (examples/bench/, issue 8) ----------------
+    # The MiniGPT block's MLP GEMMs (sg_208fdd59011a4518, sg_36d4248ce34e0c94)
+    # at M = 65536: the block's tilings, only the shapes changed. On an H200
+    # the whole MLP took 13.53 ms with them and 13.37 ms with gemm_epilogue's
+    # 128x128x16 tiles (minctasm 2), but those spill on sm_80 in the GELU
+    # epilogue (24-byte stack frame), and one file serves both chips.
+    dict(sg="sg_ab992c66808cc4c2", example="bench/minigpt_mlp",
+         fingerprint="ab992c66808cc4c2421fceec47fea3ff260f7679ed8e87a436ed58411a31ec08",
+         signature="(tensor<65536x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>) -> tensor<65536x3072xf32>",
+         kind="f32_simt", M=65536, N=3072, K=768, a=0, b=[1], bias=2, res=None,
+         epilogue="bias_gelu_tanh", product="A[65536,768] @ B[768,3072] (f32 FMA)",
+         BM=64, BN=128, BK=8, group_m=8, chips=["sm_90", "sm_80"]),
+    dict(sg="sg_606c0e1c9184d8b4", example="bench/minigpt_mlp",
+         fingerprint="606c0e1c9184d8b42d13bdd0c921345768a6b6856b78d5674f539b22dccbed1e",
+         signature="(tensor<65536x3072xf32>, tensor<3072x768xf32>, tensor<768xf32>, tensor<65536x768xf32>) -> tensor<65536x768xf32>",
+         kind="f32_simt", M=65536, N=768, K=3072, a=0, b=[1], bias=2, res=3,
+         epilogue="bias_residual", product="A[65536,3072] @ B[3072,768] (f32 FMA)",
+         BM=64, BN=64, BK=8, KS=2, group_m=8, chips=["sm_90", "sm_80"]),
 ]
 
 
