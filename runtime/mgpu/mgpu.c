@@ -257,32 +257,181 @@ EXPORT void mgpuEventRecord(void *event, void *stream) {
 
 /* ---- Memory. ---- */
 
+/* ---- Memory: a small stream-ordered cache of device buffers. ----
+ *
+ * A compiled model allocates its temporaries at every call and frees them
+ * before it returns. cuMemAlloc and cuMemFree are slow and cuMemFree waits
+ * for the device, so freed buffers are kept instead: each with an event
+ * recorded on the stream that freed it, and handed out again, for a request
+ * of exactly the same size, once that event has completed (all work that
+ * could use the buffer is done). At most CACHE_SLOTS buffers and
+ * CACHE_BYTES bytes are kept; beyond that, or with LLM_FUSE_RT_CACHE=0,
+ * buffers are freed as before. lf_rt_free() always frees for real. */
+#define CACHE_SLOTS 256
+#define CACHE_BYTES ((uint64_t)8 << 30)
+
+typedef struct cached_s {
+  CUdeviceptr ptr;
+  uint64_t bytes;
+  CUevent ready; /* recorded when freed; NULL: ready now */
+} cached_t;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cached_t cache[CACHE_SLOTS];
+static size_t cache_count;
+static uint64_t cache_total;
+
+static bool cache_enabled(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *env = getenv("LLM_FUSE_RT_CACHE");
+    enabled = !(env && strcmp(env, "0") == 0);
+  }
+  return enabled;
+}
+
+/* Takes a ready buffer of `bytes` from the cache; 0 when there is none.
+ * The context is current. */
+static CUdeviceptr cache_take(uint64_t bytes) {
+  CUdeviceptr ptr = 0;
+  pthread_mutex_lock(&cache_lock);
+  for (size_t i = 0; i < cache_count; ++i) {
+    if (cache[i].bytes != bytes)
+      continue;
+    if (cache[i].ready && drv->cuEventQuery(cache[i].ready) != CUDA_SUCCESS)
+      continue;
+    ptr = cache[i].ptr;
+    if (cache[i].ready)
+      drv->cuEventDestroy(cache[i].ready);
+    cache_total -= bytes;
+    cache[i] = cache[--cache_count];
+    break;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  return ptr;
+}
+
+/* Keeps a freed buffer; false when it does not fit (the caller frees it).
+ * The context is current. */
+static bool cache_put(CUdeviceptr ptr, uint64_t bytes, CUstream stream) {
+  if (!cache_enabled() || !bytes)
+    return false;
+  CUevent ready = NULL;
+  if (stream &&
+      (drv->cuEventCreate(&ready, EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+       drv->cuEventRecord(ready, stream) != CUDA_SUCCESS)) {
+    if (ready)
+      drv->cuEventDestroy(ready);
+    return false;
+  }
+  bool kept = false;
+  pthread_mutex_lock(&cache_lock);
+  if (cache_count < CACHE_SLOTS && cache_total + bytes <= CACHE_BYTES) {
+    cache[cache_count++] = (cached_t){ptr, bytes, ready};
+    cache_total += bytes;
+    kept = true;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  if (!kept && ready)
+    drv->cuEventDestroy(ready);
+  return kept;
+}
+
+/* The size of every live buffer handed out, to cache it by size when it is
+ * freed. A small open-addressed table keyed by address. */
+#define LIVE_SLOTS 4096
+static struct {
+  CUdeviceptr ptr;
+  uint64_t bytes;
+} live[LIVE_SLOTS];
+
+static size_t live_slot(CUdeviceptr ptr) {
+  return (size_t)((ptr >> 8) * 0x9E3779B97F4A7C15ull >> 52) % LIVE_SLOTS;
+}
+
+static void live_add(CUdeviceptr ptr, uint64_t bytes) {
+  pthread_mutex_lock(&cache_lock);
+  for (size_t n = 0, i = live_slot(ptr); n < LIVE_SLOTS;
+       ++n, i = (i + 1) % LIVE_SLOTS)
+    if (!live[i].ptr) {
+      live[i].ptr = ptr;
+      live[i].bytes = bytes;
+      break;
+    }
+  pthread_mutex_unlock(&cache_lock);
+}
+
+/* Removes `ptr`; its size, or 0 when it was not recorded. */
+static uint64_t live_remove(CUdeviceptr ptr) {
+  uint64_t bytes = 0;
+  pthread_mutex_lock(&cache_lock);
+  for (size_t n = 0, i = live_slot(ptr); n < LIVE_SLOTS && live[i].ptr;
+       ++n, i = (i + 1) % LIVE_SLOTS)
+    if (live[i].ptr == ptr) {
+      bytes = live[i].bytes;
+      /* Backward-shift deletion keeps the probe chains whole. */
+      size_t j = i;
+      for (;;) {
+        live[j].ptr = 0;
+        size_t k = j;
+        for (;;) {
+          k = (k + 1) % LIVE_SLOTS;
+          if (!live[k].ptr)
+            goto done;
+          size_t home = live_slot(live[k].ptr);
+          bool between = j <= k ? (j < home && home <= k)
+                                : (j < home || home <= k);
+          if (!between)
+            break;
+        }
+        live[j] = live[k];
+        j = k;
+      }
+    }
+done:
+  pthread_mutex_unlock(&cache_lock);
+  return bytes;
+}
+
 EXPORT void *mgpuMemAlloc(uint64_t bytes, void *stream, bool host_shared) {
   (void)stream;
   CUdeviceptr ptr = 0;
   if (!enter("mgpuMemAlloc"))
     return NULL;
+  if (bytes == 0)
+    bytes = 1;
   if (host_shared)
     keep("mgpuMemAlloc",
          LF_STATUS(LF_STATUS_UNIMPLEMENTED,
                    "gpu.alloc host_shared (managed memory) is not supported: "
                    "compiled models keep their data in device memory"));
-  else if (CHECK("mgpuMemAlloc", cuMemAlloc(&ptr, bytes ? bytes : 1)))
+  else if (!(ptr = cache_take(bytes)) &&
+           CHECK("mgpuMemAlloc", cuMemAlloc(&ptr, bytes)))
     ptr = 0;
+  if (ptr)
+    live_add(ptr, bytes);
   leave();
   return (void *)(uintptr_t)ptr;
+}
+
+/* Frees for real. The context is current. */
+static void mem_free(CUdeviceptr ptr, CUstream stream) {
+  /* Stream-ordered: work queued on `stream` may still use the buffer. */
+  if (stream)
+    drv->cuStreamSynchronize(stream);
+  CUresult r = drv->cuMemFree(ptr);
+  if (r != CUDA_SUCCESS && !has_error)
+    keep("mgpuMemFree",
+         lf_cuda_result_to_status(drv, r, "cuMemFree", __FILE__, __LINE__));
 }
 
 EXPORT void mgpuMemFree(void *ptr, void *stream) {
   if (!ptr || !enter_for_cleanup())
     return;
-  /* Stream-ordered: work queued on `stream` may still use the buffer. */
-  if (stream)
-    drv->cuStreamSynchronize((CUstream)stream);
-  CUresult r = drv->cuMemFree((CUdeviceptr)(uintptr_t)ptr);
-  if (r != CUDA_SUCCESS && !has_error)
-    keep("mgpuMemFree",
-         lf_cuda_result_to_status(drv, r, "cuMemFree", __FILE__, __LINE__));
+  CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+  uint64_t bytes = live_remove(p);
+  if (!bytes || has_error || !cache_put(p, bytes, (CUstream)stream))
+    mem_free(p, (CUstream)stream);
   leave();
 }
 
@@ -401,7 +550,12 @@ EXPORT int lf_rt_malloc(void **out_ptr, size_t bytes) {
 }
 
 EXPORT int lf_rt_free(void *ptr) {
-  mgpuMemFree(ptr, NULL);
+  if (ptr && enter_for_cleanup()) {
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+    live_remove(p);
+    mem_free(p, NULL);
+    leave();
+  }
   return lf_rt_status();
 }
 
