@@ -31,6 +31,13 @@
  *           into recomputation); a producer with users outside the group
  *           is recomputed only when cheap (few body ops, few inputs),
  *           otherwise left out;
+ *         - except: an elementwise producer with users outside a
+ *           reduction/softmax group, over the reduction's whole input
+ *           domain (not a broadcast or row-statistic shape), moves in and
+ *           becomes one more result of the group (neither recomputed nor
+ *           split off: the residual sum before a norm is written once by
+ *           the norm's kernel), provided every user outside the group
+ *           comes after the group's root in the block;
  *         - a transpose feeding a contraction operand when the group is
  *           its only user (a layout: the kernel reads the operand
  *           strided), or an elementwise member like any elementwise op;
@@ -871,6 +878,24 @@ static void settle_recomputed(graph_t *g, building_t *b, int gid) {
   refresh_span(g, b, gid);
 }
 
+/* Rule 2's extra-result case: may elementwise producer `x`, used outside
+ * group `gid` too, move into the reduction-like group and become one more
+ * of its results? Only over the reduction's whole input domain (a
+ * broadcast or row-statistic producer is not a row-wise input), and only
+ * when every user outside the group comes after the group's root, so that
+ * no earlier op has to wait for the group's call. */
+static bool row_input_result(const graph_t *g, const building_t *b, int gid,
+                             const domain_t *dom, size_t x) {
+  const node_t *nx = &g->nodes[x];
+  if (!dom->reduction_like || !same_shape_mod_units(dom->input, nx->shape) ||
+      mlirOperationGetNumResults(nx->op) != 1)
+    return false;
+  for (size_t u = 0; u < nx->num_users; ++u)
+    if (g->nodes[nx->users[u]].group != gid && nx->users[u] < b->roots[gid])
+      return false;
+  return true;
+}
+
 /* Grows group `gid` to a fixed point by rules 2 and 3. */
 static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
                         size_t max_ops, bool chain_only) {
@@ -904,6 +929,16 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
           recompute = !sole;
           break;
         case LF_OPK_ELEMENTWISE:
+          /* A row-wise input of a reduction group that is used elsewhere
+           * too (the residual sum before a norm): one more result. */
+          if (!sole && !mem.recompute && row_input_result(g, b, gid, dom, x)) {
+            bool added;
+            LF_RETURN_IF_ERROR(try_add(g, b, gid, x, false, max_ops, &added));
+            if (added) {
+              changed = true;
+              continue;
+            }
+          }
           ok = mem.kind != LF_OPK_CONTRACTION &&
                ((in_domain(dom, nx->shape) && (sole || is_cheap(nx))) ||
                 (broadcasts_into_domain(dom, nx->shape) && is_cheap(nx)));

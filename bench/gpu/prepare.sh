@@ -30,9 +30,11 @@ dir=${1:-$root/.device/gpu-bench}
 chip=${2:-sm_90}
 build=${3:-$root/build}
 bin=$build/bin
-examples="rmsnorm layernorm layernorm_f32 softmax tosa/softmax swiglu gemm_epilogue
-          bench/rowsum bench/rowmax bench/add_rmsnorm bench/bias_gelu bench/gemm_bias_gelu
-          bench/minigpt_mlp"
+# LF_BENCH_EXAMPLES="rmsnorm bench/add_rmsnorm" stages only those (with
+# LF_BENCH_E2E=0, a small carry for a run of a few cases: run.py --cases).
+examples=${LF_BENCH_EXAMPLES:-"rmsnorm layernorm layernorm_f32 softmax tosa/softmax swiglu
+          gemm_epilogue bench/rowsum bench/rowmax bench/add_rmsnorm bench/bias_gelu
+          bench/gemm_bias_gelu bench/minigpt_mlp"}
 rm -rf "$dir"
 mkdir -p "$dir/outlined"
 for e in $examples; do

@@ -1,10 +1,13 @@
 // A producer with users outside the group is recomputed inside it only when
-// cheap; an expensive one is left out (it becomes its own group).
+// cheap; an expensive one is left out (it becomes its own group). Here the
+// other user (%n) comes before the reduction; when all other users come
+// after it, the producer is one more result of the reduction group instead
+// (row-input-result.mlir).
 // RUN: %llm_fuse_opt --llm-fuse-outline='remarks=false' %s | FileCheck %s
 
 #id = affine_map<(i, j) -> (i, j)>
 // Cheap (one multiply): recomputed in the reduction group, and kept for the
-// other user, so it is outlined on its own too.
+// other user, so it is outlined on its own too (with %n).
 // CHECK-LABEL: func.func @cheap(
 // CHECK-NEXT:    %[[SQ:.*]] = call @[[EW0:sg_[0-9a-f]+]](%arg0)
 // CHECK-NEXT:    %[[SUM:.*]] = call @[[RED:sg_[0-9a-f]+]](%arg0)
@@ -18,6 +21,12 @@ func.func @cheap(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16xf32>) {
     %m = arith.mulf %a, %a : f32
     linalg.yield %m : f32
   } -> tensor<16x32xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sq : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.negf %a : f32
+    linalg.yield %m : f32
+  } -> tensor<16x32xf32>
   %e1 = tensor.empty() : tensor<16xf32>
   %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<16xf32>) -> tensor<16xf32>
   %sum = linalg.reduce ins(%sq : tensor<16x32xf32>) outs(%init : tensor<16xf32>) dimensions = [1]
@@ -25,15 +34,15 @@ func.func @cheap(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16xf32>) {
       %s = arith.addf %in, %acc : f32
       linalg.yield %s : f32
     }
-  return %sq, %sum : tensor<16x32xf32>, tensor<16xf32>
+  return %n, %sum : tensor<16x32xf32>, tensor<16xf32>
 }
 
 // Expensive (tanh, exp, several ops): not recomputed; it is a group of its
-// own and the reduction reads its result.
+// own (with %n) and the reduction reads its result.
 // CHECK-LABEL: func.func @expensive(
-// CHECK-NEXT:    %[[P:.*]] = call @[[EW:sg_[0-9a-f]+]](%arg0)
-// CHECK-NEXT:    %[[R:.*]] = call @[[RED2:sg_[0-9a-f]+]](%[[P]])
-// CHECK-NEXT:    return %[[P]], %[[R]]
+// CHECK-NEXT:    %[[P:.*]]:2 = call @[[EW:sg_[0-9a-f]+]](%arg0)
+// CHECK-NEXT:    %[[R:.*]] = call @[[RED2:sg_[0-9a-f]+]](%[[P]]#0)
+// CHECK-NEXT:    return %[[P]]#1, %[[R]]
 // CHECK:       func.func private @[[RED]]
 // CHECK-SAME:    llm_fuse.class = "reduction"
 // CHECK:         arith.mulf
@@ -59,6 +68,12 @@ func.func @expensive(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16xf32
     %w = arith.addf %v, %t : f32
     linalg.yield %w : f32
   } -> tensor<16x32xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.negf %a : f32
+    linalg.yield %m : f32
+  } -> tensor<16x32xf32>
   %e1 = tensor.empty() : tensor<16xf32>
   %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<16xf32>) -> tensor<16xf32>
   %sum = linalg.reduce ins(%p : tensor<16x32xf32>) outs(%init : tensor<16xf32>) dimensions = [1]
@@ -66,5 +81,5 @@ func.func @expensive(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16xf32
       %s = arith.addf %in, %acc : f32
       linalg.yield %s : f32
     }
-  return %p, %sum : tensor<16x32xf32>, tensor<16xf32>
+  return %n, %sum : tensor<16x32xf32>, tensor<16xf32>
 }

@@ -406,9 +406,10 @@ LF_TEST(wall_budget_between_rounds) {
   LF_EXPECT(r && r->exhausted == LF_BUDGET_WALL);
   LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_BUDGET);
   LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_BUDGET);
-  /* 0.3 s per round: three or four rounds fit, never twenty. */
-  LF_EXPECT(r && r->rounds >= 3 && r->rounds <= 5);
-  LF_EXPECT(r && r->wall_ms < 1600);
+  /* 0.3 s per round: three or four rounds fit (two on a loaded machine),
+   * never twenty. */
+  LF_EXPECT(r && r->rounds >= 2 && r->rounds <= 5);
+  LF_EXPECT(r && r->wall_ms < 2500);
   lf_acquire_report_destroy(r);
 }
 
