@@ -10,8 +10,8 @@
 #                                    (llm-fuse-build-kernel, from the
 #                                    manifests' first variant for CHIP)
 #   DIR/<sg>/candidate-sm90a/        the sm_90a (wgmma) variant, if any
-#   DIR/<sg>/candidate-alt/          a tuning variant from the generators
-#                                    (ALTS below), timed as "ours alt"
+#   DIR/<sg>/candidate-alt[N]/       tuning variants from the generators
+#                                    (below), timed as "ours alt[N]"
 #   DIR/e2e/                         the MiniGPT block for the end-to-end
 #                                    case: model.mlir, llm-fuse-compile and
 #                                    the tools it runs (stripped), the MLIR
@@ -74,17 +74,23 @@ missing = [s for s in sorted(os.listdir(out))
 print("prepare: %d kernel(s) built, %d failed; no kernel of ours for: %s"
       % (n, bad, ", ".join(missing) or "none"))
 PY
-# Tuning variants, built as DIR/<sg>/candidate-alt (run.py times them as
-# "ours alt" beside the manifest's kernel; bench/NOTES.md, 2026-11-21):
+# Tuning variants, built as DIR/<sg>/candidate-alt[N] (run.py times them as
+# "ours alt[N]" beside the manifest's kernel; bench/NOTES.md, 2026-11-21):
 # bias + GELU-tanh bf16 with the exact exp and divide (the version the
 # manifest replaced); the MiniGPT MLP GEMMs at M = 65536 with
-# gemm_epilogue's 128x128x16 tiles (faster on sm_90, spills on sm_80).
+# gemm_epilogue's 128x128x16 tiles (faster on sm_90, spills on sm_80);
+# the f32 GEMM (gemm_epilogue) with one row of 16 threads per warp and
+# LayerNorm bf16 with 256 threads per row (the versions the manifest
+# replaced; bench/NOTES.md, "Tuning the f32 GEMM and LayerNorm bf16").
 alt=$dir/alt-src
-mkdir -p "$alt"
-python3 "$root/kernels/handwritten/gen_rows.py" --out "$alt" --only sg_d9d3a926eb8e438b \
-  --variant sg_d9d3a926eb8e438b=gelu=div
-python3 "$root/kernels/handwritten/gen_gemm.py" --out-dir "$alt" --no-manifest \
-  --only sg_ab992c66808cc4c2 sg_606c0e1c9184d8b4 --set BM=128 BN=128 BK=16 KS=1 minctasm=2
+gr() { mkdir -p "$alt/$1"; python3 "$root/kernels/handwritten/gen_rows.py" --out "$alt/$1" --only "$2" --variant "$2=$3"; }
+gg() { local sub=$1 sg=$2; shift 2; mkdir -p "$alt/$sub"
+       python3 "$root/kernels/handwritten/gen_gemm.py" --out-dir "$alt/$sub" --no-manifest --only "$sg" --set "$@"; }
+gr candidate-alt sg_d9d3a926eb8e438b gelu=div
+gg candidate-alt sg_ab992c66808cc4c2 BM=128 BN=128 BK=16 KS=1 minctasm=2
+gg candidate-alt sg_606c0e1c9184d8b4 BM=128 BN=128 BK=16 KS=1 minctasm=2
+gg candidate-alt sg_5beaf48efb3a6ac0 WX=16
+gr candidate-alt sg_ed978a54a6ae6b04 T=256
 python3 - "$root" "$dir" "$alt" "$chip" "$bin/llm-fuse-build-kernel" <<'PY'
 import glob, json, os, subprocess, sys
 root, out, alt, chip, tool = sys.argv[1:6]
@@ -92,13 +98,14 @@ sigs = {}
 for m in glob.glob(os.path.join(root, "kernels/handwritten/manifest-*.json")):
     for e in json.load(open(m)):
         sigs.setdefault(e["subgraph"], e["signature"])
-for f in sorted(glob.glob(os.path.join(alt, "sg_*.mlir"))):
+for f in sorted(glob.glob(os.path.join(alt, "*", "sg_*.mlir"))):
+    sub = os.path.basename(os.path.dirname(f))
     sg = os.path.basename(f)[:-len(".mlir")]
     if not os.path.isdir(os.path.join(out, sg)):
         continue
     r = subprocess.run([tool, "--signature", sigs[sg], "--chip", chip, "--quiet",
-                        "--out-dir", os.path.join(out, sg, "candidate-alt"), f])
-    print("prepare: alt variant of %s %s" % (sg, "built" if r.returncode == 0 else "FAILED"))
+                        "--out-dir", os.path.join(out, sg, sub), f])
+    print("prepare: %s of %s %s" % (sub, sg, "built" if r.returncode == 0 else "FAILED"))
 PY
 rm -rf "$dir/outlined" "$alt"
 find "$dir" \( -name '*.mlir' -o -name '*.ptx' \) -delete

@@ -15,7 +15,7 @@ DIR is what bench/gpu/prepare.sh staged on the build machine:
   DIR/<sg>/candidate/kernel.cubin,       our kernel (llm-fuse-build-kernel)
                      result.json
   DIR/<sg>/candidate-sm90a/              its sm_90a (wgmma) variant, if any
-  DIR/<sg>/candidate-alt/                a tuning variant ("ours alt"), if any
+  DIR/<sg>/candidate-alt[2-4]/           tuning variants ("ours alt[2-4]"), if any
   DIR/e2e/swapped.so, default.so         the MiniGPT block compiled ahead of
                                          time (bench/gpu/e2e-device.sh, run
                                          there first), with and without the
@@ -150,6 +150,12 @@ def scalar_arg(a):
 
 def ptr(t):
     return ctypes.c_void_p(t.data_ptr())
+
+
+# Tuning variants staged by prepare.sh beside the manifest's kernel: the
+# folder under DIR/<sg>/ and the column it is timed as.
+ALTS = [("ours_alt", "candidate-alt"), ("ours_alt2", "candidate-alt2"),
+        ("ours_alt3", "candidate-alt3"), ("ours_alt4", "candidate-alt4")]
 
 
 def ours_part(rt, d, ins, outs, sub="candidate"):
@@ -592,11 +598,11 @@ def run_case(c, root, rt, timer, ceil, args, log):
                           for sg, _, _ in c["parts"]):
         makers.insert(1, ("ours_sm90a",
                           lambda d, i, o: ours_part(rt, d, i, o, "candidate-sm90a")))
-    # A tuning variant: candidate-alt where a part has one, else candidate.
-    if any(os.path.isdir(os.path.join(root, sg, "candidate-alt")) for sg, _, _ in c["parts"]):
-        makers.insert(1, ("ours_alt", lambda d, i, o: ours_part(
-            rt, d, i, o, "candidate-alt" if os.path.isdir(os.path.join(d, "candidate-alt"))
-            else "candidate")))
+    # Tuning variants: candidate-alt[N] where a part has one, else candidate.
+    for n, (tag, sub) in enumerate(ALTS):
+        if any(os.path.isdir(os.path.join(root, sg, sub)) for sg, _, _ in c["parts"]):
+            makers.insert(1 + n, (tag, lambda d, i, o, sub=sub: ours_part(
+                rt, d, i, o, sub if os.path.isdir(os.path.join(d, sub)) else "candidate")))
     if c.get("aot"):
         makers = [(tag, None) for tag, so in (("ours", "swapped.so"), ("mlir_default", "default.so"))
                   if os.path.exists(os.path.join(root, c["aot"], so))]
@@ -727,8 +733,9 @@ def judge(c, res):
             "vs_best_torch": o["median"] / best_torch[0]}
 
 
-OURS = ("ours", "ours_alt", "ours_sm90a", "mlir_default")
-COLS = [("ours", "ours"), ("ours_alt", "ours alt"), ("ours_sm90a", "ours sm_90a"),
+OURS = ("ours",) + tuple(t for t, _ in ALTS) + ("ours_sm90a", "mlir_default")
+COLS = [("ours", "ours")] + [(t, t.replace("ours_", "ours ")) for t, _ in ALTS] + [
+        ("ours_sm90a", "ours sm_90a"),
         ("mlir_default", "MLIR default"),
         ("eager", "eager"),
         ("compile", "compile"), ("compile_max_autotune", "max-autotune")]

@@ -116,11 +116,13 @@ def warp_allreduce(e, v, kind, ty="f32", offsets=(16, 8, 4, 2, 1), hint="w"):
     return v
 
 
-def block_allreduce(e, v, kind, red, slot, nwarps, tid, hint):
+def block_allreduce(e, v, kind, red, slot, nwarps, tid, hint, base=None):
     """Warp butterfly, lane 0 of each warp stores into red[slot, warp], one
     barrier, then every thread reads all nwarps partials (16-byte shared
     loads) and combines them in the same order, so the result is uniform.
-    Each reduction uses its own slot: no second barrier is needed."""
+    Each reduction uses its own slot: no second barrier is needed.  With
+    several rows per block, `base` is the first warp of this thread's row
+    (the row's nwarps partials start there)."""
     w = warp_allreduce(e, v, kind, hint=hint + "_warp")
     if nwarps == 1:
         return w
@@ -137,8 +139,9 @@ def block_allreduce(e, v, kind, red, slot, nwarps, tid, hint):
     assert nwarps % 4 == 0
     acc = None
     for k in range(nwarps // 4):
+        col = e.idx(4 * k) if base is None else e.addc(base, 4 * k, "pcol")
         p = e.op("vector.load %s[%s, %s] : memref<2x32xf32, %s>, vector<4xf32>"
-                 % (red, e.idx(slot), e.idx(4 * k), SMEM), "part")
+                 % (red, e.idx(slot), col, SMEM), "part")
         acc = p if acc is None else e.op("%s %s, %s : vector<4xf32>" % (op, acc, p), "part")
     return e.op("vector.reduction <%s>, %s : vector<4xf32> into f32" % (rkind, acc), hint)
 
@@ -182,6 +185,10 @@ class Row:
         self.vmem = "memref<%dx%s>" % (N, et)
 
     def launch_text(self):
+        if self.rpb > 1 and self.T > 32:
+            return ("%d rows per %d-thread block, %d threads per row (grid %d), "
+                    "%d chunks of %d %s per thread" % (self.rpb, self.block, self.T,
+                                                       self.grid, self.C, self.V, self.et))
         if self.rpb == 1:
             return ("one %d-thread block per row (grid %d), %d chunks of %d "
                     "%s per thread" % (self.T, self.grid, self.C, self.V, self.et))
@@ -196,6 +203,12 @@ def row_prologue(e, g):
     bid = e.op("gpu.block_id x", "bid")
     if g.rpb == 1:
         row, t = bid, tid
+    elif g.T > 32:  # several multi-warp rows per block
+        rib = e.op("arith.divui %s, %s : index" % (tid, e.idx(g.T)), "rib")
+        t = e.op("arith.remui %s, %s : index" % (tid, e.idx(g.T)), "t")
+        r0 = e.op("arith.muli %s, %s : index" % (bid, e.idx(g.rpb)), "row0")
+        row = e.op("arith.addi %s, %s : index" % (r0, rib), "row")
+        g.rbase = e.op("arith.muli %s, %s : index" % (rib, e.idx(g.nwarps)), "wbase")
     else:
         wid = e.op("arith.divui %s, %s : index" % (tid, e.idx(32)), "wid")
         t = e.op("arith.remui %s, %s : index" % (tid, e.idx(32)), "lane")
@@ -237,6 +250,9 @@ def vsum(e, g, vals, kind="add", hint="acc", square=False):
 def reduce_row(e, g, v, kind, red, slot, tid, hint):
     if g.rpb == 1:
         return block_allreduce(e, v, kind, red, slot, g.nwarps, tid, hint)
+    if g.T > 32:
+        assert g.rpb * g.nwarps <= 32
+        return block_allreduce(e, v, kind, red, slot, g.nwarps, tid, hint, g.rbase)
     return warp_allreduce(e, v, kind, hint=hint)
 
 
@@ -261,7 +277,7 @@ def wearly(p, g):
     them after the reductions (L1/L2 hits, latency hidden by the other
     resident blocks): on an H200 the early loads cost registers, hence
     resident blocks, and were 1-5% slower."""
-    return bool(p.get("wearly", g.rpb > 1))
+    return bool(p.get("wearly", g.rpb > 1 and g.T == 32))
 
 
 RED_GLOBAL = ("memref.global \"private\" @red : memref<2x32xf32, %s> = uninitialized "
@@ -309,7 +325,7 @@ def gen_layernorm(p):
     g = Row(p["R"], p["N"], p["et"], p["T"], p.get("rpb", 1))
     e = Emitter(("x", "gamma", "beta", "y"))
     tid, row, cols = row_prologue(e, g)
-    red = red_ref(e) if g.rpb == 1 and g.nwarps > 1 else None
+    red = red_ref(e) if g.nwarps > 1 else None
     xs = load_row(e, g, "%x", row, cols)
     ty = vty(g.V, "f32")
     early = wearly(p, g)
@@ -730,7 +746,7 @@ KERNELS = [
                "(TOSA multiplies by 1/4096 = 2^-12, exactly the linalg form's divide by",
                "4096; the one rounding to bf16 is at the very end, as in the IR)"]),
     dict(sg="sg_ed978a54a6ae6b04", example="layernorm", gen="layernorm", kernel="layernorm_bf16_4096",
-         R=16384, N=4096, et="bf16", T=256, eps="9.99999974E-6",
+         R=16384, N=4096, et="bf16", T=128, eps="9.99999974E-6",
          math=["mean = sum_j f32(x[r, j]) / 4096.0; var = sum_j (f32(x[r, j]) - mean)^2 / 4096.0",
                "y[r, j] = bf16(((f32(x[r, j]) - mean) * rsqrt(var + 1e-5)) * f32(gamma[j]) + f32(beta[j]))"]),
     dict(sg="sg_e2da8c8a3c5cd5d1", example="layernorm_f32", gen="layernorm", kernel="layernorm_f32_16384",
@@ -796,9 +812,11 @@ NOTES = {
         "multiply by 2^-12: 256 threads, 40 registers, no spills.",
         "H200: 68.3 us = 3930 GB/s (torch.nn.functional.rms_norm: 88 us)."],
     "sg_ed978a54a6ae6b04": [
-        "256 threads (36 registers): 128 measured the same, 512 ~45% slower;",
-        "loading gamma/beta with x raised registers to 48 and cost ~5%.",
-        "H200: 69.4 us = 3870 GB/s (torch.nn.functional.layer_norm: 108 us)."],
+        "128 threads (72 registers): bench/gpu/run.py 68.5 us = 92.2% of copy",
+        "bandwidth against 69.7 us (90.6%) with 256 threads (36 registers);",
+        "two rows per 256-thread block 72.8 us, two per 512 87.4 us; 512",
+        "threads ~45% slower; loading gamma/beta with x cost ~5%.",
+        "(torch.compile: 96 us, torch.nn.functional.layer_norm: 107 us)."],
     "sg_e2da8c8a3c5cd5d1": [
         "256 threads x 64 f32 = the 64 KiB row in registers (128 registers, no",
         "spills, 2 blocks = 16 warps per SM): measured 134-136 us; 512 threads",
@@ -951,7 +969,12 @@ def generate(p):
                     "underflow (subnormal e), at 3 instructions instead of a full",
                     "div.rn per element; 0 mismatches against exact rounding in 200k",
                     "random f32 cases."]}[p["div"]]
-        if g.rpb > 1:
+        if g.rpb > 1 and g.T > 32:
+            design += ["%d rows per block: each row's %d warps reduce through their own"
+                       % (g.rpb, g.nwarps),
+                       "shared slots (warps %d*r ..), one barrier per reduction for the block."
+                       % g.nwarps]
+        elif g.rpb > 1:
             design = [
                 "One warp per row: the 768-float row is 6 vector<4xf32> per lane,",
                 "kept in registers; both reductions are shuffle-xor butterflies",

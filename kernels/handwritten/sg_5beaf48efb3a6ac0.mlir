@@ -8,6 +8,7 @@
 //   quadrants (rows 4ty+{0..3}, 64+4ty+{0..3}; cols 4tx+{0..3}, 64+4tx+{0..3}), vector.outerproduct = fma (no tf32)
 // pipeline: A^T [2][16][128+4 pad] (transposed on the way in), B [2][16][128] per slice, double-buffered;
 //   k-tile kt+1 prefetched into registers (float4) while kt is multiplied; 512 k-tiles per slice
+// warp layout: each warp 4 (n) x 8 (m) threads, 4 x 2 warps per slice
 // launch: grid (512,1,1) = 8 x 64 tiles (grouped raster, GROUP_M=8), block (256,1,1), dynamic smem 33280 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for float4 loads and stores
@@ -29,18 +30,18 @@ gpu.module @sg_5beaf48efb3a6ac0 {
     %c512 = arith.constant 512 : index
     %c8 = arith.constant 8 : index
     %c128 = arith.constant 128 : index
-    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %c4 = arith.constant 4 : index
     %c0 = arith.constant 0 : index
     %c16896 = arith.constant 16896 : index
-    %c4 = arith.constant 4 : index
     %c256 = arith.constant 256 : index
-    %c32 = arith.constant 32 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
     %c3 = arith.constant 3 : index
     %c64 = arith.constant 64 : index
     %k_zero88 = arith.constant dense<0.000000e+00> : vector<8x8xf32>
     %c511 = arith.constant 511 : index
+    %c16 = arith.constant 16 : index
     %c5 = arith.constant 5 : index
     %c6 = arith.constant 6 : index
     %c7 = arith.constant 7 : index
@@ -62,313 +63,321 @@ gpu.module @sg_5beaf48efb3a6ac0 {
     %i_8 = arith.divui %i_5, %c8 : index
     %i_9 = arith.muli %i_7, %c128 : index
     %i_10 = arith.muli %i_8, %c128 : index
-    %i_11 = arith.remui %tid_2, %c16 : index
-    %i_12 = arith.divui %tid_2, %c16 : index
+    %i_11 = arith.remui %tid_2, %c32 : index
+    %i_12 = arith.divui %tid_2, %c32 : index
+    %i_13 = arith.remui %i_12, %c4 : index
+    %i_14 = arith.muli %i_13, %c4 : index
+    %i_15 = arith.remui %i_11, %c4 : index
+    %i_16 = arith.addi %i_14, %i_15 : index
+    %i_17 = arith.divui %i_12, %c4 : index
+    %i_18 = arith.muli %i_17, %c8 : index
+    %i_19 = arith.divui %i_11, %c4 : index
+    %i_20 = arith.addi %i_18, %i_19 : index
     // shared memory: A^T [KS][2][16 k][128 m + 4 pad], B [KS][2][16 k][128 n], f32
-    %smem_13 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-    %sA_14 = memref.view %smem_13[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %sB_15 = memref.view %smem_13[%c16896][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x2x16x128xf32, #gpu.address_space<workgroup>>
+    %smem_21 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %sA_22 = memref.view %smem_21[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %sB_23 = memref.view %smem_21[%c16896][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x2x16x128xf32, #gpu.address_space<workgroup>>
     // global -> register -> shared assignments (float4)
-    %i_16 = arith.divui %tid_2, %c4 : index
-    %i_17 = arith.addi %i_9, %i_16 : index
-    %i_18 = arith.remui %tid_2, %c4 : index
-    %i_19 = arith.muli %i_18, %c4 : index
-    %i_20 = arith.addi %tid_2, %c256 : index
-    %i_21 = arith.divui %i_20, %c4 : index
-    %i_22 = arith.addi %i_9, %i_21 : index
-    %i_23 = arith.remui %i_20, %c4 : index
-    %i_24 = arith.muli %i_23, %c4 : index
-    %i_25 = arith.divui %tid_2, %c32 : index
-    %i_26 = arith.remui %tid_2, %c32 : index
+    %i_24 = arith.divui %tid_2, %c4 : index
+    %i_25 = arith.addi %i_9, %i_24 : index
+    %i_26 = arith.remui %tid_2, %c4 : index
     %i_27 = arith.muli %i_26, %c4 : index
-    %i_28 = arith.addi %i_10, %i_27 : index
-    %i_29 = arith.addi %tid_2, %c256 : index
-    %i_30 = arith.divui %i_29, %c32 : index
-    %i_31 = arith.remui %i_29, %c32 : index
+    %i_28 = arith.addi %tid_2, %c256 : index
+    %i_29 = arith.divui %i_28, %c4 : index
+    %i_30 = arith.addi %i_9, %i_29 : index
+    %i_31 = arith.remui %i_28, %c4 : index
     %i_32 = arith.muli %i_31, %c4 : index
-    %i_33 = arith.addi %i_10, %i_32 : index
+    %i_33 = arith.divui %tid_2, %c32 : index
+    %i_34 = arith.remui %tid_2, %c32 : index
+    %i_35 = arith.muli %i_34, %c4 : index
+    %i_36 = arith.addi %i_10, %i_35 : index
+    %i_37 = arith.addi %tid_2, %c256 : index
+    %i_38 = arith.divui %i_37, %c32 : index
+    %i_39 = arith.remui %i_37, %c32 : index
+    %i_40 = arith.muli %i_39, %c4 : index
+    %i_41 = arith.addi %i_10, %i_40 : index
     // prologue: k-tile 0 -> shared buffer 0
-    %ga_34 = vector.load %arg0[%i_17, %i_19] : memref<1024x8192xf32>, vector<4xf32>
-    %ga_35 = vector.load %arg0[%i_22, %i_24] : memref<1024x8192xf32>, vector<4xf32>
-    %gb_36 = vector.load %arg1[%i_25, %i_28] : memref<8192x8192xf32>, vector<4xf32>
-    %gb_37 = vector.load %arg1[%i_30, %i_33] : memref<8192x8192xf32>, vector<4xf32>
-    %x_38 = vector.extract %ga_34[0] : f32 from vector<4xf32>
-    memref.store %x_38, %sA_14[%c0, %c0, %i_19, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %x_39 = vector.extract %ga_34[1] : f32 from vector<4xf32>
-    %i_40 = arith.addi %i_19, %c1 : index
-    memref.store %x_39, %sA_14[%c0, %c0, %i_40, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %x_41 = vector.extract %ga_34[2] : f32 from vector<4xf32>
-    %i_42 = arith.addi %i_19, %c2 : index
-    memref.store %x_41, %sA_14[%c0, %c0, %i_42, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %x_43 = vector.extract %ga_34[3] : f32 from vector<4xf32>
-    %i_44 = arith.addi %i_19, %c3 : index
-    memref.store %x_43, %sA_14[%c0, %c0, %i_44, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %x_45 = vector.extract %ga_35[0] : f32 from vector<4xf32>
-    memref.store %x_45, %sA_14[%c0, %c0, %i_24, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %x_46 = vector.extract %ga_35[1] : f32 from vector<4xf32>
-    %i_47 = arith.addi %i_24, %c1 : index
-    memref.store %x_46, %sA_14[%c0, %c0, %i_47, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %x_48 = vector.extract %ga_35[2] : f32 from vector<4xf32>
-    %i_49 = arith.addi %i_24, %c2 : index
-    memref.store %x_48, %sA_14[%c0, %c0, %i_49, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    %x_50 = vector.extract %ga_35[3] : f32 from vector<4xf32>
-    %i_51 = arith.addi %i_24, %c3 : index
-    memref.store %x_50, %sA_14[%c0, %c0, %i_51, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-    vector.store %gb_36, %sB_15[%c0, %c0, %i_25, %i_27] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-    vector.store %gb_37, %sB_15[%c0, %c0, %i_30, %i_32] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+    %ga_42 = vector.load %arg0[%i_25, %i_27] : memref<1024x8192xf32>, vector<4xf32>
+    %ga_43 = vector.load %arg0[%i_30, %i_32] : memref<1024x8192xf32>, vector<4xf32>
+    %gb_44 = vector.load %arg1[%i_33, %i_36] : memref<8192x8192xf32>, vector<4xf32>
+    %gb_45 = vector.load %arg1[%i_38, %i_41] : memref<8192x8192xf32>, vector<4xf32>
+    %x_46 = vector.extract %ga_42[0] : f32 from vector<4xf32>
+    memref.store %x_46, %sA_22[%c0, %c0, %i_27, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %x_47 = vector.extract %ga_42[1] : f32 from vector<4xf32>
+    %i_48 = arith.addi %i_27, %c1 : index
+    memref.store %x_47, %sA_22[%c0, %c0, %i_48, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %x_49 = vector.extract %ga_42[2] : f32 from vector<4xf32>
+    %i_50 = arith.addi %i_27, %c2 : index
+    memref.store %x_49, %sA_22[%c0, %c0, %i_50, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %x_51 = vector.extract %ga_42[3] : f32 from vector<4xf32>
+    %i_52 = arith.addi %i_27, %c3 : index
+    memref.store %x_51, %sA_22[%c0, %c0, %i_52, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %x_53 = vector.extract %ga_43[0] : f32 from vector<4xf32>
+    memref.store %x_53, %sA_22[%c0, %c0, %i_32, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %x_54 = vector.extract %ga_43[1] : f32 from vector<4xf32>
+    %i_55 = arith.addi %i_32, %c1 : index
+    memref.store %x_54, %sA_22[%c0, %c0, %i_55, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %x_56 = vector.extract %ga_43[2] : f32 from vector<4xf32>
+    %i_57 = arith.addi %i_32, %c2 : index
+    memref.store %x_56, %sA_22[%c0, %c0, %i_57, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    %x_58 = vector.extract %ga_43[3] : f32 from vector<4xf32>
+    %i_59 = arith.addi %i_32, %c3 : index
+    memref.store %x_58, %sA_22[%c0, %c0, %i_59, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+    vector.store %gb_44, %sB_23[%c0, %c0, %i_33, %i_35] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+    vector.store %gb_45, %sB_23[%c0, %c0, %i_38, %i_40] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
     gpu.barrier
     // this thread's rows: 4*ty + {0..3} and 64 + 4*ty + {0..3}; columns 4*tx + {0..3} and 64 + 4*tx + {0..3}
-    %i_52 = arith.muli %i_12, %c4 : index
-    %i_53 = arith.muli %i_12, %c4 : index
-    %i_54 = arith.addi %i_53, %c64 : index
-    %i_55 = arith.muli %i_11, %c4 : index
-    %i_56 = arith.muli %i_11, %c4 : index
-    %i_57 = arith.addi %i_56, %c64 : index
+    %i_60 = arith.muli %i_20, %c4 : index
+    %i_61 = arith.muli %i_20, %c4 : index
+    %i_62 = arith.addi %i_61, %c64 : index
+    %i_63 = arith.muli %i_16, %c4 : index
+    %i_64 = arith.muli %i_16, %c4 : index
+    %i_65 = arith.addi %i_64, %c64 : index
     // accumulator: vector<8x8xf32>, row i = output row ra[i/4] + i%4, column j = cb[j/4] + j%4
-    %acc_58 = scf.for %kt = %c0 to %c512 step %c1 iter_args(%acc = %k_zero88) -> (vector<8x8xf32>) {
+    %acc_66 = scf.for %kt = %c0 to %c512 step %c1 iter_args(%acc = %k_zero88) -> (vector<8x8xf32>) {
       // prefetch k-tile kt+1 (the last one again at the end) into registers
-      %i_59 = arith.andi %kt, %c1 : index
-      %i_60 = arith.xori %i_59, %c1 : index
-      %i_61 = arith.addi %kt, %c1 : index
-      %p_62 = arith.cmpi ult, %i_61, %c512 : index
-      %kn_63 = arith.select %p_62, %i_61, %c511 : index
-      %i_64 = arith.muli %kn_63, %c16 : index
-      %i_65 = arith.addi %i_64, %i_19 : index
-      %ga_66 = vector.load %arg0[%i_17, %i_65] : memref<1024x8192xf32>, vector<4xf32>
-      %i_67 = arith.addi %i_64, %i_24 : index
-      %ga_68 = vector.load %arg0[%i_22, %i_67] : memref<1024x8192xf32>, vector<4xf32>
-      %i_69 = arith.addi %i_64, %i_25 : index
-      %gb_70 = vector.load %arg1[%i_69, %i_28] : memref<8192x8192xf32>, vector<4xf32>
-      %i_71 = arith.addi %i_64, %i_30 : index
-      %gb_72 = vector.load %arg1[%i_71, %i_33] : memref<8192x8192xf32>, vector<4xf32>
+      %i_67 = arith.andi %kt, %c1 : index
+      %i_68 = arith.xori %i_67, %c1 : index
+      %i_69 = arith.addi %kt, %c1 : index
+      %p_70 = arith.cmpi ult, %i_69, %c512 : index
+      %kn_71 = arith.select %p_70, %i_69, %c511 : index
+      %i_72 = arith.muli %kn_71, %c16 : index
+      %i_73 = arith.addi %i_72, %i_27 : index
+      %ga_74 = vector.load %arg0[%i_25, %i_73] : memref<1024x8192xf32>, vector<4xf32>
+      %i_75 = arith.addi %i_72, %i_32 : index
+      %ga_76 = vector.load %arg0[%i_30, %i_75] : memref<1024x8192xf32>, vector<4xf32>
+      %i_77 = arith.addi %i_72, %i_33 : index
+      %gb_78 = vector.load %arg1[%i_77, %i_36] : memref<8192x8192xf32>, vector<4xf32>
+      %i_79 = arith.addi %i_72, %i_38 : index
+      %gb_80 = vector.load %arg1[%i_79, %i_41] : memref<8192x8192xf32>, vector<4xf32>
       // multiply k-tile kt from shared buffer kt%2: acc += outer(A^T[k][rows], B[k][cols]) (64 fma per k)
-      %a_73 = vector.load %sA_14[%c0, %i_59, %c0, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_74 = vector.load %sA_14[%c0, %i_59, %c0, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_75 = vector.load %sB_15[%c0, %i_59, %c0, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_76 = vector.load %sB_15[%c0, %i_59, %c0, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_77 = vector.shuffle %a_73, %a_74 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_78 = vector.shuffle %b_75, %b_76 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_79 = vector.outerproduct %a_77, %b_78, %acc {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_80 = vector.load %sA_14[%c0, %i_59, %c1, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_81 = vector.load %sA_14[%c0, %i_59, %c1, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_82 = vector.load %sB_15[%c0, %i_59, %c1, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_83 = vector.load %sB_15[%c0, %i_59, %c1, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_84 = vector.shuffle %a_80, %a_81 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_85 = vector.shuffle %b_82, %b_83 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_86 = vector.outerproduct %a_84, %b_85, %acc_79 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_87 = vector.load %sA_14[%c0, %i_59, %c2, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_88 = vector.load %sA_14[%c0, %i_59, %c2, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_89 = vector.load %sB_15[%c0, %i_59, %c2, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_90 = vector.load %sB_15[%c0, %i_59, %c2, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_91 = vector.shuffle %a_87, %a_88 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_92 = vector.shuffle %b_89, %b_90 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_93 = vector.outerproduct %a_91, %b_92, %acc_86 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_94 = vector.load %sA_14[%c0, %i_59, %c3, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_95 = vector.load %sA_14[%c0, %i_59, %c3, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_96 = vector.load %sB_15[%c0, %i_59, %c3, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_97 = vector.load %sB_15[%c0, %i_59, %c3, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_98 = vector.shuffle %a_94, %a_95 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_99 = vector.shuffle %b_96, %b_97 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_100 = vector.outerproduct %a_98, %b_99, %acc_93 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_101 = vector.load %sA_14[%c0, %i_59, %c4, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_102 = vector.load %sA_14[%c0, %i_59, %c4, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_103 = vector.load %sB_15[%c0, %i_59, %c4, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_104 = vector.load %sB_15[%c0, %i_59, %c4, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_105 = vector.shuffle %a_101, %a_102 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_106 = vector.shuffle %b_103, %b_104 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_107 = vector.outerproduct %a_105, %b_106, %acc_100 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_108 = vector.load %sA_14[%c0, %i_59, %c5, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_109 = vector.load %sA_14[%c0, %i_59, %c5, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_110 = vector.load %sB_15[%c0, %i_59, %c5, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_111 = vector.load %sB_15[%c0, %i_59, %c5, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_112 = vector.shuffle %a_108, %a_109 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_113 = vector.shuffle %b_110, %b_111 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_114 = vector.outerproduct %a_112, %b_113, %acc_107 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_115 = vector.load %sA_14[%c0, %i_59, %c6, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_116 = vector.load %sA_14[%c0, %i_59, %c6, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_117 = vector.load %sB_15[%c0, %i_59, %c6, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_118 = vector.load %sB_15[%c0, %i_59, %c6, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_119 = vector.shuffle %a_115, %a_116 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_120 = vector.shuffle %b_117, %b_118 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_121 = vector.outerproduct %a_119, %b_120, %acc_114 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_122 = vector.load %sA_14[%c0, %i_59, %c7, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_123 = vector.load %sA_14[%c0, %i_59, %c7, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_124 = vector.load %sB_15[%c0, %i_59, %c7, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_125 = vector.load %sB_15[%c0, %i_59, %c7, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_126 = vector.shuffle %a_122, %a_123 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_127 = vector.shuffle %b_124, %b_125 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_128 = vector.outerproduct %a_126, %b_127, %acc_121 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_129 = vector.load %sA_14[%c0, %i_59, %c8, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_130 = vector.load %sA_14[%c0, %i_59, %c8, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_131 = vector.load %sB_15[%c0, %i_59, %c8, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_132 = vector.load %sB_15[%c0, %i_59, %c8, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_133 = vector.shuffle %a_129, %a_130 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_134 = vector.shuffle %b_131, %b_132 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_135 = vector.outerproduct %a_133, %b_134, %acc_128 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_136 = vector.load %sA_14[%c0, %i_59, %c9, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_137 = vector.load %sA_14[%c0, %i_59, %c9, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_138 = vector.load %sB_15[%c0, %i_59, %c9, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_139 = vector.load %sB_15[%c0, %i_59, %c9, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_140 = vector.shuffle %a_136, %a_137 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_141 = vector.shuffle %b_138, %b_139 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_142 = vector.outerproduct %a_140, %b_141, %acc_135 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_143 = vector.load %sA_14[%c0, %i_59, %c10, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_144 = vector.load %sA_14[%c0, %i_59, %c10, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_145 = vector.load %sB_15[%c0, %i_59, %c10, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_146 = vector.load %sB_15[%c0, %i_59, %c10, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_147 = vector.shuffle %a_143, %a_144 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_148 = vector.shuffle %b_145, %b_146 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_149 = vector.outerproduct %a_147, %b_148, %acc_142 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_150 = vector.load %sA_14[%c0, %i_59, %c11, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_151 = vector.load %sA_14[%c0, %i_59, %c11, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_152 = vector.load %sB_15[%c0, %i_59, %c11, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_153 = vector.load %sB_15[%c0, %i_59, %c11, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_154 = vector.shuffle %a_150, %a_151 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_155 = vector.shuffle %b_152, %b_153 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_156 = vector.outerproduct %a_154, %b_155, %acc_149 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_157 = vector.load %sA_14[%c0, %i_59, %c12, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_158 = vector.load %sA_14[%c0, %i_59, %c12, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_159 = vector.load %sB_15[%c0, %i_59, %c12, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_160 = vector.load %sB_15[%c0, %i_59, %c12, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_161 = vector.shuffle %a_157, %a_158 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_162 = vector.shuffle %b_159, %b_160 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_163 = vector.outerproduct %a_161, %b_162, %acc_156 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_164 = vector.load %sA_14[%c0, %i_59, %c13, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_165 = vector.load %sA_14[%c0, %i_59, %c13, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_166 = vector.load %sB_15[%c0, %i_59, %c13, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_167 = vector.load %sB_15[%c0, %i_59, %c13, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_168 = vector.shuffle %a_164, %a_165 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_169 = vector.shuffle %b_166, %b_167 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_170 = vector.outerproduct %a_168, %b_169, %acc_163 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_171 = vector.load %sA_14[%c0, %i_59, %c14, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_172 = vector.load %sA_14[%c0, %i_59, %c14, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_173 = vector.load %sB_15[%c0, %i_59, %c14, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_174 = vector.load %sB_15[%c0, %i_59, %c14, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_175 = vector.shuffle %a_171, %a_172 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_176 = vector.shuffle %b_173, %b_174 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_177 = vector.outerproduct %a_175, %b_176, %acc_170 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
-      %a_178 = vector.load %sA_14[%c0, %i_59, %c15, %i_52] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_179 = vector.load %sA_14[%c0, %i_59, %c15, %i_54] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_180 = vector.load %sB_15[%c0, %i_59, %c15, %i_55] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %b_181 = vector.load %sB_15[%c0, %i_59, %c15, %i_57] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      %a_182 = vector.shuffle %a_178, %a_179 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %b_183 = vector.shuffle %b_180, %b_181 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-      %acc_184 = vector.outerproduct %a_182, %b_183, %acc_177 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_81 = vector.load %sA_22[%c0, %i_67, %c0, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_82 = vector.load %sA_22[%c0, %i_67, %c0, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_83 = vector.load %sB_23[%c0, %i_67, %c0, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_84 = vector.load %sB_23[%c0, %i_67, %c0, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_85 = vector.shuffle %a_81, %a_82 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_86 = vector.shuffle %b_83, %b_84 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_87 = vector.outerproduct %a_85, %b_86, %acc {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_88 = vector.load %sA_22[%c0, %i_67, %c1, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_89 = vector.load %sA_22[%c0, %i_67, %c1, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_90 = vector.load %sB_23[%c0, %i_67, %c1, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_91 = vector.load %sB_23[%c0, %i_67, %c1, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_92 = vector.shuffle %a_88, %a_89 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_93 = vector.shuffle %b_90, %b_91 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_94 = vector.outerproduct %a_92, %b_93, %acc_87 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_95 = vector.load %sA_22[%c0, %i_67, %c2, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_96 = vector.load %sA_22[%c0, %i_67, %c2, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_97 = vector.load %sB_23[%c0, %i_67, %c2, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_98 = vector.load %sB_23[%c0, %i_67, %c2, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_99 = vector.shuffle %a_95, %a_96 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_100 = vector.shuffle %b_97, %b_98 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_101 = vector.outerproduct %a_99, %b_100, %acc_94 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_102 = vector.load %sA_22[%c0, %i_67, %c3, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_103 = vector.load %sA_22[%c0, %i_67, %c3, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_104 = vector.load %sB_23[%c0, %i_67, %c3, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_105 = vector.load %sB_23[%c0, %i_67, %c3, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_106 = vector.shuffle %a_102, %a_103 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_107 = vector.shuffle %b_104, %b_105 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_108 = vector.outerproduct %a_106, %b_107, %acc_101 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_109 = vector.load %sA_22[%c0, %i_67, %c4, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_110 = vector.load %sA_22[%c0, %i_67, %c4, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_111 = vector.load %sB_23[%c0, %i_67, %c4, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_112 = vector.load %sB_23[%c0, %i_67, %c4, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_113 = vector.shuffle %a_109, %a_110 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_114 = vector.shuffle %b_111, %b_112 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_115 = vector.outerproduct %a_113, %b_114, %acc_108 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_116 = vector.load %sA_22[%c0, %i_67, %c5, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_117 = vector.load %sA_22[%c0, %i_67, %c5, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_118 = vector.load %sB_23[%c0, %i_67, %c5, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_119 = vector.load %sB_23[%c0, %i_67, %c5, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_120 = vector.shuffle %a_116, %a_117 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_121 = vector.shuffle %b_118, %b_119 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_122 = vector.outerproduct %a_120, %b_121, %acc_115 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_123 = vector.load %sA_22[%c0, %i_67, %c6, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_124 = vector.load %sA_22[%c0, %i_67, %c6, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_125 = vector.load %sB_23[%c0, %i_67, %c6, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_126 = vector.load %sB_23[%c0, %i_67, %c6, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_127 = vector.shuffle %a_123, %a_124 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_128 = vector.shuffle %b_125, %b_126 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_129 = vector.outerproduct %a_127, %b_128, %acc_122 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_130 = vector.load %sA_22[%c0, %i_67, %c7, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_131 = vector.load %sA_22[%c0, %i_67, %c7, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_132 = vector.load %sB_23[%c0, %i_67, %c7, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_133 = vector.load %sB_23[%c0, %i_67, %c7, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_134 = vector.shuffle %a_130, %a_131 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_135 = vector.shuffle %b_132, %b_133 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_136 = vector.outerproduct %a_134, %b_135, %acc_129 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_137 = vector.load %sA_22[%c0, %i_67, %c8, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_138 = vector.load %sA_22[%c0, %i_67, %c8, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_139 = vector.load %sB_23[%c0, %i_67, %c8, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_140 = vector.load %sB_23[%c0, %i_67, %c8, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_141 = vector.shuffle %a_137, %a_138 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_142 = vector.shuffle %b_139, %b_140 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_143 = vector.outerproduct %a_141, %b_142, %acc_136 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_144 = vector.load %sA_22[%c0, %i_67, %c9, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_145 = vector.load %sA_22[%c0, %i_67, %c9, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_146 = vector.load %sB_23[%c0, %i_67, %c9, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_147 = vector.load %sB_23[%c0, %i_67, %c9, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_148 = vector.shuffle %a_144, %a_145 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_149 = vector.shuffle %b_146, %b_147 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_150 = vector.outerproduct %a_148, %b_149, %acc_143 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_151 = vector.load %sA_22[%c0, %i_67, %c10, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_152 = vector.load %sA_22[%c0, %i_67, %c10, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_153 = vector.load %sB_23[%c0, %i_67, %c10, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_154 = vector.load %sB_23[%c0, %i_67, %c10, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_155 = vector.shuffle %a_151, %a_152 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_156 = vector.shuffle %b_153, %b_154 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_157 = vector.outerproduct %a_155, %b_156, %acc_150 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_158 = vector.load %sA_22[%c0, %i_67, %c11, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_159 = vector.load %sA_22[%c0, %i_67, %c11, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_160 = vector.load %sB_23[%c0, %i_67, %c11, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_161 = vector.load %sB_23[%c0, %i_67, %c11, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_162 = vector.shuffle %a_158, %a_159 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_163 = vector.shuffle %b_160, %b_161 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_164 = vector.outerproduct %a_162, %b_163, %acc_157 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_165 = vector.load %sA_22[%c0, %i_67, %c12, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_166 = vector.load %sA_22[%c0, %i_67, %c12, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_167 = vector.load %sB_23[%c0, %i_67, %c12, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_168 = vector.load %sB_23[%c0, %i_67, %c12, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_169 = vector.shuffle %a_165, %a_166 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_170 = vector.shuffle %b_167, %b_168 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_171 = vector.outerproduct %a_169, %b_170, %acc_164 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_172 = vector.load %sA_22[%c0, %i_67, %c13, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_173 = vector.load %sA_22[%c0, %i_67, %c13, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_174 = vector.load %sB_23[%c0, %i_67, %c13, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_175 = vector.load %sB_23[%c0, %i_67, %c13, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_176 = vector.shuffle %a_172, %a_173 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_177 = vector.shuffle %b_174, %b_175 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_178 = vector.outerproduct %a_176, %b_177, %acc_171 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_179 = vector.load %sA_22[%c0, %i_67, %c14, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_180 = vector.load %sA_22[%c0, %i_67, %c14, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_181 = vector.load %sB_23[%c0, %i_67, %c14, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_182 = vector.load %sB_23[%c0, %i_67, %c14, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_183 = vector.shuffle %a_179, %a_180 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_184 = vector.shuffle %b_181, %b_182 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_185 = vector.outerproduct %a_183, %b_184, %acc_178 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
+      %a_186 = vector.load %sA_22[%c0, %i_67, %c15, %i_60] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_187 = vector.load %sA_22[%c0, %i_67, %c15, %i_62] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_188 = vector.load %sB_23[%c0, %i_67, %c15, %i_63] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %b_189 = vector.load %sB_23[%c0, %i_67, %c15, %i_65] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %a_190 = vector.shuffle %a_186, %a_187 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %b_191 = vector.shuffle %b_188, %b_189 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+      %acc_192 = vector.outerproduct %a_190, %b_191, %acc_185 {kind = #vector.kind<add>} : vector<8xf32>, vector<8xf32>
       // store k-tile kt+1 into the other buffer; the barrier publishes it and retires buffer kt%2
-      %x_185 = vector.extract %ga_66[0] : f32 from vector<4xf32>
-      memref.store %x_185, %sA_14[%c0, %i_60, %i_19, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      %x_186 = vector.extract %ga_66[1] : f32 from vector<4xf32>
-      %i_187 = arith.addi %i_19, %c1 : index
-      memref.store %x_186, %sA_14[%c0, %i_60, %i_187, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      %x_188 = vector.extract %ga_66[2] : f32 from vector<4xf32>
-      %i_189 = arith.addi %i_19, %c2 : index
-      memref.store %x_188, %sA_14[%c0, %i_60, %i_189, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      %x_190 = vector.extract %ga_66[3] : f32 from vector<4xf32>
-      %i_191 = arith.addi %i_19, %c3 : index
-      memref.store %x_190, %sA_14[%c0, %i_60, %i_191, %i_16] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      %x_192 = vector.extract %ga_68[0] : f32 from vector<4xf32>
-      memref.store %x_192, %sA_14[%c0, %i_60, %i_24, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      %x_193 = vector.extract %ga_68[1] : f32 from vector<4xf32>
-      %i_194 = arith.addi %i_24, %c1 : index
-      memref.store %x_193, %sA_14[%c0, %i_60, %i_194, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      %x_195 = vector.extract %ga_68[2] : f32 from vector<4xf32>
-      %i_196 = arith.addi %i_24, %c2 : index
-      memref.store %x_195, %sA_14[%c0, %i_60, %i_196, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      %x_197 = vector.extract %ga_68[3] : f32 from vector<4xf32>
-      %i_198 = arith.addi %i_24, %c3 : index
-      memref.store %x_197, %sA_14[%c0, %i_60, %i_198, %i_21] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
-      vector.store %gb_70, %sB_15[%c0, %i_60, %i_25, %i_27] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-      vector.store %gb_72, %sB_15[%c0, %i_60, %i_30, %i_32] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      %x_193 = vector.extract %ga_74[0] : f32 from vector<4xf32>
+      memref.store %x_193, %sA_22[%c0, %i_68, %i_27, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      %x_194 = vector.extract %ga_74[1] : f32 from vector<4xf32>
+      %i_195 = arith.addi %i_27, %c1 : index
+      memref.store %x_194, %sA_22[%c0, %i_68, %i_195, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      %x_196 = vector.extract %ga_74[2] : f32 from vector<4xf32>
+      %i_197 = arith.addi %i_27, %c2 : index
+      memref.store %x_196, %sA_22[%c0, %i_68, %i_197, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      %x_198 = vector.extract %ga_74[3] : f32 from vector<4xf32>
+      %i_199 = arith.addi %i_27, %c3 : index
+      memref.store %x_198, %sA_22[%c0, %i_68, %i_199, %i_24] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      %x_200 = vector.extract %ga_76[0] : f32 from vector<4xf32>
+      memref.store %x_200, %sA_22[%c0, %i_68, %i_32, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      %x_201 = vector.extract %ga_76[1] : f32 from vector<4xf32>
+      %i_202 = arith.addi %i_32, %c1 : index
+      memref.store %x_201, %sA_22[%c0, %i_68, %i_202, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      %x_203 = vector.extract %ga_76[2] : f32 from vector<4xf32>
+      %i_204 = arith.addi %i_32, %c2 : index
+      memref.store %x_203, %sA_22[%c0, %i_68, %i_204, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      %x_205 = vector.extract %ga_76[3] : f32 from vector<4xf32>
+      %i_206 = arith.addi %i_32, %c3 : index
+      memref.store %x_205, %sA_22[%c0, %i_68, %i_206, %i_29] : memref<1x2x16x132xf32, #gpu.address_space<workgroup>>
+      vector.store %gb_78, %sB_23[%c0, %i_68, %i_33, %i_35] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+      vector.store %gb_80, %sB_23[%c0, %i_68, %i_38, %i_40] : memref<1x2x16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
       gpu.barrier
-      scf.yield %acc_184 : vector<8x8xf32>
+      scf.yield %acc_192 : vector<8x8xf32>
     }
     // epilogue: per row, two float4 column groups
-    %i_199 = arith.addi %i_10, %i_55 : index
-    %i_200 = arith.addi %i_9, %i_52 : index
-    %r_201 = vector.extract %acc_58[0] : vector<8xf32> from vector<8x8xf32>
-    %r_202 = vector.extract_strided_slice %r_201 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_203 = func.call @epilogue(%r_202) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_203, %arg2[%i_200, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_204 = arith.addi %i_52, %c1 : index
-    %i_205 = arith.addi %i_9, %i_204 : index
-    %r_206 = vector.extract %acc_58[1] : vector<8xf32> from vector<8x8xf32>
-    %r_207 = vector.extract_strided_slice %r_206 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_208 = func.call @epilogue(%r_207) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_208, %arg2[%i_205, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_209 = arith.addi %i_52, %c2 : index
-    %i_210 = arith.addi %i_9, %i_209 : index
-    %r_211 = vector.extract %acc_58[2] : vector<8xf32> from vector<8x8xf32>
-    %r_212 = vector.extract_strided_slice %r_211 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_213 = func.call @epilogue(%r_212) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_213, %arg2[%i_210, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_214 = arith.addi %i_52, %c3 : index
-    %i_215 = arith.addi %i_9, %i_214 : index
-    %r_216 = vector.extract %acc_58[3] : vector<8xf32> from vector<8x8xf32>
-    %r_217 = vector.extract_strided_slice %r_216 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_218 = func.call @epilogue(%r_217) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_218, %arg2[%i_215, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_219 = arith.addi %i_9, %i_54 : index
-    %r_220 = vector.extract %acc_58[4] : vector<8xf32> from vector<8x8xf32>
-    %r_221 = vector.extract_strided_slice %r_220 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_222 = func.call @epilogue(%r_221) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_222, %arg2[%i_219, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_223 = arith.addi %i_54, %c1 : index
-    %i_224 = arith.addi %i_9, %i_223 : index
-    %r_225 = vector.extract %acc_58[5] : vector<8xf32> from vector<8x8xf32>
-    %r_226 = vector.extract_strided_slice %r_225 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_227 = func.call @epilogue(%r_226) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_227, %arg2[%i_224, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_228 = arith.addi %i_54, %c2 : index
-    %i_229 = arith.addi %i_9, %i_228 : index
-    %r_230 = vector.extract %acc_58[6] : vector<8xf32> from vector<8x8xf32>
-    %r_231 = vector.extract_strided_slice %r_230 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_232 = func.call @epilogue(%r_231) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_232, %arg2[%i_229, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_233 = arith.addi %i_54, %c3 : index
-    %i_234 = arith.addi %i_9, %i_233 : index
-    %r_235 = vector.extract %acc_58[7] : vector<8xf32> from vector<8x8xf32>
-    %r_236 = vector.extract_strided_slice %r_235 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_237 = func.call @epilogue(%r_236) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_237, %arg2[%i_234, %i_199] : memref<1024x8192xf32>, vector<4xf32>
-    %i_238 = arith.addi %i_10, %i_57 : index
-    %i_239 = arith.addi %i_9, %i_52 : index
-    %r_240 = vector.extract_strided_slice %r_201 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_241 = func.call @epilogue(%r_240) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_241, %arg2[%i_239, %i_238] : memref<1024x8192xf32>, vector<4xf32>
-    %i_242 = arith.addi %i_52, %c1 : index
-    %i_243 = arith.addi %i_9, %i_242 : index
-    %r_244 = vector.extract_strided_slice %r_206 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %i_207 = arith.addi %i_10, %i_63 : index
+    %i_208 = arith.addi %i_9, %i_60 : index
+    %r_209 = vector.extract %acc_66[0] : vector<8xf32> from vector<8x8xf32>
+    %r_210 = vector.extract_strided_slice %r_209 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_211 = func.call @epilogue(%r_210) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_211, %arg2[%i_208, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_212 = arith.addi %i_60, %c1 : index
+    %i_213 = arith.addi %i_9, %i_212 : index
+    %r_214 = vector.extract %acc_66[1] : vector<8xf32> from vector<8x8xf32>
+    %r_215 = vector.extract_strided_slice %r_214 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_216 = func.call @epilogue(%r_215) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_216, %arg2[%i_213, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_217 = arith.addi %i_60, %c2 : index
+    %i_218 = arith.addi %i_9, %i_217 : index
+    %r_219 = vector.extract %acc_66[2] : vector<8xf32> from vector<8x8xf32>
+    %r_220 = vector.extract_strided_slice %r_219 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_221 = func.call @epilogue(%r_220) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_221, %arg2[%i_218, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_222 = arith.addi %i_60, %c3 : index
+    %i_223 = arith.addi %i_9, %i_222 : index
+    %r_224 = vector.extract %acc_66[3] : vector<8xf32> from vector<8x8xf32>
+    %r_225 = vector.extract_strided_slice %r_224 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_226 = func.call @epilogue(%r_225) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_226, %arg2[%i_223, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_227 = arith.addi %i_9, %i_62 : index
+    %r_228 = vector.extract %acc_66[4] : vector<8xf32> from vector<8x8xf32>
+    %r_229 = vector.extract_strided_slice %r_228 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_230 = func.call @epilogue(%r_229) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_230, %arg2[%i_227, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_231 = arith.addi %i_62, %c1 : index
+    %i_232 = arith.addi %i_9, %i_231 : index
+    %r_233 = vector.extract %acc_66[5] : vector<8xf32> from vector<8x8xf32>
+    %r_234 = vector.extract_strided_slice %r_233 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_235 = func.call @epilogue(%r_234) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_235, %arg2[%i_232, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_236 = arith.addi %i_62, %c2 : index
+    %i_237 = arith.addi %i_9, %i_236 : index
+    %r_238 = vector.extract %acc_66[6] : vector<8xf32> from vector<8x8xf32>
+    %r_239 = vector.extract_strided_slice %r_238 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_240 = func.call @epilogue(%r_239) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_240, %arg2[%i_237, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_241 = arith.addi %i_62, %c3 : index
+    %i_242 = arith.addi %i_9, %i_241 : index
+    %r_243 = vector.extract %acc_66[7] : vector<8xf32> from vector<8x8xf32>
+    %r_244 = vector.extract_strided_slice %r_243 {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
     %y_245 = func.call @epilogue(%r_244) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_245, %arg2[%i_243, %i_238] : memref<1024x8192xf32>, vector<4xf32>
-    %i_246 = arith.addi %i_52, %c2 : index
-    %i_247 = arith.addi %i_9, %i_246 : index
-    %r_248 = vector.extract_strided_slice %r_211 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    vector.store %y_245, %arg2[%i_242, %i_207] : memref<1024x8192xf32>, vector<4xf32>
+    %i_246 = arith.addi %i_10, %i_65 : index
+    %i_247 = arith.addi %i_9, %i_60 : index
+    %r_248 = vector.extract_strided_slice %r_209 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
     %y_249 = func.call @epilogue(%r_248) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_249, %arg2[%i_247, %i_238] : memref<1024x8192xf32>, vector<4xf32>
-    %i_250 = arith.addi %i_52, %c3 : index
+    vector.store %y_249, %arg2[%i_247, %i_246] : memref<1024x8192xf32>, vector<4xf32>
+    %i_250 = arith.addi %i_60, %c1 : index
     %i_251 = arith.addi %i_9, %i_250 : index
-    %r_252 = vector.extract_strided_slice %r_216 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %r_252 = vector.extract_strided_slice %r_214 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
     %y_253 = func.call @epilogue(%r_252) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_253, %arg2[%i_251, %i_238] : memref<1024x8192xf32>, vector<4xf32>
-    %i_254 = arith.addi %i_9, %i_54 : index
-    %r_255 = vector.extract_strided_slice %r_220 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_256 = func.call @epilogue(%r_255) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_256, %arg2[%i_254, %i_238] : memref<1024x8192xf32>, vector<4xf32>
-    %i_257 = arith.addi %i_54, %c1 : index
-    %i_258 = arith.addi %i_9, %i_257 : index
-    %r_259 = vector.extract_strided_slice %r_225 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
-    %y_260 = func.call @epilogue(%r_259) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_260, %arg2[%i_258, %i_238] : memref<1024x8192xf32>, vector<4xf32>
-    %i_261 = arith.addi %i_54, %c2 : index
-    %i_262 = arith.addi %i_9, %i_261 : index
-    %r_263 = vector.extract_strided_slice %r_230 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    vector.store %y_253, %arg2[%i_251, %i_246] : memref<1024x8192xf32>, vector<4xf32>
+    %i_254 = arith.addi %i_60, %c2 : index
+    %i_255 = arith.addi %i_9, %i_254 : index
+    %r_256 = vector.extract_strided_slice %r_219 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_257 = func.call @epilogue(%r_256) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_257, %arg2[%i_255, %i_246] : memref<1024x8192xf32>, vector<4xf32>
+    %i_258 = arith.addi %i_60, %c3 : index
+    %i_259 = arith.addi %i_9, %i_258 : index
+    %r_260 = vector.extract_strided_slice %r_224 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_261 = func.call @epilogue(%r_260) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_261, %arg2[%i_259, %i_246] : memref<1024x8192xf32>, vector<4xf32>
+    %i_262 = arith.addi %i_9, %i_62 : index
+    %r_263 = vector.extract_strided_slice %r_228 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
     %y_264 = func.call @epilogue(%r_263) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_264, %arg2[%i_262, %i_238] : memref<1024x8192xf32>, vector<4xf32>
-    %i_265 = arith.addi %i_54, %c3 : index
+    vector.store %y_264, %arg2[%i_262, %i_246] : memref<1024x8192xf32>, vector<4xf32>
+    %i_265 = arith.addi %i_62, %c1 : index
     %i_266 = arith.addi %i_9, %i_265 : index
-    %r_267 = vector.extract_strided_slice %r_235 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %r_267 = vector.extract_strided_slice %r_233 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
     %y_268 = func.call @epilogue(%r_267) : (vector<4xf32>) -> vector<4xf32>
-    vector.store %y_268, %arg2[%i_266, %i_238] : memref<1024x8192xf32>, vector<4xf32>
+    vector.store %y_268, %arg2[%i_266, %i_246] : memref<1024x8192xf32>, vector<4xf32>
+    %i_269 = arith.addi %i_62, %c2 : index
+    %i_270 = arith.addi %i_9, %i_269 : index
+    %r_271 = vector.extract_strided_slice %r_238 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_272 = func.call @epilogue(%r_271) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_272, %arg2[%i_270, %i_246] : memref<1024x8192xf32>, vector<4xf32>
+    %i_273 = arith.addi %i_62, %c3 : index
+    %i_274 = arith.addi %i_9, %i_273 : index
+    %r_275 = vector.extract_strided_slice %r_243 {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+    %y_276 = func.call @epilogue(%r_275) : (vector<4xf32>) -> vector<4xf32>
+    vector.store %y_276, %arg2[%i_274, %i_246] : memref<1024x8192xf32>, vector<4xf32>
     gpu.return
   }
 }
