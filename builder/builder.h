@@ -207,6 +207,18 @@ lf_status_t lf_build_result_from_json(const char *json, size_t size,
 lf_status_t lf_build_result_write_dir(const lf_build_result_t *result,
                                       const char *dir, char **out_json);
 
+/// The versions of everything that turns kernel text into a binary, for
+/// cache keys: "llvm-22.1.8;ptxas-13.0.88" ("ptxas-none" without ptxas).
+/// The ptxas is the one builds use. Computed once per process.
+const char *lf_build_toolchain(void);
+
+/// A fatbin of a successful result's cubin and PTX (the driver can JIT the
+/// PTX for a newer GPU), made by the toolkit's fatbinary (beside the ptxas
+/// builds use, or $LLM_FUSE_FATBINARY). NOT_FOUND without fatbinary. The
+/// caller frees *out_data.
+lf_status_t lf_build_fatbin(const lf_build_result_t *result, char **out_data,
+                            size_t *out_size);
+
 /// Finds the llm-fuse-build-kernel executable as lf_build_kernel() does
 /// (env override, then beside this library's binary). Writes a malloc'ed
 /// path to *out_path; NOT_FOUND says where it looked.

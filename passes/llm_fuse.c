@@ -29,7 +29,6 @@
 #include "base/strbuf.h"
 #include "builder/builder.h"
 #include "llm_client/acquire.h"
-#include "llvm/Config/llvm-config.h"
 #include "dialect_bridge/bridge.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
@@ -267,30 +266,6 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
 
 /* ---- Stage 2: acquire and build. ---- */
 
-/* The cache key's toolchain: LLVM's version and ptxas's ("ptxas-none"
- * without one), computed once. */
-static const char *toolchain_text(void) {
-  static char text[128];
-  if (text[0])
-    return text;
-  char ptxas[64] = "none";
-  FILE *p = popen("ptxas=\"${LLM_FUSE_PTXAS:-$(command -v ptxas || echo "
-                  "/usr/local/cuda/bin/ptxas)}\"; [ -x \"$ptxas\" ] && "
-                  "\"$ptxas\" --version 2>/dev/null",
-                  "r");
-  if (p) {
-    char line[256];
-    while (fgets(line, sizeof(line), p)) {
-      const char *v = strstr(line, ", V");
-      if (v && sscanf(v + 3, "%63[0-9.]", ptxas) == 1)
-        break;
-    }
-    pclose(p);
-  }
-  snprintf(text, sizeof(text), "llvm-%s;ptxas-%s", LLVM_VERSION_STRING, ptxas);
-  return text;
-}
-
 /* The build callback of the acquire loop: the candidate is built in the
  * builder's child process; a success is kept on the subgraph (its launch
  * geometry and parameters are what a swap needs). */
@@ -419,7 +394,7 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
   ao.max_requests = (long)o->max_requests;
   ao.max_tokens = (long)o->max_tokens;
   ao.max_wall_ms = (long)(o->max_seconds * 1000.0);
-  ao.toolchain = toolchain_text();
+  ao.toolchain = lf_build_toolchain();
   if (ao.provider != LF_PROVIDER_NONE) {
     lf_status_t st = open_cache(run);
     if (st) {
@@ -599,7 +574,7 @@ static void cache_record(fuse_run_t *run, subgraph_t *sg,
                           cJSON_Duplicate(sg->verification, true));
   char *text = cJSON_PrintUnformatted(rec);
   cJSON_Delete(rec);
-  lf_cache_key_t key = {sg->fingerprint, run->o->arch, toolchain_text(),
+  lf_cache_key_t key = {sg->fingerprint, run->o->arch, lf_build_toolchain(),
                         run->o->provider, run->o->model, run->prompt_version};
   lf_cache_entry_t e = {0};
   e.kernel = sg->kernel_text;

@@ -13,10 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "base/fs.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "mlir-c/BuiltinAttributes.h"
@@ -197,74 +194,6 @@ static lf_status_t scratch_text(MlirOperation func, const char *fname,
       bin_name, b->chip ? b->chip : "sm_90", format);
 }
 
-/* The CUDA toolkit's fatbinary: $LLM_FUSE_FATBINARY, else beside ptxas
- * in $CUDA_HOME/bin, $CUDA_PATH/bin or /usr/local/cuda/bin. NULL: none. */
-static const char *find_fatbinary(char *buf, size_t size) {
-  const char *env = getenv("LLM_FUSE_FATBINARY");
-  if (env && *env)
-    return access(env, X_OK) == 0 ? env : NULL;
-  const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"),
-                         "/usr/local/cuda"};
-  for (size_t i = 0; i < 3; ++i) {
-    if (!roots[i] || !*roots[i])
-      continue;
-    snprintf(buf, size, "%s/bin/fatbinary", roots[i]);
-    if (access(buf, X_OK) == 0)
-      return buf;
-  }
-  return NULL;
-}
-
-/* A fatbin holding the cubin and the PTX (which the driver can JIT for a
- * newer GPU), made by fatbinary in a private folder. NULL when there is no
- * fatbinary or it fails; the caller then embeds the cubin alone. */
-static char *make_fatbin(const lf_build_result_t *b, size_t *out_size) {
-  char tool[4096], dir[] = "/tmp/llm-fuse-fatbin.XXXXXX";
-  const char *fatbinary = find_fatbinary(tool, sizeof(tool));
-  const char *chip = b->chip ? b->chip : "sm_90";
-  if (!fatbinary || strncmp(chip, "sm_", 3) != 0 || !mkdtemp(dir))
-    return NULL;
-  char cubin[4200], ptx[4200], out[4200], img1[4300], img2[4300], create[4300];
-  snprintf(cubin, sizeof(cubin), "%s/k.cubin", dir);
-  snprintf(ptx, sizeof(ptx), "%s/k.ptx", dir);
-  snprintf(out, sizeof(out), "%s/k.fatbin", dir);
-  snprintf(img1, sizeof(img1), "--image3=kind=elf,sm=%s,file=%s", chip + 3, cubin);
-  snprintf(img2, sizeof(img2), "--image3=kind=ptx,sm=%s,file=%s", chip + 3, ptx);
-  snprintf(create, sizeof(create), "--create=%s", out);
-  char *data = NULL;
-  lf_status_t st = lf_write_file_atomic(cubin, b->cubin, b->cubin_size);
-  if (!st)
-    st = lf_write_file_atomic(ptx, b->ptx, b->ptx_size);
-  if (!st) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      execl(fatbinary, fatbinary, "-64", "--compress=false", create, img1, img2,
-            (char *)NULL);
-      _exit(127);
-    }
-    int ws = 0;
-    if (pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) &&
-        WEXITSTATUS(ws) == 0) {
-      lf_strbuf_t buf;
-      lf_strbuf_init(&buf, 256u << 20);
-      if (!(st = lf_read_file(out, &buf))) {
-        *out_size = lf_strbuf_len(&buf);
-        data = lf_strbuf_take(&buf);
-      } else {
-        lf_strbuf_free(&buf);
-      }
-    } else {
-      LF_LOG_DEBUG("swap: %s failed; embedding the cubin alone", fatbinary);
-    }
-  }
-  lf_status_free(st);
-  unlink(cubin);
-  unlink(ptx);
-  unlink(out);
-  rmdir(dir);
-  return data;
-}
-
 lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
                        const lf_build_result_t *b) {
   if (!b || b->kind != LF_BUILD_OK || !b->kernel_name ||
@@ -285,7 +214,12 @@ lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
 
   /* Cubin and PTX together when fatbinary is there, else what exists. */
   size_t fat_size = 0;
-  char *fat = b->cubin && b->ptx ? make_fatbin(b, &fat_size) : NULL;
+  char *fat = NULL;
+  if (b->cubin && b->ptx) {
+    lf_status_t fs = lf_build_fatbin(b, &fat, &fat_size);
+    if (fs)
+      lf_log_status(LF_LOG_DEBUG, "swap: embedding the cubin alone", fs);
+  }
   const char *format = fat ? "fatbin" : b->cubin ? "bin" : "assembly";
   lf_strbuf_t text;
   lf_strbuf_init(&text, 1 << 20);

@@ -47,7 +47,7 @@ static const char usage_text[] =
     "  --prompts-dir DIR  --gpu TEXT\n"
     "cache:\n"
     "  --cache-dir DIR | --cache (the default folder)   (default: none)\n"
-    "  --toolchain TEXT (cache key; default llvm-22)  --offline\n"
+    "  --toolchain TEXT (cache key; default: the builder's LLVM and ptxas)  --offline\n"
     "loop:\n"
     "  --arch CHIP (for tasks without one; default sm_90a)\n"
     "  --max-attempts N (4)  --max-concurrency N (8)  --build-concurrency N "
@@ -328,7 +328,7 @@ int main(int argc, char **argv) {
   const char *arch = "sm_90a", *cache_dir = NULL, *report_path = NULL;
   const char *kernels_dir = NULL, *print_prompt = NULL, *build = "real";
   bool use_cache = false, with_kernels = false;
-  o.toolchain = "llvm-22";
+  o.toolchain = lf_build_toolchain(); /* the pass's cache keys too */
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
