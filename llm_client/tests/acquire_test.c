@@ -22,11 +22,11 @@
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/testing.h"
+#include "llm_client/tests/loopback_server.h"
 #include "llm_client/acquire.h"
 #include "llm_client/cache.h"
 
-static pid_t server_pid = -1;
-static int server_stdin = -1;
+static lf_test_server_t server = {.pid = -1, .stdin_fd = -1};
 static char base_url[64];
 static char tmp_root[256];
 static char log_path[512];
@@ -49,57 +49,14 @@ static bool start_server(const char *config) {
     return false;
   fputs(config, f);
   fclose(f);
-  int to_child[2], from_child[2];
-  if (pipe(to_child) != 0 || pipe(from_child) != 0)
+  char *argv[] = {LF_PYTHON3, LF_KERNEL_SERVER, cfg, log_path, NULL};
+  if (!lf_test_server_start(&server, argv))
     return false;
-  server_pid = fork();
-  if (server_pid < 0)
-    return false;
-  if (server_pid == 0) {
-    dup2(to_child[0], STDIN_FILENO);
-    dup2(from_child[1], STDOUT_FILENO);
-    close(to_child[0]), close(to_child[1]);
-    close(from_child[0]), close(from_child[1]);
-    execl(LF_PYTHON3, LF_PYTHON3, LF_KERNEL_SERVER, cfg, log_path,
-          (char *)NULL);
-    _exit(127);
-  }
-  close(to_child[0]);
-  close(from_child[1]);
-  server_stdin = to_child[1];
-  char line[32] = "";
-  size_t n = 0;
-  while (n + 1 < sizeof(line)) {
-    struct pollfd p = {from_child[0], POLLIN, 0};
-    if (poll(&p, 1, 15000) <= 0)
-      break;
-    if (read(from_child[0], line + n, 1) <= 0 || line[n] == '\n')
-      break;
-    ++n;
-  }
-  line[n] = '\0';
-  close(from_child[0]);
-  snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%d/v1", atoi(line));
-  return atoi(line) > 0;
+  snprintf(base_url, sizeof(base_url), "%s", server.base_url);
+  return true;
 }
 
-static void stop_server(void) {
-  if (server_stdin >= 0)
-    close(server_stdin);
-  server_stdin = -1;
-  if (server_pid <= 0)
-    return;
-  for (int i = 0; i < 100; ++i) {
-    if (waitpid(server_pid, NULL, WNOHANG) == server_pid) {
-      server_pid = -1;
-      return;
-    }
-    usleep(20000);
-  }
-  kill(server_pid, SIGKILL);
-  waitpid(server_pid, NULL, 0);
-  server_pid = -1;
-}
+static void stop_server(void) { lf_test_server_stop(&server); }
 
 /* The server's log as an array of request objects (caller frees). */
 static cJSON *server_log(void) {

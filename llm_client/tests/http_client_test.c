@@ -25,14 +25,13 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "base/testing.h"
+#include "llm_client/tests/loopback_server.h"
 #include "llm_client/reply.h"
 
 #define CANARY_ENV "LF_TEST_API_KEY"
 #define CANARY_KEY "sk-canary-3f9a7c1e5b2d4f6081aa"
 #define CANARY_TAIL "3f9a7c1e5b2d4f6081aa"
 
-static pid_t server_pid = -1;
-static int server_stdin = -1;
 static int server_port;
 static char base_url[64];
 static int unique_id;
@@ -46,57 +45,18 @@ static long mono_ms(void) {
 /* ---- The fake server
  * -------------------------------------------------------*/
 
+static lf_test_server_t server = {.pid = -1, .stdin_fd = -1};
+
 static bool start_server(void) {
-  int to_child[2], from_child[2];
-  if (pipe(to_child) != 0 || pipe(from_child) != 0)
+  char *argv[] = {LF_PYTHON3, LF_FAKE_SERVER, NULL};
+  if (!lf_test_server_start(&server, argv))
     return false;
-  server_pid = fork();
-  if (server_pid < 0)
-    return false;
-  if (server_pid == 0) {
-    dup2(to_child[0], STDIN_FILENO);
-    dup2(from_child[1], STDOUT_FILENO);
-    close(to_child[0]);
-    close(to_child[1]);
-    close(from_child[0]);
-    close(from_child[1]);
-    execl(LF_PYTHON3, LF_PYTHON3, LF_FAKE_SERVER, (char *)NULL);
-    _exit(127);
-  }
-  close(to_child[0]);
-  close(from_child[1]);
-  server_stdin = to_child[1];
-  char line[32] = "";
-  size_t n = 0;
-  while (n + 1 < sizeof(line)) {
-    struct pollfd p = {from_child[0], POLLIN, 0};
-    if (poll(&p, 1, 15000) <= 0)
-      break;
-    ssize_t got = read(from_child[0], line + n, 1);
-    if (got <= 0 || line[n] == '\n')
-      break;
-    ++n;
-  }
-  line[n] = '\0';
-  close(from_child[0]);
-  server_port = atoi(line);
-  snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%d/v1", server_port);
-  return server_port > 0;
+  server_port = server.port;
+  snprintf(base_url, sizeof(base_url), "%s", server.base_url);
+  return true;
 }
 
-static void stop_server(void) {
-  if (server_stdin >= 0)
-    close(server_stdin); /* the server exits at EOF on stdin */
-  if (server_pid <= 0)
-    return;
-  for (int i = 0; i < 50; ++i) {
-    if (waitpid(server_pid, NULL, WNOHANG) == server_pid)
-      return;
-    usleep(20000);
-  }
-  kill(server_pid, SIGKILL);
-  waitpid(server_pid, NULL, 0);
-}
+static void stop_server(void) { lf_test_server_stop(&server); }
 
 static size_t collect(char *data, size_t size, size_t nmemb, void *user) {
   lf_status_t s = lf_strbuf_append(user, data, size * nmemb);
