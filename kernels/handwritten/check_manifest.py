@@ -27,12 +27,12 @@ ARG_RE = re.compile(r"%[A-Za-z0-9_]+:\s*")
 
 
 def split_top(text):
-    """Split on commas outside <...> and (...)."""
+    """Split on commas outside <...>, (...) and [...]."""
     out, depth, cur = [], 0, ""
     for ch in text:
-        if ch in "<(":
+        if ch in "<([":
             depth += 1
-        elif ch in ">)":
+        elif ch in ">)]":
             depth -= 1
         if ch == "," and depth == 0:
             out.append(cur.strip())

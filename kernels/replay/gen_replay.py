@@ -38,6 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 HANDWRITTEN = os.path.join(ROOT, "kernels", "handwritten")
 PROMPTS = os.path.join(ROOT, "llm_client", "prompts")
+sys.path.insert(0, HANDWRITTEN)
+from check_manifest import split_top  # noqa: E402
 MAJOR = "v1"
 
 
@@ -49,23 +51,6 @@ def klass_of(kernel):
     if kernel.startswith("causal_attention"):
         return "attention-like"
     return "contraction"
-
-
-def split_top(text):
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
 
 
 def dtype_of(signature):
