@@ -600,6 +600,7 @@ static void store(ctx_t *c, job_t *j) {
   e.cubin = j->built.cubin;
   e.cubin_len = j->built.cubin ? j->built.cubin_len : 0;
   e.verdict = LF_CACHE_UNVERIFIED;
+  e.verification_json = j->built.record_json;
   e.provenance.provider = j->res->provider;
   e.provenance.model = j->res->model;
   e.provenance.prompt_version = lf_prompt_set_version(c->prompts);
@@ -645,6 +646,7 @@ static void after_build(ctx_t *c, job_t *j) {
   free(j->built.repair_text);
   free(j->built.ptx);
   free(j->built.cubin);
+  free(j->built.record_json);
   memset(&j->built, 0, sizeof(j->built));
   free(j->kernel);
   j->kernel = NULL;

@@ -77,6 +77,9 @@ typedef struct lf_acquire_build_s {
   char *ptx;         /* ok: optional products for the cache (malloc'ed) */
   unsigned char *cubin;
   size_t cubin_len;
+  char *record_json; /* ok: optional verification record for the cache
+                        entry, a JSON object whose "status" is
+                        "unverified" (malloc'ed); NULL: {"status":...} */
 } lf_acquire_build_t;
 
 /// Builds one candidate: `kernel` is the extracted gpu.module text,

@@ -266,6 +266,29 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
 
 /* ---- Stage 2: acquire and build. ---- */
 
+/* A cache entry's verification record: the verdict's name as "status",
+ * the build's launch metadata as "build" (what a later cache hit needs to
+ * swap without building again) and, when there is one, the worker's
+ * verdict. Malloc'ed JSON text, or NULL when out of memory. */
+static char *record_json(const lf_build_result_t *build,
+                         lf_cache_verdict_t verdict, const cJSON *verification) {
+  cJSON *rec = cJSON_CreateObject();
+  char *bj = NULL;
+  if (!rec || lf_build_result_to_json(build, NULL, NULL, &bj)) {
+    cJSON_Delete(rec);
+    free(bj);
+    return NULL;
+  }
+  cJSON_AddStringToObject(rec, "status", lf_cache_verdict_name(verdict));
+  cJSON_AddItemToObject(rec, "build", cJSON_Parse(bj));
+  free(bj);
+  if (verification)
+    cJSON_AddItemToObject(rec, "verdict", cJSON_Duplicate(verification, true));
+  char *text = cJSON_PrintUnformatted(rec);
+  cJSON_Delete(rec);
+  return text;
+}
+
 /* The build callback of the acquire loop: the candidate is built in the
  * builder's child process; a success is kept on the subgraph (its launch
  * geometry and parameters are what a swap needs). */
@@ -291,6 +314,9 @@ static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
   sg->ms_build += now_ms() - t0;
   if (res->kind == LF_BUILD_OK) {
     out->ok = true;
+    /* Stored with the kernel by the acquire loop, so that the entry is
+     * complete (unverified) without a second write here. */
+    out->record_json = record_json(res, LF_CACHE_UNVERIFIED, NULL);
     if (res->ptx)
       out->ptx = strdup(res->ptx);
     if (res->cubin && (out->cubin = malloc(res->cubin_size))) {
@@ -559,21 +585,7 @@ static void cache_record(fuse_run_t *run, subgraph_t *sg,
   if (!run->cache || !sg->kernel_text || !sg->build ||
       sg->build->kind != LF_BUILD_OK)
     return;
-  cJSON *rec = cJSON_CreateObject();
-  char *bj = NULL;
-  if (!rec || lf_build_result_to_json(sg->build, NULL, NULL, &bj)) {
-    cJSON_Delete(rec);
-    free(bj);
-    return;
-  }
-  cJSON_AddStringToObject(rec, "status", lf_cache_verdict_name(verdict));
-  cJSON_AddItemToObject(rec, "build", cJSON_Parse(bj));
-  free(bj);
-  if (sg->verification)
-    cJSON_AddItemToObject(rec, "verdict",
-                          cJSON_Duplicate(sg->verification, true));
-  char *text = cJSON_PrintUnformatted(rec);
-  cJSON_Delete(rec);
+  char *text = record_json(sg->build, verdict, sg->verification);
   lf_cache_key_t key = {sg->fingerprint, run->o->arch, lf_build_toolchain(),
                         run->o->provider, run->o->model, run->prompt_version};
   lf_cache_entry_t e = {0};
@@ -755,8 +767,6 @@ static lf_status_t verify_stage(fuse_run_t *run) {
     }
     if (run->gpu_status && strcmp(o->verify, "defer") == 0) {
       defer_stage(run, sg, i, n);
-      if (sg->acquire_outcome == LF_ACQUIRE_OK)
-        cache_record(run, sg, LF_CACHE_UNVERIFIED);
       continue;
     }
     if (run->gpu_status) {
@@ -767,8 +777,6 @@ static lf_status_t verify_stage(fuse_run_t *run) {
                    "verification could not run (%s); verify=auto keeps the "
                    "original ops without a GPU",
                    run->gpu_status);
-      if (sg->acquire_outcome == LF_ACQUIRE_OK)
-        cache_record(run, sg, LF_CACHE_UNVERIFIED);
       continue;
     }
     if (!staged) {
