@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,4 +108,19 @@ lf_status_t lf_make_dirs(const char *dir) {
       *p = '/';
     }
   }
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw) {
+  (void)st, (void)ftw;
+  if (flag == FTW_DP)
+    rmdir(path);
+  else
+    unlink(path);
+  return 0; /* best effort: go on */
+}
+
+void lf_remove_tree(const char *path) {
+  if (path && path[0])
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

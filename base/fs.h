@@ -25,6 +25,11 @@ lf_status_t lf_read_file(const char *path, lf_strbuf_t *out);
 /// `mkdir -p`. UNAVAILABLE names the folder that could not be made.
 lf_status_t lf_make_dirs(const char *path);
 
+/// Removes `path` and everything below it (like `rm -rf`, without a
+/// shell; symbolic links are removed, not followed). Best effort: what
+/// cannot be removed stays. A missing path is fine.
+void lf_remove_tree(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -451,14 +451,6 @@ out_free:
   return st;
 }
 
-static void remove_tree(const char *dir) {
-  char cmd[4300];
-  if (!strchr(dir, '\'') &&
-      snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir) < (int)sizeof(cmd))
-    if (system(cmd) != 0)
-      LF_LOG_WARN("could not remove %s", dir);
-}
-
 lf_status_t lf_defer_stage_and_guard(MlirOperation module, MlirOperation func,
                                      const lf_build_result_t *build,
                                      const lf_defer_options_t *opts) {
@@ -499,6 +491,6 @@ lf_status_t lf_defer_stage_and_guard(MlirOperation module, MlirOperation func,
   if (o->keep_temps)
     LF_LOG_INFO("deferred verification: staged in %s", dir);
   else
-    remove_tree(dir);
+    lf_remove_tree(dir);
   return st;
 }

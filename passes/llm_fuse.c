@@ -617,14 +617,6 @@ static double group_flops(const fuse_run_t *run, const char *name) {
   return 0;
 }
 
-static void remove_tree(const char *dir) {
-  char cmd[4300];
-  if (snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir) < (int)sizeof(cmd) &&
-      !strchr(dir, '\''))
-    if (system(cmd) != 0)
-      LF_LOG_WARN("could not remove %s", dir);
-}
-
 /* Verifies sg's candidate in the worker process. Fills sg->verification
  * and returns whether it was accepted (the reason is set otherwise). */
 static bool verify_candidate(fuse_run_t *run, subgraph_t *sg,
@@ -810,7 +802,7 @@ static lf_status_t verify_stage(fuse_run_t *run) {
     if (o->keep_temps)
       LF_LOG_INFO("verification folders kept in %s", stage_root);
     else
-      remove_tree(stage_root);
+      lf_remove_tree(stage_root);
   }
   return LF_OK;
 }

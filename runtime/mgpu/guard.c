@@ -13,7 +13,6 @@
  */
 #include "runtime/mgpu/llm_fuse_guard.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -28,6 +27,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/fs.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -209,26 +210,6 @@ static int write_member(const char *dir, const member_t *m) {
     return -1;
   int r = write_all(fd, m->data, m->size);
   return close(fd) || r ? -1 : 0;
-}
-
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-        continue;
-      char child[4096];
-      snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-      struct stat st;
-      if (!lstat(child, &st) && S_ISDIR(st.st_mode))
-        remove_tree(child);
-      else
-        unlink(child);
-    }
-    closedir(d);
-  }
-  rmdir(path);
 }
 
 /* Reads at most `cap` - 1 bytes of `path` into `out`; "" when missing. */
@@ -543,7 +524,7 @@ static void decide(guard_t *g, const void *blob, int64_t size) {
                dir, strerror(errno));
       out = OUT_COULD_NOT_RUN;
     }
-    remove_tree(dir);
+    lf_remove_tree(dir);
   }
 
   g->state = out == OUT_ACCEPTED ? LF_RT_GUARD_PROMOTED
