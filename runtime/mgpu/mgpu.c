@@ -191,12 +191,30 @@ EXPORT void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
 
 /* ---- Streams and events. ---- */
 
+/* Streams: a compiled model creates one stream per call and destroys it
+ * when the call returns. cuStreamCreate/cuStreamDestroy cost more than the
+ * launches of a small model, so destroyed streams are kept (at most
+ * STREAM_SLOTS) and handed out again. Reusing a stream only orders new work
+ * after whatever was queued on it, which the destroyer no longer waits for.
+ * LLM_FUSE_RT_CACHE=0 turns this off with the buffer cache. */
+#define STREAM_SLOTS 16
+
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUstream stream_pool[STREAM_SLOTS];
+static size_t stream_count;
+
+static bool cache_enabled(void);
+
 EXPORT void *mgpuStreamCreate(void) {
   CUstream stream = NULL;
   if (!enter("mgpuStreamCreate"))
     return NULL;
-  if (CHECK("mgpuStreamCreate",
-            cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)))
+  pthread_mutex_lock(&stream_lock);
+  if (stream_count)
+    stream = stream_pool[--stream_count];
+  pthread_mutex_unlock(&stream_lock);
+  if (!stream && CHECK("mgpuStreamCreate",
+                       cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)))
     stream = NULL;
   leave();
   return stream;
@@ -205,7 +223,17 @@ EXPORT void *mgpuStreamCreate(void) {
 EXPORT void mgpuStreamDestroy(void *stream) {
   if (!stream || !enter_for_cleanup())
     return;
-  drv->cuStreamDestroy((CUstream)stream);
+  bool kept = false;
+  if (cache_enabled()) {
+    pthread_mutex_lock(&stream_lock);
+    if (stream_count < STREAM_SLOTS) {
+      stream_pool[stream_count++] = (CUstream)stream;
+      kept = true;
+    }
+    pthread_mutex_unlock(&stream_lock);
+  }
+  if (!kept)
+    drv->cuStreamDestroy((CUstream)stream);
   leave();
 }
 

@@ -241,13 +241,22 @@ EXPORT int cuMemsetD32Async(fake_ptr dst, unsigned v, size_t n, void *s) {
   return 0;
 }
 static int fake_handle_token;
+/* Streams are distinct handles; tests read how many were made and
+ * destroyed through fake_stream_counts(). */
+static char fake_streams[256];
+static int fake_streams_made, fake_streams_destroyed;
+EXPORT void fake_stream_counts(int *made, int *destroyed) {
+  *made = fake_streams_made;
+  *destroyed = fake_streams_destroyed;
+}
 EXPORT int cuStreamCreate(void **s, unsigned flags) {
   (void)flags;
-  *s = &fake_handle_token;
+  *s = &fake_streams[fake_streams_made++ % 256];
   return 0;
 }
 EXPORT int cuStreamDestroy_v2(void *s) {
   (void)s;
+  ++fake_streams_destroyed;
   return 0;
 }
 EXPORT int cuStreamSynchronize(void *s) {

@@ -741,6 +741,97 @@ static lf_status_t rewrite_host(MlirModule module) {
   return LF_OK;
 }
 
+/* ---- Step 4b: which calls are inlined. ----
+ *
+ * gpu-async-region gives each function one stream, synchronized and
+ * destroyed when it returns, so a model calling its swapped subgraphs as
+ * functions waited for the GPU after every subgraph (7 round trips per
+ * MiniGPT block call). Calls to functions that only launch kernels are
+ * inlined, so a model's kernels queue back to back on one stream. A call
+ * stays a call (`no_inline`) when its callee calls anything itself (the
+ * verify=defer guard wrapper: a host decision, then one of two calls) or
+ * when the caller calls a declaration (host code inside a guard); both
+ * keep the per-function stream their rewrite (step 4) assumed. */
+
+typedef struct calls_scan_s {
+  bool any_call;       /* func.call or llvm.call anywhere in the body */
+  bool calls_external; /* ... of a function declared without a body */
+  MlirOperation module_op;
+} calls_scan_t;
+
+static MlirOperation lookup_func(MlirOperation module_op, MlirStringRef name) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module_op, 0));
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute sym =
+        mlirOperationGetAttributeByName(op, lf_str("sym_name"));
+    if (!mlirAttributeIsNull(sym) && mlirAttributeIsAString(sym) &&
+        mlirStringRefEqual(mlirStringAttrGetValue(sym), name))
+      return op;
+  }
+  return (MlirOperation){NULL};
+}
+
+static MlirOperation callee_of(MlirOperation module_op, MlirOperation call) {
+  MlirAttribute c = mlirOperationGetAttributeByName(call, lf_str("callee"));
+  if (mlirAttributeIsNull(c) || !mlirAttributeIsAFlatSymbolRef(c))
+    return (MlirOperation){NULL};
+  return lookup_func(module_op, mlirFlatSymbolRefAttrGetValue(c));
+}
+
+static bool is_declaration(MlirOperation f) {
+  if (mlirOperationIsNull(f) || mlirOperationGetNumRegions(f) == 0)
+    return true;
+  return mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)));
+}
+
+static MlirWalkResult scan_calls_cb(MlirOperation op, void *user_data) {
+  calls_scan_t *sc = user_data;
+  if (lf_op_is(op, "func.call") || lf_op_is(op, "llvm.call")) {
+    sc->any_call = true;
+    if (is_declaration(callee_of(sc->module_op, op)))
+      sc->calls_external = true;
+  }
+  return MlirWalkResultAdvance;
+}
+
+static calls_scan_t scan_calls(MlirOperation module_op, MlirOperation f) {
+  calls_scan_t sc = {false, false, module_op};
+  if (!is_declaration(f))
+    mlirOperationWalk(f, scan_calls_cb, &sc, MlirWalkPreOrder);
+  return sc;
+}
+
+typedef struct mark_ctx_s {
+  MlirOperation module_op;
+  bool caller_calls_external;
+} mark_ctx_t;
+
+static MlirWalkResult mark_calls_cb(MlirOperation op, void *user_data) {
+  mark_ctx_t *m = user_data;
+  if (!lf_op_is(op, "func.call"))
+    return MlirWalkResultAdvance;
+  MlirOperation callee = callee_of(m->module_op, op);
+  bool keep = m->caller_calls_external || is_declaration(callee) ||
+              scan_calls(m->module_op, callee).any_call;
+  if (keep)
+    mlirOperationSetAttributeByName(
+        op, lf_str("no_inline"),
+        mlirUnitAttrGet(mlirOperationGetContext(op)));
+  return MlirWalkResultAdvance;
+}
+
+static void mark_no_inline(MlirModule module) {
+  MlirOperation module_op = mlirModuleGetOperation(module);
+  for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
+       !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
+    if (!lf_op_is(f, "func.func") || is_declaration(f))
+      continue;
+    mark_ctx_t m = {module_op, scan_calls(module_op, f).calls_external};
+    mlirOperationWalk(f, mark_calls_cb, &m, MlirWalkPreOrder);
+  }
+}
+
 /* ---- Step 5: kernels to NVVM and binaries, host to LLVM. ---- */
 
 /* The CUDA toolkit's root (holding bin/ptxas), or NULL. Where it was found
@@ -790,9 +881,10 @@ static lf_status_t lower_gpu(MlirModule module, const lf_aot_options_t *o,
                      "--format=%s needs the CUDA toolkit's ptxas (set "
                      "CUDA_HOME); --format=ptx needs none",
                      out->format);
+  mark_no_inline(module);
   char pipeline[1024];
   snprintf(pipeline, sizeof(pipeline),
-           "builtin.module(func.func(gpu-async-region),"
+           "builtin.module(inline,func.func(gpu-async-region),"
            "gpu-lower-to-nvvm-pipeline{cubin-chip=%s cubin-features=+ptx80 "
            "cubin-format=%s opt-level=3})",
            o->chip, fmt);
