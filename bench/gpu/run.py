@@ -695,10 +695,51 @@ def run_case(c, root, rt, timer, ceil, args, log):
         else:
             st["fraction"] = c["flops"] / t / (ceil["%s_TFLOPs" % c["rate"]] * 1e12)
             st["TFLOPs"] = c["flops"] / t / 1e12
+    if args.profile:
+        res["profile"] = {}
+        for tag in ("ours", "compile", "eager"):
+            if tag in variants:
+                res["profile"][tag] = profile_variant(variants[tag], log, "  profile %s" % tag)
     res["target"] = judge(c, res)
     del ins, keep, outs_for, variants, compiled
     torch.cuda.empty_cache()
     return res
+
+
+def profile_variant(fn, log, head, calls=10):
+    """Where a variant's time goes: torch.profiler (CUPTI) over `calls`
+    calls sees every kernel and memcpy in the process, the ones our runtime
+    launches through the driver API included. Per call: GPU time of each
+    kernel name, their sum, and the host-clock time of the calls, so the gap
+    (launch latency, synchronizations, host work) shows."""
+    from torch.profiler import profile, ProfilerActivity
+    with torch.no_grad():
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+                torch.cuda.synchronize()
+            wall = (time.perf_counter() - t0) * 1e3 / calls
+    rows = []
+    for e in prof.key_averages():
+        dev = getattr(e, "device_time_total", None)
+        if dev is None:
+            dev = getattr(e, "cuda_time_total", 0)
+        if dev <= 0 or e.key.startswith("cuda") or e.key.startswith("aten::") or \
+                e.key.startswith("Torch-Compiled") or e.key.startswith("CompiledFunction"):
+            continue
+        self_dev = getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", dev))
+        rows.append({"name": e.key[:90], "calls_per_call": e.count / calls,
+                     "us_per_call": self_dev / calls})
+    rows.sort(key=lambda r: -r["us_per_call"])
+    gpu = sum(r["us_per_call"] for r in rows)
+    log("%s: %.1f us of GPU work per call in %d kernel/copy names, %.1f us host clock per call"
+        % (head, gpu, len(rows), wall * 1e3))
+    for r in rows[:14]:
+        log("    %8.1f us  x%-4g %s" % (r["us_per_call"], r["calls_per_call"], r["name"]))
+    return {"gpu_us_per_call": gpu, "host_us_per_call": wall * 1e3, "kernels": rows}
 
 
 def judge(c, res):
@@ -815,6 +856,9 @@ def main():
     ap.add_argument("--no-autotune", action="store_true")
     ap.add_argument("--budget-ms", type=float, default=300.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--profile", action="store_true",
+                    help="also profile ours, compile and eager (torch.profiler): GPU time per "
+                         "kernel per call against the host clock")
     args = ap.parse_args()
 
     def log(msg):
