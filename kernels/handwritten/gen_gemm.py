@@ -1176,6 +1176,17 @@ def generate(cfg):
         cfg.setdefault("assumptions", pct(BF16_ASSUME) + [
             "sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)"])
         return gen_bf16_wgmma(cfg)
+    if cfg["kind"] == "bf16_wgmma_ws":
+        # warp-specialized wgmma (producer warpgroup + mbarriers): gemm_wgmma_ws.py
+        import gemm_wgmma_ws
+        cfg.setdefault("assumptions", pct(BF16_ASSUME) + [
+            "sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)"])
+        return gemm_wgmma_ws.generate(cfg, sys.modules[__name__])
+    if cfg["kind"] == "f32_cpasync":
+        # f32 FMA GEMM fed by a cp.async ring, no register staging: gemm_f32_cpasync.py
+        import gemm_f32_cpasync
+        cfg.setdefault("assumptions", pct(F32_ASSUME))
+        return gemm_f32_cpasync.generate(cfg, sys.modules[__name__])
     cfg.setdefault("assumptions", pct(F32_ASSUME))
     return gen_f32_simt(cfg)
 
@@ -1198,7 +1209,9 @@ def main():
             continue
         for kv in args.set:
             k, v = kv.split("=")
-            cfg[k] = int(v)
+            cfg[k] = int(v) if v.lstrip("-").isdigit() else v
+            if k == "kind" and v == "bf16_wgmma_ws":
+                cfg["chips"] = ["sm_90a"]
         kname, text, launch = generate(cfg)
         outputs[fname] = text
         manifest.append(dict(subgraph=cfg["sg"], fingerprint=cfg["fingerprint"], example=cfg["example"],
