@@ -93,23 +93,19 @@ gg candidate-alt sg_5beaf48efb3a6ac0 WX=16
 gr candidate-alt sg_ed978a54a6ae6b04 T=256
 # The f32 GEMMs (gemm_epilogue, MiniGPT MLP at 65536) with the cp.async-fed
 # FMA kernel (kernels/handwritten/gemm_f32_cpasync.py): 128x128 tiles, 128
-# threads of 8x16 outputs, 4-6 stage ring; BK 8 (alt2), 4 (alt3), 16 (alt4).
+# threads of 8x16 outputs, 4-stage ring, BK 8 (alt2). Slower than the
+# manifest's kernels on the H200, as were BK 4 and BK 16 (bench/NOTES.md, run 2).
 gg candidate-alt2 sg_5beaf48efb3a6ac0 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
 gg candidate-alt2 sg_ab992c66808cc4c2 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
 gg candidate-alt2 sg_606c0e1c9184d8b4 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
-gg candidate-alt3 sg_5beaf48efb3a6ac0 kind=f32_cpasync BM=128 BN=128 BK=4 stages=6 minctasm=2
-gg candidate-alt3 sg_ab992c66808cc4c2 kind=f32_cpasync BM=128 BN=128 BK=4 stages=6 minctasm=2
-gg candidate-alt3 sg_606c0e1c9184d8b4 kind=f32_cpasync BM=128 BN=128 BK=4 stages=6 minctasm=2
-gg candidate-alt4 sg_5beaf48efb3a6ac0 kind=f32_cpasync BM=128 BN=128 BK=16 stages=4 minctasm=2
-gg candidate-alt4 sg_ab992c66808cc4c2 kind=f32_cpasync BM=128 BN=128 BK=16 stages=4 minctasm=2
-gg candidate-alt4 sg_606c0e1c9184d8b4 kind=f32_cpasync BM=128 BN=128 BK=16 stages=4 minctasm=2
-# The two bf16 GEMMs of issue 8 with the warp-specialized wgmma kernel
-# (kernels/handwritten/gemm_wgmma_ws.py, sm_90a): one CTA per tile (alt) and
-# persistent, 132 CTAs (alt2).
-gg candidate-alt sg_89b05da5eb3c1a6b.sm90a.mlir kind=bf16_wgmma_ws
-gg candidate-alt sg_74ede17e00bf0352.sm90a.mlir kind=bf16_wgmma_ws
-gg candidate-alt2 sg_89b05da5eb3c1a6b.sm90a.mlir kind=bf16_wgmma_ws persistent=1
-gg candidate-alt2 sg_74ede17e00bf0352.sm90a.mlir kind=bf16_wgmma_ws persistent=1
+# The two bf16 GEMMs of issue 8: the manifest's sm_90a kernel is the
+# warp-specialized persistent one (kernels/handwritten/gemm_wgmma_ws.py);
+# alt: the same with the approximate GELU / SiLU epilogue (ex2.approx,
+# div.approx); alt2: the gen_bf16_wgmma kernel it replaced (bench/NOTES.md).
+gg candidate-alt sg_89b05da5eb3c1a6b.sm90a.mlir epilogue=bias_gelu_tanh_approx
+gg candidate-alt sg_74ede17e00bf0352.sm90a.mlir epilogue=silu_mul_approx
+gg candidate-alt2 sg_89b05da5eb3c1a6b.sm90a.mlir kind=bf16_wgmma persistent=0
+gg candidate-alt2 sg_74ede17e00bf0352.sm90a.mlir kind=bf16_wgmma persistent=0
 python3 - "$root" "$dir" "$alt" "$chip" "$bin/llm-fuse-build-kernel" <<'PY'
 import glob, json, os, subprocess, sys
 root, out, alt, chip, tool = sys.argv[1:6]

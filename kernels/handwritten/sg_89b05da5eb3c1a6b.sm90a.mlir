@@ -6,10 +6,10 @@
 //       x = acc + bias[n]; y = (x*0.5) * (tanh((x + ((x*x)*x)*0.044715) * 0.797884583) + 1)
 //       bias bf16 -> f32 (extf); result rounded to bf16 (truncf) before the store
 //       same tiling as the MLP block's up-projection (sg_439a925e4900df20)
-// tiling (sm_90a): CTA 128x256x64, 2 warpgroup(s) of 64 rows, each 4 x 2 wgmma.mma_async m64n128k16 per k-tile
-// pipeline: 4-stage cp.async.cg ring, k-tile kt+2 fetched during k-tile kt, wgmma.wait_group 1; 64 k-tiles
-// smem: 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
-// launch: grid (8192,1,1) = 128 x 64 tiles (grouped raster, GROUP_M=8), block (256,1,1), dynamic smem 197632 B
+// warp-specialized (sm_90a): CTA 128x256x64, producer warpgroup (4 cp.async warp(s), setmaxnreg 56) + 2 consumer warpgroups of 64 rows (setmaxnreg 224), each 4 x 1 wgmma.mma_async m64n256k16 per k-tile
+// pipeline: 4-stage ring, mbarriers full[s] (producer warp: cp.async.wait_group 0, fence.proxy.async, arrive) and empty[s] (consumer warps after wgmma.wait_group 1); 64 k-tiles per tile
+// smem: stage-major [A 128x64 | B_j 64x256 ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
+// launch: grid (132,1,1) persistent CTAs striding over 128 x 64 tiles (grouped raster, GROUP_M=8), block (384,1,1), dynamic smem 197632 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
 // assumes: sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
@@ -34,56 +34,181 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %out_12 = arith.truncf %y_11 : vector<2xf32> to vector<2xbf16>
     return %out_12 : vector<2xbf16>
   }
-  gpu.func @sg_89b05da5eb3c1a6b_bf16_wgmma(%arg0: memref<16384x4096xbf16>, %arg1: memref<4096x16384xbf16>, %arg2: memref<16384xbf16>, %arg3: memref<16384x16384xbf16>) kernel
-      attributes {known_block_size = array<i32: 256, 1, 1>,
-                  known_grid_size = array<i32: 8192, 1, 1>,
+  gpu.func @sg_89b05da5eb3c1a6b_bf16_wgmma_ws(%arg0: memref<16384x4096xbf16>, %arg1: memref<4096x16384xbf16>, %arg2: memref<16384xbf16>, %arg3: memref<16384x16384xbf16>) kernel
+      attributes {known_block_size = array<i32: 384, 1, 1>,
+                  known_grid_size = array<i32: 132, 1, 1>,
                   llm_fuse.dynamic_shared_memory = 197632 : i32} {
-    %c512 = arith.constant 512 : index
-    %c8 = arith.constant 8 : index
+    %c10000000 = arith.constant 10000000 : index
     %c128 = arith.constant 128 : index
-    %c256 = arith.constant 256 : index
     %c32 = arith.constant 32 : index
-    %c4 = arith.constant 4 : index
     %c1024 = arith.constant 1024 : index
     %c1023 = arith.constant 1023 : index
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
     %c64 = arith.constant 64 : index
-    %c7 = arith.constant 7 : index
-    %c768 = arith.constant 768 : index
-    %c4096 = arith.constant 4096 : index
-    %c1280 = arith.constant 1280 : index
-    %c1536 = arith.constant 1536 : index
-    %c1792 = arith.constant 1792 : index
-    %c32768 = arith.constant 32768 : index
     %c8192 = arith.constant 8192 : index
-    %c49152 = arith.constant 49152 : index
+    %c132 = arith.constant 132 : index
+    %c512 = arith.constant 512 : index
+    %c256 = arith.constant 256 : index
+    %c24576 = arith.constant 24576 : index
+    %c768 = arith.constant 768 : index
+    %c12 = arith.constant 12 : index
+    %c16 = arith.constant 16 : index
+    %c1280 = arith.constant 1280 : index
+    %c20 = arith.constant 20 : index
+    %c1536 = arith.constant 1536 : index
+    %c24 = arith.constant 24 : index
+    %c1792 = arith.constant 1792 : index
+    %c28 = arith.constant 28 : index
+    %c2048 = arith.constant 2048 : index
+    %c2304 = arith.constant 2304 : index
+    %c36 = arith.constant 36 : index
+    %c2560 = arith.constant 2560 : index
+    %c40 = arith.constant 40 : index
+    %c2816 = arith.constant 2816 : index
+    %c44 = arith.constant 44 : index
+    %c3072 = arith.constant 3072 : index
+    %c48 = arith.constant 48 : index
+    %c3328 = arith.constant 3328 : index
+    %c52 = arith.constant 52 : index
+    %c3584 = arith.constant 3584 : index
+    %c56 = arith.constant 56 : index
+    %c3840 = arith.constant 3840 : index
+    %c60 = arith.constant 60 : index
+    %c4096 = arith.constant 4096 : index
+    %c4352 = arith.constant 4352 : index
+    %c68 = arith.constant 68 : index
+    %c4608 = arith.constant 4608 : index
+    %c72 = arith.constant 72 : index
+    %c4864 = arith.constant 4864 : index
+    %c76 = arith.constant 76 : index
+    %c5120 = arith.constant 5120 : index
+    %c80 = arith.constant 80 : index
+    %c5376 = arith.constant 5376 : index
+    %c84 = arith.constant 84 : index
+    %c5632 = arith.constant 5632 : index
+    %c88 = arith.constant 88 : index
+    %c5888 = arith.constant 5888 : index
+    %c92 = arith.constant 92 : index
+    %c6144 = arith.constant 6144 : index
+    %c96 = arith.constant 96 : index
+    %c6400 = arith.constant 6400 : index
+    %c100 = arith.constant 100 : index
+    %c6656 = arith.constant 6656 : index
+    %c104 = arith.constant 104 : index
+    %c6912 = arith.constant 6912 : index
+    %c108 = arith.constant 108 : index
+    %c7168 = arith.constant 7168 : index
+    %c112 = arith.constant 112 : index
+    %c7424 = arith.constant 7424 : index
+    %c116 = arith.constant 116 : index
+    %c7680 = arith.constant 7680 : index
+    %c120 = arith.constant 120 : index
+    %c7936 = arith.constant 7936 : index
+    %c124 = arith.constant 124 : index
+    %c192 = arith.constant 192 : index
+    %c5 = arith.constant 5 : index
+    %c320 = arith.constant 320 : index
+    %c6 = arith.constant 6 : index
+    %c384 = arith.constant 384 : index
+    %c7 = arith.constant 7 : index
+    %c448 = arith.constant 448 : index
+    %c576 = arith.constant 576 : index
+    %c9 = arith.constant 9 : index
+    %c640 = arith.constant 640 : index
+    %c10 = arith.constant 10 : index
+    %c704 = arith.constant 704 : index
+    %c11 = arith.constant 11 : index
+    %c832 = arith.constant 832 : index
+    %c13 = arith.constant 13 : index
+    %c896 = arith.constant 896 : index
+    %c14 = arith.constant 14 : index
+    %c960 = arith.constant 960 : index
+    %c15 = arith.constant 15 : index
+    %c1088 = arith.constant 1088 : index
+    %c17 = arith.constant 17 : index
+    %c1152 = arith.constant 1152 : index
+    %c18 = arith.constant 18 : index
+    %c1216 = arith.constant 1216 : index
+    %c19 = arith.constant 19 : index
+    %c1344 = arith.constant 1344 : index
+    %c21 = arith.constant 21 : index
+    %c1408 = arith.constant 1408 : index
+    %c22 = arith.constant 22 : index
+    %c1472 = arith.constant 1472 : index
+    %c23 = arith.constant 23 : index
+    %c1600 = arith.constant 1600 : index
+    %c25 = arith.constant 25 : index
+    %c1664 = arith.constant 1664 : index
+    %c26 = arith.constant 26 : index
+    %c1728 = arith.constant 1728 : index
+    %c27 = arith.constant 27 : index
+    %c1856 = arith.constant 1856 : index
+    %c29 = arith.constant 29 : index
+    %c1920 = arith.constant 1920 : index
+    %c30 = arith.constant 30 : index
+    %c1984 = arith.constant 1984 : index
+    %c31 = arith.constant 31 : index
+    %c2112 = arith.constant 2112 : index
+    %c33 = arith.constant 33 : index
+    %c2176 = arith.constant 2176 : index
+    %c34 = arith.constant 34 : index
+    %c2240 = arith.constant 2240 : index
+    %c35 = arith.constant 35 : index
+    %c2368 = arith.constant 2368 : index
+    %c37 = arith.constant 37 : index
+    %c2432 = arith.constant 2432 : index
+    %c38 = arith.constant 38 : index
+    %c2496 = arith.constant 2496 : index
+    %c39 = arith.constant 39 : index
+    %c2624 = arith.constant 2624 : index
+    %c41 = arith.constant 41 : index
+    %c2688 = arith.constant 2688 : index
+    %c42 = arith.constant 42 : index
+    %c2752 = arith.constant 2752 : index
+    %c43 = arith.constant 43 : index
+    %c2880 = arith.constant 2880 : index
+    %c45 = arith.constant 45 : index
+    %c2944 = arith.constant 2944 : index
+    %c46 = arith.constant 46 : index
+    %c3008 = arith.constant 3008 : index
+    %c47 = arith.constant 47 : index
+    %c3136 = arith.constant 3136 : index
+    %c49 = arith.constant 49 : index
+    %c3200 = arith.constant 3200 : index
+    %c50 = arith.constant 50 : index
+    %c3264 = arith.constant 3264 : index
+    %c51 = arith.constant 51 : index
+    %c3392 = arith.constant 3392 : index
+    %c53 = arith.constant 53 : index
+    %c3456 = arith.constant 3456 : index
+    %c54 = arith.constant 54 : index
+    %c3520 = arith.constant 3520 : index
+    %c55 = arith.constant 55 : index
+    %c3648 = arith.constant 3648 : index
+    %c57 = arith.constant 57 : index
+    %c3712 = arith.constant 3712 : index
+    %c58 = arith.constant 58 : index
+    %c3776 = arith.constant 3776 : index
+    %c59 = arith.constant 59 : index
+    %c3904 = arith.constant 3904 : index
+    %c61 = arith.constant 61 : index
+    %c3968 = arith.constant 3968 : index
+    %c62 = arith.constant 62 : index
+    %c4032 = arith.constant 4032 : index
+    %c63 = arith.constant 63 : index
+    %cm1 = arith.constant -1 : index
     %k_desc_a_hi = arith.constant 4611686293305360384 : i64
     %k_desc_b_hi = arith.constant 4611686293338849280 : i64
     %k_desc_mask = arith.constant 16383 : i64
     %k_four = arith.constant 4 : i64
-    %k_zacc = llvm.mlir.zero : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c2 = arith.constant 2 : index
+    %k_uacc = llvm.mlir.undef : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+    %c49152 = arith.constant 49152 : index
     %c16384 = arith.constant 16384 : index
-    %c65536 = arith.constant 65536 : index
-    %c2048 = arith.constant 2048 : index
-    %c18432 = arith.constant 18432 : index
-    %c20480 = arith.constant 20480 : index
-    %c96 = arith.constant 96 : index
-    %c6144 = arith.constant 6144 : index
-    %c22528 = arith.constant 22528 : index
-    %c3 = arith.constant 3 : index
-    %c16 = arith.constant 16 : index
-    %c24 = arith.constant 24 : index
-    %c40 = arith.constant 40 : index
-    %c48 = arith.constant 48 : index
-    %c56 = arith.constant 56 : index
-    %c72 = arith.constant 72 : index
-    %c80 = arith.constant 80 : index
-    %c88 = arith.constant 88 : index
-    %c104 = arith.constant 104 : index
-    %c112 = arith.constant 112 : index
-    %c120 = arith.constant 120 : index
     %c136 = arith.constant 136 : index
     %c144 = arith.constant 144 : index
     %c152 = arith.constant 152 : index
@@ -91,7 +216,6 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %c168 = arith.constant 168 : index
     %c176 = arith.constant 176 : index
     %c184 = arith.constant 184 : index
-    %c192 = arith.constant 192 : index
     %c200 = arith.constant 200 : index
     %c208 = arith.constant 208 : index
     %c216 = arith.constant 216 : index
@@ -99,799 +223,1192 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %c232 = arith.constant 232 : index
     %c240 = arith.constant 240 : index
     %c248 = arith.constant 248 : index
-    // CTA tile (pid_m, pid_n): grouped raster over 128x64 tiles, GROUP_M=8
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
-    %i_3 = arith.divui %pid_1, %c512 : index
-    %i_4 = arith.muli %i_3, %c8 : index
-    %i_5 = arith.remui %pid_1, %c512 : index
-    %i_6 = arith.remui %i_5, %c8 : index
-    %i_7 = arith.addi %i_4, %i_6 : index
-    %i_8 = arith.divui %i_5, %c8 : index
-    %i_9 = arith.muli %i_7, %c128 : index
-    %i_10 = arith.muli %i_8, %c256 : index
-    %i_11 = arith.divui %tid_2, %c128 : index
-    %i_12 = arith.remui %tid_2, %c32 : index
-    %i_13 = arith.divui %tid_2, %c32 : index
-    %i_14 = arith.remui %i_13, %c4 : index
+    %i_3 = arith.divui %tid_2, %c128 : index
+    %i_4 = arith.remui %tid_2, %c32 : index
     // shared memory, base aligned to 1024 B: A[S][128 x 64], then B_j[S][4 atoms][64 k][64 n], bf16
-    %smem_15 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-    %addr_16 = memref.extract_aligned_pointer_as_index %smem_15 : memref<?xi8, #gpu.address_space<workgroup>> -> index
-    %i_17 = arith.andi %addr_16, %c1023 : index
-    %i_18 = arith.subi %c1024, %i_17 : index
-    %i_19 = arith.andi %i_18, %c1023 : index
-    %i_20 = arith.addi %addr_16, %i_19 : index
-    %sm_21 = memref.view %smem_15[%i_19][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    // cp.async assignments (16-byte chunks, element offsets within a stage)
-    %i_22 = arith.divui %tid_2, %c8 : index
-    %i_23 = arith.remui %tid_2, %c8 : index
-    %i_24 = arith.muli %i_22, %c64 : index
-    %i_25 = arith.andi %i_22, %c7 : index
-    %i_26 = arith.xori %i_23, %i_25 : index
-    %i_27 = arith.muli %i_26, %c8 : index
-    %i_28 = arith.addi %i_24, %i_27 : index
-    %i_29 = arith.addi %i_9, %i_22 : index
-    %i_30 = arith.muli %i_23, %c8 : index
-    %i_31 = arith.addi %tid_2, %c256 : index
-    %i_32 = arith.divui %i_31, %c8 : index
-    %i_33 = arith.remui %i_31, %c8 : index
-    %i_34 = arith.muli %i_32, %c64 : index
-    %i_35 = arith.andi %i_32, %c7 : index
-    %i_36 = arith.xori %i_33, %i_35 : index
-    %i_37 = arith.muli %i_36, %c8 : index
-    %i_38 = arith.addi %i_34, %i_37 : index
-    %i_39 = arith.addi %i_9, %i_32 : index
-    %i_40 = arith.muli %i_33, %c8 : index
-    %i_41 = arith.addi %tid_2, %c512 : index
-    %i_42 = arith.divui %i_41, %c8 : index
-    %i_43 = arith.remui %i_41, %c8 : index
-    %i_44 = arith.muli %i_42, %c64 : index
-    %i_45 = arith.andi %i_42, %c7 : index
-    %i_46 = arith.xori %i_43, %i_45 : index
-    %i_47 = arith.muli %i_46, %c8 : index
-    %i_48 = arith.addi %i_44, %i_47 : index
-    %i_49 = arith.addi %i_9, %i_42 : index
-    %i_50 = arith.muli %i_43, %c8 : index
-    %i_51 = arith.addi %tid_2, %c768 : index
-    %i_52 = arith.divui %i_51, %c8 : index
-    %i_53 = arith.remui %i_51, %c8 : index
-    %i_54 = arith.muli %i_52, %c64 : index
-    %i_55 = arith.andi %i_52, %c7 : index
-    %i_56 = arith.xori %i_53, %i_55 : index
-    %i_57 = arith.muli %i_56, %c8 : index
-    %i_58 = arith.addi %i_54, %i_57 : index
-    %i_59 = arith.addi %i_9, %i_52 : index
-    %i_60 = arith.muli %i_53, %c8 : index
-    %i_61 = arith.divui %tid_2, %c32 : index
-    %i_62 = arith.remui %tid_2, %c32 : index
-    %i_63 = arith.divui %i_62, %c8 : index
-    %i_64 = arith.muli %i_63, %c4096 : index
-    %i_65 = arith.muli %i_61, %c64 : index
-    %i_66 = arith.addi %i_64, %i_65 : index
-    %i_67 = arith.remui %i_62, %c8 : index
-    %i_68 = arith.andi %i_61, %c7 : index
-    %i_69 = arith.xori %i_67, %i_68 : index
-    %i_70 = arith.muli %i_69, %c8 : index
-    %i_71 = arith.addi %i_66, %i_70 : index
-    %i_72 = arith.muli %i_62, %c8 : index
-    %i_73 = arith.addi %i_10, %i_72 : index
-    %i_74 = arith.addi %tid_2, %c256 : index
-    %i_75 = arith.divui %i_74, %c32 : index
-    %i_76 = arith.remui %i_74, %c32 : index
-    %i_77 = arith.divui %i_76, %c8 : index
-    %i_78 = arith.muli %i_77, %c4096 : index
-    %i_79 = arith.muli %i_75, %c64 : index
-    %i_80 = arith.addi %i_78, %i_79 : index
-    %i_81 = arith.remui %i_76, %c8 : index
-    %i_82 = arith.andi %i_75, %c7 : index
-    %i_83 = arith.xori %i_81, %i_82 : index
-    %i_84 = arith.muli %i_83, %c8 : index
-    %i_85 = arith.addi %i_80, %i_84 : index
-    %i_86 = arith.muli %i_76, %c8 : index
-    %i_87 = arith.addi %i_10, %i_86 : index
-    %i_88 = arith.addi %tid_2, %c512 : index
-    %i_89 = arith.divui %i_88, %c32 : index
-    %i_90 = arith.remui %i_88, %c32 : index
-    %i_91 = arith.divui %i_90, %c8 : index
-    %i_92 = arith.muli %i_91, %c4096 : index
-    %i_93 = arith.muli %i_89, %c64 : index
-    %i_94 = arith.addi %i_92, %i_93 : index
-    %i_95 = arith.remui %i_90, %c8 : index
-    %i_96 = arith.andi %i_89, %c7 : index
-    %i_97 = arith.xori %i_95, %i_96 : index
-    %i_98 = arith.muli %i_97, %c8 : index
-    %i_99 = arith.addi %i_94, %i_98 : index
-    %i_100 = arith.muli %i_90, %c8 : index
-    %i_101 = arith.addi %i_10, %i_100 : index
-    %i_102 = arith.addi %tid_2, %c768 : index
-    %i_103 = arith.divui %i_102, %c32 : index
-    %i_104 = arith.remui %i_102, %c32 : index
-    %i_105 = arith.divui %i_104, %c8 : index
-    %i_106 = arith.muli %i_105, %c4096 : index
-    %i_107 = arith.muli %i_103, %c64 : index
-    %i_108 = arith.addi %i_106, %i_107 : index
-    %i_109 = arith.remui %i_104, %c8 : index
-    %i_110 = arith.andi %i_103, %c7 : index
-    %i_111 = arith.xori %i_109, %i_110 : index
-    %i_112 = arith.muli %i_111, %c8 : index
-    %i_113 = arith.addi %i_108, %i_112 : index
-    %i_114 = arith.muli %i_104, %c8 : index
-    %i_115 = arith.addi %i_10, %i_114 : index
-    %i_116 = arith.addi %tid_2, %c1024 : index
-    %i_117 = arith.divui %i_116, %c32 : index
-    %i_118 = arith.remui %i_116, %c32 : index
-    %i_119 = arith.divui %i_118, %c8 : index
-    %i_120 = arith.muli %i_119, %c4096 : index
-    %i_121 = arith.muli %i_117, %c64 : index
-    %i_122 = arith.addi %i_120, %i_121 : index
-    %i_123 = arith.remui %i_118, %c8 : index
-    %i_124 = arith.andi %i_117, %c7 : index
-    %i_125 = arith.xori %i_123, %i_124 : index
-    %i_126 = arith.muli %i_125, %c8 : index
-    %i_127 = arith.addi %i_122, %i_126 : index
-    %i_128 = arith.muli %i_118, %c8 : index
-    %i_129 = arith.addi %i_10, %i_128 : index
-    %i_130 = arith.addi %tid_2, %c1280 : index
-    %i_131 = arith.divui %i_130, %c32 : index
-    %i_132 = arith.remui %i_130, %c32 : index
-    %i_133 = arith.divui %i_132, %c8 : index
-    %i_134 = arith.muli %i_133, %c4096 : index
-    %i_135 = arith.muli %i_131, %c64 : index
-    %i_136 = arith.addi %i_134, %i_135 : index
-    %i_137 = arith.remui %i_132, %c8 : index
-    %i_138 = arith.andi %i_131, %c7 : index
-    %i_139 = arith.xori %i_137, %i_138 : index
-    %i_140 = arith.muli %i_139, %c8 : index
-    %i_141 = arith.addi %i_136, %i_140 : index
-    %i_142 = arith.muli %i_132, %c8 : index
-    %i_143 = arith.addi %i_10, %i_142 : index
-    %i_144 = arith.addi %tid_2, %c1536 : index
-    %i_145 = arith.divui %i_144, %c32 : index
-    %i_146 = arith.remui %i_144, %c32 : index
-    %i_147 = arith.divui %i_146, %c8 : index
-    %i_148 = arith.muli %i_147, %c4096 : index
-    %i_149 = arith.muli %i_145, %c64 : index
-    %i_150 = arith.addi %i_148, %i_149 : index
-    %i_151 = arith.remui %i_146, %c8 : index
-    %i_152 = arith.andi %i_145, %c7 : index
-    %i_153 = arith.xori %i_151, %i_152 : index
-    %i_154 = arith.muli %i_153, %c8 : index
-    %i_155 = arith.addi %i_150, %i_154 : index
-    %i_156 = arith.muli %i_146, %c8 : index
-    %i_157 = arith.addi %i_10, %i_156 : index
-    %i_158 = arith.addi %tid_2, %c1792 : index
-    %i_159 = arith.divui %i_158, %c32 : index
-    %i_160 = arith.remui %i_158, %c32 : index
-    %i_161 = arith.divui %i_160, %c8 : index
-    %i_162 = arith.muli %i_161, %c4096 : index
-    %i_163 = arith.muli %i_159, %c64 : index
-    %i_164 = arith.addi %i_162, %i_163 : index
-    %i_165 = arith.remui %i_160, %c8 : index
-    %i_166 = arith.andi %i_159, %c7 : index
-    %i_167 = arith.xori %i_165, %i_166 : index
-    %i_168 = arith.muli %i_167, %c8 : index
-    %i_169 = arith.addi %i_164, %i_168 : index
-    %i_170 = arith.muli %i_160, %c8 : index
-    %i_171 = arith.addi %i_10, %i_170 : index
-    // prologue: k-tiles 0..1 in flight
-    %cp_172 = nvgpu.device_async_copy %arg0[%i_29, %i_30], %sm_21[%i_28], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %cp_173 = nvgpu.device_async_copy %arg0[%i_39, %i_40], %sm_21[%i_38], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %cp_174 = nvgpu.device_async_copy %arg0[%i_49, %i_50], %sm_21[%i_48], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %cp_175 = nvgpu.device_async_copy %arg0[%i_59, %i_60], %sm_21[%i_58], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_176 = arith.addi %c32768, %i_71 : index
-    %cp_177 = nvgpu.device_async_copy %arg1[%i_61, %i_73], %sm_21[%i_176], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_178 = arith.addi %c32768, %i_85 : index
-    %cp_179 = nvgpu.device_async_copy %arg1[%i_75, %i_87], %sm_21[%i_178], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_180 = arith.addi %c32768, %i_99 : index
-    %cp_181 = nvgpu.device_async_copy %arg1[%i_89, %i_101], %sm_21[%i_180], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_182 = arith.addi %c32768, %i_113 : index
-    %cp_183 = nvgpu.device_async_copy %arg1[%i_103, %i_115], %sm_21[%i_182], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_184 = arith.addi %c32768, %i_127 : index
-    %cp_185 = nvgpu.device_async_copy %arg1[%i_117, %i_129], %sm_21[%i_184], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_186 = arith.addi %c32768, %i_141 : index
-    %cp_187 = nvgpu.device_async_copy %arg1[%i_131, %i_143], %sm_21[%i_186], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_188 = arith.addi %c32768, %i_155 : index
-    %cp_189 = nvgpu.device_async_copy %arg1[%i_145, %i_157], %sm_21[%i_188], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_190 = arith.addi %c32768, %i_169 : index
-    %cp_191 = nvgpu.device_async_copy %arg1[%i_159, %i_171], %sm_21[%i_190], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %grp_192 = nvgpu.device_async_create_group %cp_172, %cp_173, %cp_174, %cp_175, %cp_177, %cp_179, %cp_181, %cp_183, %cp_185, %cp_187, %cp_189, %cp_191
-    %i_193 = arith.addi %c64, %i_30 : index
-    %i_194 = arith.addi %c8192, %i_28 : index
-    %cp_195 = nvgpu.device_async_copy %arg0[%i_29, %i_193], %sm_21[%i_194], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_196 = arith.addi %c64, %i_40 : index
-    %i_197 = arith.addi %c8192, %i_38 : index
-    %cp_198 = nvgpu.device_async_copy %arg0[%i_39, %i_196], %sm_21[%i_197], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_199 = arith.addi %c64, %i_50 : index
-    %i_200 = arith.addi %c8192, %i_48 : index
-    %cp_201 = nvgpu.device_async_copy %arg0[%i_49, %i_199], %sm_21[%i_200], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_202 = arith.addi %c64, %i_60 : index
-    %i_203 = arith.addi %c8192, %i_58 : index
-    %cp_204 = nvgpu.device_async_copy %arg0[%i_59, %i_202], %sm_21[%i_203], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_205 = arith.addi %c64, %i_61 : index
-    %i_206 = arith.addi %c49152, %i_71 : index
-    %cp_207 = nvgpu.device_async_copy %arg1[%i_205, %i_73], %sm_21[%i_206], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_208 = arith.addi %c64, %i_75 : index
-    %i_209 = arith.addi %c49152, %i_85 : index
-    %cp_210 = nvgpu.device_async_copy %arg1[%i_208, %i_87], %sm_21[%i_209], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_211 = arith.addi %c64, %i_89 : index
-    %i_212 = arith.addi %c49152, %i_99 : index
-    %cp_213 = nvgpu.device_async_copy %arg1[%i_211, %i_101], %sm_21[%i_212], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_214 = arith.addi %c64, %i_103 : index
-    %i_215 = arith.addi %c49152, %i_113 : index
-    %cp_216 = nvgpu.device_async_copy %arg1[%i_214, %i_115], %sm_21[%i_215], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_217 = arith.addi %c64, %i_117 : index
-    %i_218 = arith.addi %c49152, %i_127 : index
-    %cp_219 = nvgpu.device_async_copy %arg1[%i_217, %i_129], %sm_21[%i_218], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_220 = arith.addi %c64, %i_131 : index
-    %i_221 = arith.addi %c49152, %i_141 : index
-    %cp_222 = nvgpu.device_async_copy %arg1[%i_220, %i_143], %sm_21[%i_221], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_223 = arith.addi %c64, %i_145 : index
-    %i_224 = arith.addi %c49152, %i_155 : index
-    %cp_225 = nvgpu.device_async_copy %arg1[%i_223, %i_157], %sm_21[%i_224], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %i_226 = arith.addi %c64, %i_159 : index
-    %i_227 = arith.addi %c49152, %i_169 : index
-    %cp_228 = nvgpu.device_async_copy %arg1[%i_226, %i_171], %sm_21[%i_227], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    %grp_229 = nvgpu.device_async_create_group %cp_195, %cp_198, %cp_201, %cp_204, %cp_207, %cp_210, %cp_213, %cp_216, %cp_219, %cp_222, %cp_225, %cp_228
-    // wgmma descriptors: (addr >> 4) & 0x3fff | (LBO >> 4) << 16 | (SBO >> 4) << 32 | 1 << 62 (128B swizzle)
-    %i_230 = arith.muli %i_11, %c8192 : index
-    // main loop over 64 k-tiles; accumulator j*2 + s: the m64n128 f32 fragment (64 registers) of product j, columns 128*s..
-    %acc_231:2 = scf.for %kt = %c0 to %c64 step %c1 iter_args(%a0 = %k_zacc, %a1 = %k_zacc) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>, !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
-      // k-tile kt has landed; after the barrier every warpgroup has retired its wgmma of k-tile kt-2
-      nvgpu.device_async_wait %grp_229 {numGroups = 1 : i32}
-      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-      gpu.barrier
-      // refill the stage of k-tile kt-2 with k-tile kt+2 (zero-fill past the end)
-      %i_232 = arith.addi %kt, %c2 : index
-      %p_233 = arith.cmpi ult, %i_232, %c64 : index
-      %i_234 = arith.remui %i_232, %c4 : index
-      %kc_235 = arith.select %p_233, %i_232, %c0 : index
-      %n_236 = arith.select %p_233, %c8, %c0 : index
-      %i_237 = arith.muli %kc_235, %c64 : index
-      %i_238 = arith.muli %i_234, %c8192 : index
-      %i_239 = arith.addi %i_237, %i_30 : index
-      %i_240 = arith.addi %i_238, %i_28 : index
-      %cp_241 = nvgpu.device_async_copy %arg0[%i_29, %i_239], %sm_21[%i_240], 8, %n_236 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_242 = arith.addi %i_237, %i_40 : index
-      %i_243 = arith.addi %i_238, %i_38 : index
-      %cp_244 = nvgpu.device_async_copy %arg0[%i_39, %i_242], %sm_21[%i_243], 8, %n_236 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_245 = arith.addi %i_237, %i_50 : index
-      %i_246 = arith.addi %i_238, %i_48 : index
-      %cp_247 = nvgpu.device_async_copy %arg0[%i_49, %i_245], %sm_21[%i_246], 8, %n_236 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_248 = arith.addi %i_237, %i_60 : index
-      %i_249 = arith.addi %i_238, %i_58 : index
-      %cp_250 = nvgpu.device_async_copy %arg0[%i_59, %i_248], %sm_21[%i_249], 8, %n_236 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_251 = arith.muli %i_234, %c16384 : index
-      %i_252 = arith.addi %c32768, %i_251 : index
-      %i_253 = arith.addi %i_237, %i_61 : index
-      %i_254 = arith.addi %i_252, %i_71 : index
-      %cp_255 = nvgpu.device_async_copy %arg1[%i_253, %i_73], %sm_21[%i_254], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_256 = arith.addi %i_237, %i_75 : index
-      %i_257 = arith.addi %i_252, %i_85 : index
-      %cp_258 = nvgpu.device_async_copy %arg1[%i_256, %i_87], %sm_21[%i_257], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_259 = arith.addi %i_237, %i_89 : index
-      %i_260 = arith.addi %i_252, %i_99 : index
-      %cp_261 = nvgpu.device_async_copy %arg1[%i_259, %i_101], %sm_21[%i_260], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_262 = arith.addi %i_237, %i_103 : index
-      %i_263 = arith.addi %i_252, %i_113 : index
-      %cp_264 = nvgpu.device_async_copy %arg1[%i_262, %i_115], %sm_21[%i_263], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_265 = arith.addi %i_237, %i_117 : index
-      %i_266 = arith.addi %i_252, %i_127 : index
-      %cp_267 = nvgpu.device_async_copy %arg1[%i_265, %i_129], %sm_21[%i_266], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_268 = arith.addi %i_237, %i_131 : index
-      %i_269 = arith.addi %i_252, %i_141 : index
-      %cp_270 = nvgpu.device_async_copy %arg1[%i_268, %i_143], %sm_21[%i_269], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_271 = arith.addi %i_237, %i_145 : index
-      %i_272 = arith.addi %i_252, %i_155 : index
-      %cp_273 = nvgpu.device_async_copy %arg1[%i_271, %i_157], %sm_21[%i_272], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %i_274 = arith.addi %i_237, %i_159 : index
-      %i_275 = arith.addi %i_252, %i_169 : index
-      %cp_276 = nvgpu.device_async_copy %arg1[%i_274, %i_171], %sm_21[%i_275], 8, %n_236 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-      %grp_277 = nvgpu.device_async_create_group %cp_241, %cp_244, %cp_247, %cp_250, %cp_255, %cp_258, %cp_261, %cp_264, %cp_267, %cp_270, %cp_273, %cp_276
-      %i_278 = arith.remui %kt, %c4 : index
-      %i_279 = arith.muli %i_278, %c16384 : index
-      %i_280 = arith.addi %i_20, %i_279 : index
-      %i_281 = arith.addi %i_280, %i_230 : index
-      %i_282 = arith.muli %i_278, %c32768 : index
-      %i_283 = arith.addi %c65536, %i_282 : index
-      %i_284 = arith.addi %i_20, %i_283 : index
-      nvvm.wgmma.fence.aligned
-      %q_285 = arith.index_cast %i_281 : index to i64
-      %q_286 = arith.shrui %q_285, %k_four : i64
-      %q_287 = arith.andi %q_286, %k_desc_mask : i64
-      %desc_288 = arith.ori %q_287, %k_desc_a_hi : i64
-      %q_289 = arith.index_cast %i_284 : index to i64
-      %q_290 = arith.shrui %q_289, %k_four : i64
-      %q_291 = arith.andi %q_290, %k_desc_mask : i64
-      %desc_292 = arith.ori %q_291, %k_desc_b_hi : i64
-      %w_293 = nvvm.wgmma.mma_async %desc_288, %desc_292, %a0, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_294 = arith.addi %i_284, %c16384 : index
-      %q_295 = arith.index_cast %i_294 : index to i64
-      %q_296 = arith.shrui %q_295, %k_four : i64
-      %q_297 = arith.andi %q_296, %k_desc_mask : i64
-      %desc_298 = arith.ori %q_297, %k_desc_b_hi : i64
-      %w_299 = nvvm.wgmma.mma_async %desc_288, %desc_298, %a1, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_300 = arith.addi %i_281, %c32 : index
-      %q_301 = arith.index_cast %i_300 : index to i64
-      %q_302 = arith.shrui %q_301, %k_four : i64
-      %q_303 = arith.andi %q_302, %k_desc_mask : i64
-      %desc_304 = arith.ori %q_303, %k_desc_a_hi : i64
-      %i_305 = arith.addi %i_284, %c2048 : index
-      %q_306 = arith.index_cast %i_305 : index to i64
-      %q_307 = arith.shrui %q_306, %k_four : i64
-      %q_308 = arith.andi %q_307, %k_desc_mask : i64
-      %desc_309 = arith.ori %q_308, %k_desc_b_hi : i64
-      %w_310 = nvvm.wgmma.mma_async %desc_304, %desc_309, %w_293, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_311 = arith.addi %i_284, %c18432 : index
-      %q_312 = arith.index_cast %i_311 : index to i64
-      %q_313 = arith.shrui %q_312, %k_four : i64
-      %q_314 = arith.andi %q_313, %k_desc_mask : i64
-      %desc_315 = arith.ori %q_314, %k_desc_b_hi : i64
-      %w_316 = nvvm.wgmma.mma_async %desc_304, %desc_315, %w_299, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_317 = arith.addi %i_281, %c64 : index
-      %q_318 = arith.index_cast %i_317 : index to i64
-      %q_319 = arith.shrui %q_318, %k_four : i64
-      %q_320 = arith.andi %q_319, %k_desc_mask : i64
-      %desc_321 = arith.ori %q_320, %k_desc_a_hi : i64
-      %i_322 = arith.addi %i_284, %c4096 : index
-      %q_323 = arith.index_cast %i_322 : index to i64
-      %q_324 = arith.shrui %q_323, %k_four : i64
-      %q_325 = arith.andi %q_324, %k_desc_mask : i64
-      %desc_326 = arith.ori %q_325, %k_desc_b_hi : i64
-      %w_327 = nvvm.wgmma.mma_async %desc_321, %desc_326, %w_310, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_328 = arith.addi %i_284, %c20480 : index
-      %q_329 = arith.index_cast %i_328 : index to i64
-      %q_330 = arith.shrui %q_329, %k_four : i64
-      %q_331 = arith.andi %q_330, %k_desc_mask : i64
-      %desc_332 = arith.ori %q_331, %k_desc_b_hi : i64
-      %w_333 = nvvm.wgmma.mma_async %desc_321, %desc_332, %w_316, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_334 = arith.addi %i_281, %c96 : index
-      %q_335 = arith.index_cast %i_334 : index to i64
-      %q_336 = arith.shrui %q_335, %k_four : i64
-      %q_337 = arith.andi %q_336, %k_desc_mask : i64
-      %desc_338 = arith.ori %q_337, %k_desc_a_hi : i64
-      %i_339 = arith.addi %i_284, %c6144 : index
-      %q_340 = arith.index_cast %i_339 : index to i64
-      %q_341 = arith.shrui %q_340, %k_four : i64
-      %q_342 = arith.andi %q_341, %k_desc_mask : i64
-      %desc_343 = arith.ori %q_342, %k_desc_b_hi : i64
-      %w_344 = nvvm.wgmma.mma_async %desc_338, %desc_343, %w_327, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_345 = arith.addi %i_284, %c22528 : index
-      %q_346 = arith.index_cast %i_345 : index to i64
-      %q_347 = arith.shrui %q_346, %k_four : i64
-      %q_348 = arith.andi %q_347, %k_desc_mask : i64
-      %desc_349 = arith.ori %q_348, %k_desc_b_hi : i64
-      %w_350 = nvvm.wgmma.mma_async %desc_338, %desc_349, %w_333, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      nvvm.wgmma.commit.group.sync.aligned
-      nvvm.wgmma.wait.group.sync.aligned 1
-      scf.yield %w_344, %w_350 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>, !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+    %smem_5 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %addr_6 = memref.extract_aligned_pointer_as_index %smem_5 : memref<?xi8, #gpu.address_space<workgroup>> -> index
+    %i_7 = arith.andi %addr_6, %c1023 : index
+    %i_8 = arith.subi %c1024, %i_7 : index
+    %i_9 = arith.andi %i_8, %c1023 : index
+    %i_10 = arith.addi %addr_6, %i_9 : index
+    %sm_11 = memref.view %smem_5[%i_9][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<98304xbf16, #gpu.address_space<workgroup>>
+    // mbarriers: full[s] (32 arrivals: the producer warp's lanes), empty[s] (8 arrivals: one per consumer warp)
+    %full_12 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %empty_13 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %p_14 = arith.cmpi eq, %tid_2, %c0 : index
+    scf.if %p_14 {
+      nvgpu.mbarrier.init %full_12[%c0], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_13[%c0], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_12[%c1], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_13[%c1], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_12[%c2], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_13[%c2], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_12[%c3], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_13[%c3], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
     }
-    nvvm.wgmma.wait.group.sync.aligned 0
-    nvgpu.device_async_wait %grp_229 {numGroups = 0 : i32}
-    // epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8
-    %i_351 = arith.shrui %i_12, %c2 : index
-    %i_352 = arith.andi %i_12, %c3 : index
-    %i_353 = arith.muli %i_352, %c2 : index
-    %i_354 = arith.muli %i_11, %c64 : index
-    %i_355 = arith.addi %i_9, %i_354 : index
-    %i_356 = arith.muli %i_14, %c16 : index
-    %i_357 = arith.addi %i_355, %i_356 : index
-    %i_358 = arith.addi %i_357, %i_351 : index
-    %i_359 = arith.addi %i_10, %i_353 : index
-    %bias_360 = vector.load %arg2[%i_359] : memref<16384xbf16>, vector<2xbf16>
-    %c_361 = llvm.extractvalue %acc_231#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_362 = llvm.extractvalue %acc_231#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_363 = vector.from_elements %c_361, %c_362 : vector<2xf32>
-    %y_364 = func.call @epilogue(%c_363, %bias_360) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_364, %arg3[%i_358, %i_359] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_365 = arith.addi %i_358, %c8 : index
-    %c_366 = llvm.extractvalue %acc_231#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_367 = llvm.extractvalue %acc_231#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_368 = vector.from_elements %c_366, %c_367 : vector<2xf32>
-    %y_369 = func.call @epilogue(%c_368, %bias_360) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_369, %arg3[%i_365, %i_359] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_370 = arith.addi %i_359, %c8 : index
-    %bias_371 = vector.load %arg2[%i_370] : memref<16384xbf16>, vector<2xbf16>
-    %c_372 = llvm.extractvalue %acc_231#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_373 = llvm.extractvalue %acc_231#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_374 = vector.from_elements %c_372, %c_373 : vector<2xf32>
-    %y_375 = func.call @epilogue(%c_374, %bias_371) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_375, %arg3[%i_358, %i_370] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_376 = arith.addi %i_358, %c8 : index
-    %c_377 = llvm.extractvalue %acc_231#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_378 = llvm.extractvalue %acc_231#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_379 = vector.from_elements %c_377, %c_378 : vector<2xf32>
-    %y_380 = func.call @epilogue(%c_379, %bias_371) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_380, %arg3[%i_376, %i_370] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_381 = arith.addi %i_359, %c16 : index
-    %bias_382 = vector.load %arg2[%i_381] : memref<16384xbf16>, vector<2xbf16>
-    %c_383 = llvm.extractvalue %acc_231#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_384 = llvm.extractvalue %acc_231#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_385 = vector.from_elements %c_383, %c_384 : vector<2xf32>
-    %y_386 = func.call @epilogue(%c_385, %bias_382) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_386, %arg3[%i_358, %i_381] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_387 = arith.addi %i_358, %c8 : index
-    %c_388 = llvm.extractvalue %acc_231#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_389 = llvm.extractvalue %acc_231#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_390 = vector.from_elements %c_388, %c_389 : vector<2xf32>
-    %y_391 = func.call @epilogue(%c_390, %bias_382) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_391, %arg3[%i_387, %i_381] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_392 = arith.addi %i_359, %c24 : index
-    %bias_393 = vector.load %arg2[%i_392] : memref<16384xbf16>, vector<2xbf16>
-    %c_394 = llvm.extractvalue %acc_231#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_395 = llvm.extractvalue %acc_231#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_396 = vector.from_elements %c_394, %c_395 : vector<2xf32>
-    %y_397 = func.call @epilogue(%c_396, %bias_393) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_397, %arg3[%i_358, %i_392] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_398 = arith.addi %i_358, %c8 : index
-    %c_399 = llvm.extractvalue %acc_231#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_400 = llvm.extractvalue %acc_231#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_401 = vector.from_elements %c_399, %c_400 : vector<2xf32>
-    %y_402 = func.call @epilogue(%c_401, %bias_393) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_402, %arg3[%i_398, %i_392] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_403 = arith.addi %i_359, %c32 : index
-    %bias_404 = vector.load %arg2[%i_403] : memref<16384xbf16>, vector<2xbf16>
-    %c_405 = llvm.extractvalue %acc_231#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_406 = llvm.extractvalue %acc_231#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_407 = vector.from_elements %c_405, %c_406 : vector<2xf32>
-    %y_408 = func.call @epilogue(%c_407, %bias_404) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_408, %arg3[%i_358, %i_403] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_409 = arith.addi %i_358, %c8 : index
-    %c_410 = llvm.extractvalue %acc_231#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_411 = llvm.extractvalue %acc_231#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_412 = vector.from_elements %c_410, %c_411 : vector<2xf32>
-    %y_413 = func.call @epilogue(%c_412, %bias_404) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_413, %arg3[%i_409, %i_403] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_414 = arith.addi %i_359, %c40 : index
-    %bias_415 = vector.load %arg2[%i_414] : memref<16384xbf16>, vector<2xbf16>
-    %c_416 = llvm.extractvalue %acc_231#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_417 = llvm.extractvalue %acc_231#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_418 = vector.from_elements %c_416, %c_417 : vector<2xf32>
-    %y_419 = func.call @epilogue(%c_418, %bias_415) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_419, %arg3[%i_358, %i_414] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_420 = arith.addi %i_358, %c8 : index
-    %c_421 = llvm.extractvalue %acc_231#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_422 = llvm.extractvalue %acc_231#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_423 = vector.from_elements %c_421, %c_422 : vector<2xf32>
-    %y_424 = func.call @epilogue(%c_423, %bias_415) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_424, %arg3[%i_420, %i_414] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_425 = arith.addi %i_359, %c48 : index
-    %bias_426 = vector.load %arg2[%i_425] : memref<16384xbf16>, vector<2xbf16>
-    %c_427 = llvm.extractvalue %acc_231#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_428 = llvm.extractvalue %acc_231#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_429 = vector.from_elements %c_427, %c_428 : vector<2xf32>
-    %y_430 = func.call @epilogue(%c_429, %bias_426) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_430, %arg3[%i_358, %i_425] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_431 = arith.addi %i_358, %c8 : index
-    %c_432 = llvm.extractvalue %acc_231#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_433 = llvm.extractvalue %acc_231#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_434 = vector.from_elements %c_432, %c_433 : vector<2xf32>
-    %y_435 = func.call @epilogue(%c_434, %bias_426) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_435, %arg3[%i_431, %i_425] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_436 = arith.addi %i_359, %c56 : index
-    %bias_437 = vector.load %arg2[%i_436] : memref<16384xbf16>, vector<2xbf16>
-    %c_438 = llvm.extractvalue %acc_231#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_439 = llvm.extractvalue %acc_231#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_440 = vector.from_elements %c_438, %c_439 : vector<2xf32>
-    %y_441 = func.call @epilogue(%c_440, %bias_437) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_441, %arg3[%i_358, %i_436] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_442 = arith.addi %i_358, %c8 : index
-    %c_443 = llvm.extractvalue %acc_231#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_444 = llvm.extractvalue %acc_231#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_445 = vector.from_elements %c_443, %c_444 : vector<2xf32>
-    %y_446 = func.call @epilogue(%c_445, %bias_437) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_446, %arg3[%i_442, %i_436] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_447 = arith.addi %i_359, %c64 : index
-    %bias_448 = vector.load %arg2[%i_447] : memref<16384xbf16>, vector<2xbf16>
-    %c_449 = llvm.extractvalue %acc_231#0[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_450 = llvm.extractvalue %acc_231#0[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_451 = vector.from_elements %c_449, %c_450 : vector<2xf32>
-    %y_452 = func.call @epilogue(%c_451, %bias_448) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_452, %arg3[%i_358, %i_447] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_453 = arith.addi %i_358, %c8 : index
-    %c_454 = llvm.extractvalue %acc_231#0[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_455 = llvm.extractvalue %acc_231#0[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_456 = vector.from_elements %c_454, %c_455 : vector<2xf32>
-    %y_457 = func.call @epilogue(%c_456, %bias_448) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_457, %arg3[%i_453, %i_447] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_458 = arith.addi %i_359, %c72 : index
-    %bias_459 = vector.load %arg2[%i_458] : memref<16384xbf16>, vector<2xbf16>
-    %c_460 = llvm.extractvalue %acc_231#0[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_461 = llvm.extractvalue %acc_231#0[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_462 = vector.from_elements %c_460, %c_461 : vector<2xf32>
-    %y_463 = func.call @epilogue(%c_462, %bias_459) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_463, %arg3[%i_358, %i_458] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_464 = arith.addi %i_358, %c8 : index
-    %c_465 = llvm.extractvalue %acc_231#0[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_466 = llvm.extractvalue %acc_231#0[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_467 = vector.from_elements %c_465, %c_466 : vector<2xf32>
-    %y_468 = func.call @epilogue(%c_467, %bias_459) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_468, %arg3[%i_464, %i_458] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_469 = arith.addi %i_359, %c80 : index
-    %bias_470 = vector.load %arg2[%i_469] : memref<16384xbf16>, vector<2xbf16>
-    %c_471 = llvm.extractvalue %acc_231#0[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_472 = llvm.extractvalue %acc_231#0[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_473 = vector.from_elements %c_471, %c_472 : vector<2xf32>
-    %y_474 = func.call @epilogue(%c_473, %bias_470) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_474, %arg3[%i_358, %i_469] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_475 = arith.addi %i_358, %c8 : index
-    %c_476 = llvm.extractvalue %acc_231#0[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_477 = llvm.extractvalue %acc_231#0[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_478 = vector.from_elements %c_476, %c_477 : vector<2xf32>
-    %y_479 = func.call @epilogue(%c_478, %bias_470) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_479, %arg3[%i_475, %i_469] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_480 = arith.addi %i_359, %c88 : index
-    %bias_481 = vector.load %arg2[%i_480] : memref<16384xbf16>, vector<2xbf16>
-    %c_482 = llvm.extractvalue %acc_231#0[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_483 = llvm.extractvalue %acc_231#0[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_484 = vector.from_elements %c_482, %c_483 : vector<2xf32>
-    %y_485 = func.call @epilogue(%c_484, %bias_481) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_485, %arg3[%i_358, %i_480] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_486 = arith.addi %i_358, %c8 : index
-    %c_487 = llvm.extractvalue %acc_231#0[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_488 = llvm.extractvalue %acc_231#0[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_489 = vector.from_elements %c_487, %c_488 : vector<2xf32>
-    %y_490 = func.call @epilogue(%c_489, %bias_481) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_490, %arg3[%i_486, %i_480] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_491 = arith.addi %i_359, %c96 : index
-    %bias_492 = vector.load %arg2[%i_491] : memref<16384xbf16>, vector<2xbf16>
-    %c_493 = llvm.extractvalue %acc_231#0[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_494 = llvm.extractvalue %acc_231#0[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_495 = vector.from_elements %c_493, %c_494 : vector<2xf32>
-    %y_496 = func.call @epilogue(%c_495, %bias_492) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_496, %arg3[%i_358, %i_491] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_497 = arith.addi %i_358, %c8 : index
-    %c_498 = llvm.extractvalue %acc_231#0[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_499 = llvm.extractvalue %acc_231#0[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_500 = vector.from_elements %c_498, %c_499 : vector<2xf32>
-    %y_501 = func.call @epilogue(%c_500, %bias_492) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_501, %arg3[%i_497, %i_491] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_502 = arith.addi %i_359, %c104 : index
-    %bias_503 = vector.load %arg2[%i_502] : memref<16384xbf16>, vector<2xbf16>
-    %c_504 = llvm.extractvalue %acc_231#0[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_505 = llvm.extractvalue %acc_231#0[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_506 = vector.from_elements %c_504, %c_505 : vector<2xf32>
-    %y_507 = func.call @epilogue(%c_506, %bias_503) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_507, %arg3[%i_358, %i_502] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_508 = arith.addi %i_358, %c8 : index
-    %c_509 = llvm.extractvalue %acc_231#0[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_510 = llvm.extractvalue %acc_231#0[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_511 = vector.from_elements %c_509, %c_510 : vector<2xf32>
-    %y_512 = func.call @epilogue(%c_511, %bias_503) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_512, %arg3[%i_508, %i_502] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_513 = arith.addi %i_359, %c112 : index
-    %bias_514 = vector.load %arg2[%i_513] : memref<16384xbf16>, vector<2xbf16>
-    %c_515 = llvm.extractvalue %acc_231#0[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_516 = llvm.extractvalue %acc_231#0[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_517 = vector.from_elements %c_515, %c_516 : vector<2xf32>
-    %y_518 = func.call @epilogue(%c_517, %bias_514) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_518, %arg3[%i_358, %i_513] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_519 = arith.addi %i_358, %c8 : index
-    %c_520 = llvm.extractvalue %acc_231#0[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_521 = llvm.extractvalue %acc_231#0[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_522 = vector.from_elements %c_520, %c_521 : vector<2xf32>
-    %y_523 = func.call @epilogue(%c_522, %bias_514) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_523, %arg3[%i_519, %i_513] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_524 = arith.addi %i_359, %c120 : index
-    %bias_525 = vector.load %arg2[%i_524] : memref<16384xbf16>, vector<2xbf16>
-    %c_526 = llvm.extractvalue %acc_231#0[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_527 = llvm.extractvalue %acc_231#0[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_528 = vector.from_elements %c_526, %c_527 : vector<2xf32>
-    %y_529 = func.call @epilogue(%c_528, %bias_525) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_529, %arg3[%i_358, %i_524] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_530 = arith.addi %i_358, %c8 : index
-    %c_531 = llvm.extractvalue %acc_231#0[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_532 = llvm.extractvalue %acc_231#0[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_533 = vector.from_elements %c_531, %c_532 : vector<2xf32>
-    %y_534 = func.call @epilogue(%c_533, %bias_525) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_534, %arg3[%i_530, %i_524] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_535 = arith.addi %i_359, %c128 : index
-    %bias_536 = vector.load %arg2[%i_535] : memref<16384xbf16>, vector<2xbf16>
-    %c_537 = llvm.extractvalue %acc_231#1[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_538 = llvm.extractvalue %acc_231#1[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_539 = vector.from_elements %c_537, %c_538 : vector<2xf32>
-    %y_540 = func.call @epilogue(%c_539, %bias_536) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_540, %arg3[%i_358, %i_535] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_541 = arith.addi %i_358, %c8 : index
-    %c_542 = llvm.extractvalue %acc_231#1[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_543 = llvm.extractvalue %acc_231#1[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_544 = vector.from_elements %c_542, %c_543 : vector<2xf32>
-    %y_545 = func.call @epilogue(%c_544, %bias_536) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_545, %arg3[%i_541, %i_535] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_546 = arith.addi %i_359, %c136 : index
-    %bias_547 = vector.load %arg2[%i_546] : memref<16384xbf16>, vector<2xbf16>
-    %c_548 = llvm.extractvalue %acc_231#1[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_549 = llvm.extractvalue %acc_231#1[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_550 = vector.from_elements %c_548, %c_549 : vector<2xf32>
-    %y_551 = func.call @epilogue(%c_550, %bias_547) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_551, %arg3[%i_358, %i_546] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_552 = arith.addi %i_358, %c8 : index
-    %c_553 = llvm.extractvalue %acc_231#1[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_554 = llvm.extractvalue %acc_231#1[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_555 = vector.from_elements %c_553, %c_554 : vector<2xf32>
-    %y_556 = func.call @epilogue(%c_555, %bias_547) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_556, %arg3[%i_552, %i_546] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_557 = arith.addi %i_359, %c144 : index
-    %bias_558 = vector.load %arg2[%i_557] : memref<16384xbf16>, vector<2xbf16>
-    %c_559 = llvm.extractvalue %acc_231#1[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_560 = llvm.extractvalue %acc_231#1[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_561 = vector.from_elements %c_559, %c_560 : vector<2xf32>
-    %y_562 = func.call @epilogue(%c_561, %bias_558) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_562, %arg3[%i_358, %i_557] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_563 = arith.addi %i_358, %c8 : index
-    %c_564 = llvm.extractvalue %acc_231#1[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_565 = llvm.extractvalue %acc_231#1[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_566 = vector.from_elements %c_564, %c_565 : vector<2xf32>
-    %y_567 = func.call @epilogue(%c_566, %bias_558) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_567, %arg3[%i_563, %i_557] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_568 = arith.addi %i_359, %c152 : index
-    %bias_569 = vector.load %arg2[%i_568] : memref<16384xbf16>, vector<2xbf16>
-    %c_570 = llvm.extractvalue %acc_231#1[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_571 = llvm.extractvalue %acc_231#1[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_572 = vector.from_elements %c_570, %c_571 : vector<2xf32>
-    %y_573 = func.call @epilogue(%c_572, %bias_569) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_573, %arg3[%i_358, %i_568] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_574 = arith.addi %i_358, %c8 : index
-    %c_575 = llvm.extractvalue %acc_231#1[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_576 = llvm.extractvalue %acc_231#1[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_577 = vector.from_elements %c_575, %c_576 : vector<2xf32>
-    %y_578 = func.call @epilogue(%c_577, %bias_569) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_578, %arg3[%i_574, %i_568] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_579 = arith.addi %i_359, %c160 : index
-    %bias_580 = vector.load %arg2[%i_579] : memref<16384xbf16>, vector<2xbf16>
-    %c_581 = llvm.extractvalue %acc_231#1[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_582 = llvm.extractvalue %acc_231#1[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_583 = vector.from_elements %c_581, %c_582 : vector<2xf32>
-    %y_584 = func.call @epilogue(%c_583, %bias_580) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_584, %arg3[%i_358, %i_579] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_585 = arith.addi %i_358, %c8 : index
-    %c_586 = llvm.extractvalue %acc_231#1[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_587 = llvm.extractvalue %acc_231#1[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_588 = vector.from_elements %c_586, %c_587 : vector<2xf32>
-    %y_589 = func.call @epilogue(%c_588, %bias_580) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_589, %arg3[%i_585, %i_579] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_590 = arith.addi %i_359, %c168 : index
-    %bias_591 = vector.load %arg2[%i_590] : memref<16384xbf16>, vector<2xbf16>
-    %c_592 = llvm.extractvalue %acc_231#1[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_593 = llvm.extractvalue %acc_231#1[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_594 = vector.from_elements %c_592, %c_593 : vector<2xf32>
-    %y_595 = func.call @epilogue(%c_594, %bias_591) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_595, %arg3[%i_358, %i_590] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_596 = arith.addi %i_358, %c8 : index
-    %c_597 = llvm.extractvalue %acc_231#1[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_598 = llvm.extractvalue %acc_231#1[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_599 = vector.from_elements %c_597, %c_598 : vector<2xf32>
-    %y_600 = func.call @epilogue(%c_599, %bias_591) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_600, %arg3[%i_596, %i_590] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_601 = arith.addi %i_359, %c176 : index
-    %bias_602 = vector.load %arg2[%i_601] : memref<16384xbf16>, vector<2xbf16>
-    %c_603 = llvm.extractvalue %acc_231#1[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_604 = llvm.extractvalue %acc_231#1[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_605 = vector.from_elements %c_603, %c_604 : vector<2xf32>
-    %y_606 = func.call @epilogue(%c_605, %bias_602) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_606, %arg3[%i_358, %i_601] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_607 = arith.addi %i_358, %c8 : index
-    %c_608 = llvm.extractvalue %acc_231#1[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_609 = llvm.extractvalue %acc_231#1[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_610 = vector.from_elements %c_608, %c_609 : vector<2xf32>
-    %y_611 = func.call @epilogue(%c_610, %bias_602) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_611, %arg3[%i_607, %i_601] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_612 = arith.addi %i_359, %c184 : index
-    %bias_613 = vector.load %arg2[%i_612] : memref<16384xbf16>, vector<2xbf16>
-    %c_614 = llvm.extractvalue %acc_231#1[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_615 = llvm.extractvalue %acc_231#1[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_616 = vector.from_elements %c_614, %c_615 : vector<2xf32>
-    %y_617 = func.call @epilogue(%c_616, %bias_613) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_617, %arg3[%i_358, %i_612] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_618 = arith.addi %i_358, %c8 : index
-    %c_619 = llvm.extractvalue %acc_231#1[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_620 = llvm.extractvalue %acc_231#1[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_621 = vector.from_elements %c_619, %c_620 : vector<2xf32>
-    %y_622 = func.call @epilogue(%c_621, %bias_613) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_622, %arg3[%i_618, %i_612] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_623 = arith.addi %i_359, %c192 : index
-    %bias_624 = vector.load %arg2[%i_623] : memref<16384xbf16>, vector<2xbf16>
-    %c_625 = llvm.extractvalue %acc_231#1[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_626 = llvm.extractvalue %acc_231#1[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_627 = vector.from_elements %c_625, %c_626 : vector<2xf32>
-    %y_628 = func.call @epilogue(%c_627, %bias_624) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_628, %arg3[%i_358, %i_623] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_629 = arith.addi %i_358, %c8 : index
-    %c_630 = llvm.extractvalue %acc_231#1[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_631 = llvm.extractvalue %acc_231#1[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_632 = vector.from_elements %c_630, %c_631 : vector<2xf32>
-    %y_633 = func.call @epilogue(%c_632, %bias_624) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_633, %arg3[%i_629, %i_623] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_634 = arith.addi %i_359, %c200 : index
-    %bias_635 = vector.load %arg2[%i_634] : memref<16384xbf16>, vector<2xbf16>
-    %c_636 = llvm.extractvalue %acc_231#1[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_637 = llvm.extractvalue %acc_231#1[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_638 = vector.from_elements %c_636, %c_637 : vector<2xf32>
-    %y_639 = func.call @epilogue(%c_638, %bias_635) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_639, %arg3[%i_358, %i_634] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_640 = arith.addi %i_358, %c8 : index
-    %c_641 = llvm.extractvalue %acc_231#1[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_642 = llvm.extractvalue %acc_231#1[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_643 = vector.from_elements %c_641, %c_642 : vector<2xf32>
-    %y_644 = func.call @epilogue(%c_643, %bias_635) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_644, %arg3[%i_640, %i_634] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_645 = arith.addi %i_359, %c208 : index
-    %bias_646 = vector.load %arg2[%i_645] : memref<16384xbf16>, vector<2xbf16>
-    %c_647 = llvm.extractvalue %acc_231#1[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_648 = llvm.extractvalue %acc_231#1[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_649 = vector.from_elements %c_647, %c_648 : vector<2xf32>
-    %y_650 = func.call @epilogue(%c_649, %bias_646) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_650, %arg3[%i_358, %i_645] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_651 = arith.addi %i_358, %c8 : index
-    %c_652 = llvm.extractvalue %acc_231#1[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_653 = llvm.extractvalue %acc_231#1[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_654 = vector.from_elements %c_652, %c_653 : vector<2xf32>
-    %y_655 = func.call @epilogue(%c_654, %bias_646) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_655, %arg3[%i_651, %i_645] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_656 = arith.addi %i_359, %c216 : index
-    %bias_657 = vector.load %arg2[%i_656] : memref<16384xbf16>, vector<2xbf16>
-    %c_658 = llvm.extractvalue %acc_231#1[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_659 = llvm.extractvalue %acc_231#1[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_660 = vector.from_elements %c_658, %c_659 : vector<2xf32>
-    %y_661 = func.call @epilogue(%c_660, %bias_657) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_661, %arg3[%i_358, %i_656] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_662 = arith.addi %i_358, %c8 : index
-    %c_663 = llvm.extractvalue %acc_231#1[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_664 = llvm.extractvalue %acc_231#1[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_665 = vector.from_elements %c_663, %c_664 : vector<2xf32>
-    %y_666 = func.call @epilogue(%c_665, %bias_657) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_666, %arg3[%i_662, %i_656] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_667 = arith.addi %i_359, %c224 : index
-    %bias_668 = vector.load %arg2[%i_667] : memref<16384xbf16>, vector<2xbf16>
-    %c_669 = llvm.extractvalue %acc_231#1[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_670 = llvm.extractvalue %acc_231#1[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_671 = vector.from_elements %c_669, %c_670 : vector<2xf32>
-    %y_672 = func.call @epilogue(%c_671, %bias_668) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_672, %arg3[%i_358, %i_667] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_673 = arith.addi %i_358, %c8 : index
-    %c_674 = llvm.extractvalue %acc_231#1[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_675 = llvm.extractvalue %acc_231#1[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_676 = vector.from_elements %c_674, %c_675 : vector<2xf32>
-    %y_677 = func.call @epilogue(%c_676, %bias_668) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_677, %arg3[%i_673, %i_667] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_678 = arith.addi %i_359, %c232 : index
-    %bias_679 = vector.load %arg2[%i_678] : memref<16384xbf16>, vector<2xbf16>
-    %c_680 = llvm.extractvalue %acc_231#1[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_681 = llvm.extractvalue %acc_231#1[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_682 = vector.from_elements %c_680, %c_681 : vector<2xf32>
-    %y_683 = func.call @epilogue(%c_682, %bias_679) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_683, %arg3[%i_358, %i_678] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_684 = arith.addi %i_358, %c8 : index
-    %c_685 = llvm.extractvalue %acc_231#1[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_686 = llvm.extractvalue %acc_231#1[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_687 = vector.from_elements %c_685, %c_686 : vector<2xf32>
-    %y_688 = func.call @epilogue(%c_687, %bias_679) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_688, %arg3[%i_684, %i_678] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_689 = arith.addi %i_359, %c240 : index
-    %bias_690 = vector.load %arg2[%i_689] : memref<16384xbf16>, vector<2xbf16>
-    %c_691 = llvm.extractvalue %acc_231#1[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_692 = llvm.extractvalue %acc_231#1[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_693 = vector.from_elements %c_691, %c_692 : vector<2xf32>
-    %y_694 = func.call @epilogue(%c_693, %bias_690) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_694, %arg3[%i_358, %i_689] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_695 = arith.addi %i_358, %c8 : index
-    %c_696 = llvm.extractvalue %acc_231#1[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_697 = llvm.extractvalue %acc_231#1[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_698 = vector.from_elements %c_696, %c_697 : vector<2xf32>
-    %y_699 = func.call @epilogue(%c_698, %bias_690) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_699, %arg3[%i_695, %i_689] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_700 = arith.addi %i_359, %c248 : index
-    %bias_701 = vector.load %arg2[%i_700] : memref<16384xbf16>, vector<2xbf16>
-    %c_702 = llvm.extractvalue %acc_231#1[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_703 = llvm.extractvalue %acc_231#1[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_704 = vector.from_elements %c_702, %c_703 : vector<2xf32>
-    %y_705 = func.call @epilogue(%c_704, %bias_701) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_705, %arg3[%i_358, %i_700] : memref<16384x16384xbf16>, vector<2xbf16>
-    %i_706 = arith.addi %i_358, %c8 : index
-    %c_707 = llvm.extractvalue %acc_231#1[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_708 = llvm.extractvalue %acc_231#1[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_709 = vector.from_elements %c_707, %c_708 : vector<2xf32>
-    %y_710 = func.call @epilogue(%c_709, %bias_701) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_710, %arg3[%i_706, %i_700] : memref<16384x16384xbf16>, vector<2xbf16>
+    nvvm.fence.mbarrier.init
+    gpu.barrier
+    %p_15 = arith.cmpi eq, %i_3, %c0 : index
+    scf.if %p_15 {
+      // producer warpgroup: 4 warp(s) load, warp w the k-tiles g = w mod 4
+      nvvm.setmaxregister decrease 56
+      %i_16 = arith.divui %tid_2, %c32 : index
+      %p_17 = arith.cmpi ult, %i_16, %c4 : index
+      scf.if %p_17 {
+        %i_18 = arith.remui %i_4, %c8 : index
+        %i_19 = arith.divui %i_4, %c8 : index
+        %i_20 = arith.muli %i_19, %c64 : index
+        %i_21 = arith.xori %i_18, %i_19 : index
+        %i_22 = arith.muli %i_21, %c8 : index
+        %i_23 = arith.xori %i_18, %i_19 : index
+        %i_24 = arith.xori %i_23, %c4 : index
+        %i_25 = arith.muli %i_24, %c8 : index
+        scf.for %tile_26 = %pid_1 to %c8192 step %c132 {
+          %i_27 = arith.subi %tile_26, %pid_1 : index
+          %i_28 = arith.divui %i_27, %c132 : index
+          %i_29 = arith.divui %tile_26, %c512 : index
+          %i_30 = arith.muli %i_29, %c8 : index
+          %i_31 = arith.remui %tile_26, %c512 : index
+          %i_32 = arith.remui %i_31, %c8 : index
+          %i_33 = arith.addi %i_30, %i_32 : index
+          %i_34 = arith.divui %i_31, %c8 : index
+          %i_35 = arith.muli %i_33, %c128 : index
+          %i_36 = arith.muli %i_34, %c256 : index
+          scf.for %kt_37 = %i_16 to %c64 step %c4 {
+            %i_38 = arith.muli %i_28, %c64 : index
+            %i_39 = arith.addi %i_38, %kt_37 : index
+            %i_40 = arith.remui %i_39, %c4 : index
+            %i_41 = arith.divui %i_39, %c4 : index
+            %i_42 = arith.andi %i_41, %c1 : index
+            %par_43 = arith.cmpi eq, %i_42, %c0 : index
+            nvgpu.mbarrier.try_wait.parity %empty_13[%i_40], %par_43, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+            %i_44 = arith.muli %kt_37, %c64 : index
+            %i_45 = arith.muli %i_40, %c24576 : index
+            %i_46 = arith.addi %i_35, %i_19 : index
+            %i_47 = arith.muli %i_18, %c8 : index
+            %i_48 = arith.addi %i_44, %i_47 : index
+            %i_49 = arith.addi %i_45, %i_22 : index
+            %i_50 = arith.addi %i_49, %i_20 : index
+            %cp_51 = nvgpu.device_async_copy %arg0[%i_46, %i_48], %sm_11[%i_50], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_52 = arith.addi %i_45, %i_25 : index
+            %i_53 = arith.addi %i_20, %c256 : index
+            %i_54 = arith.addi %i_52, %i_53 : index
+            %i_55 = arith.addi %i_46, %c4 : index
+            %cp_56 = nvgpu.device_async_copy %arg0[%i_55, %i_48], %sm_11[%i_54], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_57 = arith.addi %i_45, %i_22 : index
+            %i_58 = arith.addi %i_20, %c512 : index
+            %i_59 = arith.addi %i_57, %i_58 : index
+            %i_60 = arith.addi %i_46, %c8 : index
+            %cp_61 = nvgpu.device_async_copy %arg0[%i_60, %i_48], %sm_11[%i_59], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_62 = arith.addi %i_45, %i_25 : index
+            %i_63 = arith.addi %i_20, %c768 : index
+            %i_64 = arith.addi %i_62, %i_63 : index
+            %i_65 = arith.addi %i_46, %c12 : index
+            %cp_66 = nvgpu.device_async_copy %arg0[%i_65, %i_48], %sm_11[%i_64], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_67 = arith.addi %i_45, %i_22 : index
+            %i_68 = arith.addi %i_20, %c1024 : index
+            %i_69 = arith.addi %i_67, %i_68 : index
+            %i_70 = arith.addi %i_46, %c16 : index
+            %cp_71 = nvgpu.device_async_copy %arg0[%i_70, %i_48], %sm_11[%i_69], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_72 = arith.addi %i_45, %i_25 : index
+            %i_73 = arith.addi %i_20, %c1280 : index
+            %i_74 = arith.addi %i_72, %i_73 : index
+            %i_75 = arith.addi %i_46, %c20 : index
+            %cp_76 = nvgpu.device_async_copy %arg0[%i_75, %i_48], %sm_11[%i_74], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_77 = arith.addi %i_45, %i_22 : index
+            %i_78 = arith.addi %i_20, %c1536 : index
+            %i_79 = arith.addi %i_77, %i_78 : index
+            %i_80 = arith.addi %i_46, %c24 : index
+            %cp_81 = nvgpu.device_async_copy %arg0[%i_80, %i_48], %sm_11[%i_79], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_82 = arith.addi %i_45, %i_25 : index
+            %i_83 = arith.addi %i_20, %c1792 : index
+            %i_84 = arith.addi %i_82, %i_83 : index
+            %i_85 = arith.addi %i_46, %c28 : index
+            %cp_86 = nvgpu.device_async_copy %arg0[%i_85, %i_48], %sm_11[%i_84], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_87 = arith.addi %i_45, %i_22 : index
+            %i_88 = arith.addi %i_20, %c2048 : index
+            %i_89 = arith.addi %i_87, %i_88 : index
+            %i_90 = arith.addi %i_46, %c32 : index
+            %cp_91 = nvgpu.device_async_copy %arg0[%i_90, %i_48], %sm_11[%i_89], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_92 = arith.addi %i_45, %i_25 : index
+            %i_93 = arith.addi %i_20, %c2304 : index
+            %i_94 = arith.addi %i_92, %i_93 : index
+            %i_95 = arith.addi %i_46, %c36 : index
+            %cp_96 = nvgpu.device_async_copy %arg0[%i_95, %i_48], %sm_11[%i_94], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_97 = arith.addi %i_45, %i_22 : index
+            %i_98 = arith.addi %i_20, %c2560 : index
+            %i_99 = arith.addi %i_97, %i_98 : index
+            %i_100 = arith.addi %i_46, %c40 : index
+            %cp_101 = nvgpu.device_async_copy %arg0[%i_100, %i_48], %sm_11[%i_99], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_102 = arith.addi %i_45, %i_25 : index
+            %i_103 = arith.addi %i_20, %c2816 : index
+            %i_104 = arith.addi %i_102, %i_103 : index
+            %i_105 = arith.addi %i_46, %c44 : index
+            %cp_106 = nvgpu.device_async_copy %arg0[%i_105, %i_48], %sm_11[%i_104], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_107 = arith.addi %i_45, %i_22 : index
+            %i_108 = arith.addi %i_20, %c3072 : index
+            %i_109 = arith.addi %i_107, %i_108 : index
+            %i_110 = arith.addi %i_46, %c48 : index
+            %cp_111 = nvgpu.device_async_copy %arg0[%i_110, %i_48], %sm_11[%i_109], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_112 = arith.addi %i_45, %i_25 : index
+            %i_113 = arith.addi %i_20, %c3328 : index
+            %i_114 = arith.addi %i_112, %i_113 : index
+            %i_115 = arith.addi %i_46, %c52 : index
+            %cp_116 = nvgpu.device_async_copy %arg0[%i_115, %i_48], %sm_11[%i_114], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_117 = arith.addi %i_45, %i_22 : index
+            %i_118 = arith.addi %i_20, %c3584 : index
+            %i_119 = arith.addi %i_117, %i_118 : index
+            %i_120 = arith.addi %i_46, %c56 : index
+            %cp_121 = nvgpu.device_async_copy %arg0[%i_120, %i_48], %sm_11[%i_119], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_122 = arith.addi %i_45, %i_25 : index
+            %i_123 = arith.addi %i_20, %c3840 : index
+            %i_124 = arith.addi %i_122, %i_123 : index
+            %i_125 = arith.addi %i_46, %c60 : index
+            %cp_126 = nvgpu.device_async_copy %arg0[%i_125, %i_48], %sm_11[%i_124], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_127 = arith.addi %i_45, %i_22 : index
+            %i_128 = arith.addi %i_20, %c4096 : index
+            %i_129 = arith.addi %i_127, %i_128 : index
+            %i_130 = arith.addi %i_46, %c64 : index
+            %cp_131 = nvgpu.device_async_copy %arg0[%i_130, %i_48], %sm_11[%i_129], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_132 = arith.addi %i_45, %i_25 : index
+            %i_133 = arith.addi %i_20, %c4352 : index
+            %i_134 = arith.addi %i_132, %i_133 : index
+            %i_135 = arith.addi %i_46, %c68 : index
+            %cp_136 = nvgpu.device_async_copy %arg0[%i_135, %i_48], %sm_11[%i_134], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_137 = arith.addi %i_45, %i_22 : index
+            %i_138 = arith.addi %i_20, %c4608 : index
+            %i_139 = arith.addi %i_137, %i_138 : index
+            %i_140 = arith.addi %i_46, %c72 : index
+            %cp_141 = nvgpu.device_async_copy %arg0[%i_140, %i_48], %sm_11[%i_139], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_142 = arith.addi %i_45, %i_25 : index
+            %i_143 = arith.addi %i_20, %c4864 : index
+            %i_144 = arith.addi %i_142, %i_143 : index
+            %i_145 = arith.addi %i_46, %c76 : index
+            %cp_146 = nvgpu.device_async_copy %arg0[%i_145, %i_48], %sm_11[%i_144], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_147 = arith.addi %i_45, %i_22 : index
+            %i_148 = arith.addi %i_20, %c5120 : index
+            %i_149 = arith.addi %i_147, %i_148 : index
+            %i_150 = arith.addi %i_46, %c80 : index
+            %cp_151 = nvgpu.device_async_copy %arg0[%i_150, %i_48], %sm_11[%i_149], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_152 = arith.addi %i_45, %i_25 : index
+            %i_153 = arith.addi %i_20, %c5376 : index
+            %i_154 = arith.addi %i_152, %i_153 : index
+            %i_155 = arith.addi %i_46, %c84 : index
+            %cp_156 = nvgpu.device_async_copy %arg0[%i_155, %i_48], %sm_11[%i_154], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_157 = arith.addi %i_45, %i_22 : index
+            %i_158 = arith.addi %i_20, %c5632 : index
+            %i_159 = arith.addi %i_157, %i_158 : index
+            %i_160 = arith.addi %i_46, %c88 : index
+            %cp_161 = nvgpu.device_async_copy %arg0[%i_160, %i_48], %sm_11[%i_159], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_162 = arith.addi %i_45, %i_25 : index
+            %i_163 = arith.addi %i_20, %c5888 : index
+            %i_164 = arith.addi %i_162, %i_163 : index
+            %i_165 = arith.addi %i_46, %c92 : index
+            %cp_166 = nvgpu.device_async_copy %arg0[%i_165, %i_48], %sm_11[%i_164], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_167 = arith.addi %i_45, %i_22 : index
+            %i_168 = arith.addi %i_20, %c6144 : index
+            %i_169 = arith.addi %i_167, %i_168 : index
+            %i_170 = arith.addi %i_46, %c96 : index
+            %cp_171 = nvgpu.device_async_copy %arg0[%i_170, %i_48], %sm_11[%i_169], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_172 = arith.addi %i_45, %i_25 : index
+            %i_173 = arith.addi %i_20, %c6400 : index
+            %i_174 = arith.addi %i_172, %i_173 : index
+            %i_175 = arith.addi %i_46, %c100 : index
+            %cp_176 = nvgpu.device_async_copy %arg0[%i_175, %i_48], %sm_11[%i_174], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_177 = arith.addi %i_45, %i_22 : index
+            %i_178 = arith.addi %i_20, %c6656 : index
+            %i_179 = arith.addi %i_177, %i_178 : index
+            %i_180 = arith.addi %i_46, %c104 : index
+            %cp_181 = nvgpu.device_async_copy %arg0[%i_180, %i_48], %sm_11[%i_179], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_182 = arith.addi %i_45, %i_25 : index
+            %i_183 = arith.addi %i_20, %c6912 : index
+            %i_184 = arith.addi %i_182, %i_183 : index
+            %i_185 = arith.addi %i_46, %c108 : index
+            %cp_186 = nvgpu.device_async_copy %arg0[%i_185, %i_48], %sm_11[%i_184], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_187 = arith.addi %i_45, %i_22 : index
+            %i_188 = arith.addi %i_20, %c7168 : index
+            %i_189 = arith.addi %i_187, %i_188 : index
+            %i_190 = arith.addi %i_46, %c112 : index
+            %cp_191 = nvgpu.device_async_copy %arg0[%i_190, %i_48], %sm_11[%i_189], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_192 = arith.addi %i_45, %i_25 : index
+            %i_193 = arith.addi %i_20, %c7424 : index
+            %i_194 = arith.addi %i_192, %i_193 : index
+            %i_195 = arith.addi %i_46, %c116 : index
+            %cp_196 = nvgpu.device_async_copy %arg0[%i_195, %i_48], %sm_11[%i_194], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_197 = arith.addi %i_45, %i_22 : index
+            %i_198 = arith.addi %i_20, %c7680 : index
+            %i_199 = arith.addi %i_197, %i_198 : index
+            %i_200 = arith.addi %i_46, %c120 : index
+            %cp_201 = nvgpu.device_async_copy %arg0[%i_200, %i_48], %sm_11[%i_199], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_202 = arith.addi %i_45, %i_25 : index
+            %i_203 = arith.addi %i_20, %c7936 : index
+            %i_204 = arith.addi %i_202, %i_203 : index
+            %i_205 = arith.addi %i_46, %c124 : index
+            %cp_206 = nvgpu.device_async_copy %arg0[%i_205, %i_48], %sm_11[%i_204], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_207 = arith.muli %i_40, %c24576 : index
+            %i_208 = arith.addi %i_207, %c8192 : index
+            %i_209 = arith.remui %i_4, %c8 : index
+            %i_210 = arith.muli %i_4, %c8 : index
+            %i_211 = arith.addi %i_36, %i_210 : index
+            %i_212 = arith.divui %i_4, %c8 : index
+            %i_213 = arith.muli %i_212, %c4096 : index
+            %i_214 = arith.addi %i_208, %i_213 : index
+            %i_215 = arith.muli %i_209, %c8 : index
+            %i_216 = arith.addi %i_214, %i_215 : index
+            %cp_217 = nvgpu.device_async_copy %arg1[%i_44, %i_211], %sm_11[%i_216], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_218 = arith.xori %i_209, %c1 : index
+            %i_219 = arith.muli %i_218, %c8 : index
+            %i_220 = arith.addi %i_214, %i_219 : index
+            %i_221 = arith.addi %i_220, %c64 : index
+            %i_222 = arith.addi %i_44, %c1 : index
+            %cp_223 = nvgpu.device_async_copy %arg1[%i_222, %i_211], %sm_11[%i_221], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_224 = arith.xori %i_209, %c2 : index
+            %i_225 = arith.muli %i_224, %c8 : index
+            %i_226 = arith.addi %i_214, %i_225 : index
+            %i_227 = arith.addi %i_226, %c128 : index
+            %i_228 = arith.addi %i_44, %c2 : index
+            %cp_229 = nvgpu.device_async_copy %arg1[%i_228, %i_211], %sm_11[%i_227], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_230 = arith.xori %i_209, %c3 : index
+            %i_231 = arith.muli %i_230, %c8 : index
+            %i_232 = arith.addi %i_214, %i_231 : index
+            %i_233 = arith.addi %i_232, %c192 : index
+            %i_234 = arith.addi %i_44, %c3 : index
+            %cp_235 = nvgpu.device_async_copy %arg1[%i_234, %i_211], %sm_11[%i_233], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_236 = arith.xori %i_209, %c4 : index
+            %i_237 = arith.muli %i_236, %c8 : index
+            %i_238 = arith.addi %i_214, %i_237 : index
+            %i_239 = arith.addi %i_238, %c256 : index
+            %i_240 = arith.addi %i_44, %c4 : index
+            %cp_241 = nvgpu.device_async_copy %arg1[%i_240, %i_211], %sm_11[%i_239], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_242 = arith.xori %i_209, %c5 : index
+            %i_243 = arith.muli %i_242, %c8 : index
+            %i_244 = arith.addi %i_214, %i_243 : index
+            %i_245 = arith.addi %i_244, %c320 : index
+            %i_246 = arith.addi %i_44, %c5 : index
+            %cp_247 = nvgpu.device_async_copy %arg1[%i_246, %i_211], %sm_11[%i_245], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_248 = arith.xori %i_209, %c6 : index
+            %i_249 = arith.muli %i_248, %c8 : index
+            %i_250 = arith.addi %i_214, %i_249 : index
+            %i_251 = arith.addi %i_250, %c384 : index
+            %i_252 = arith.addi %i_44, %c6 : index
+            %cp_253 = nvgpu.device_async_copy %arg1[%i_252, %i_211], %sm_11[%i_251], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_254 = arith.xori %i_209, %c7 : index
+            %i_255 = arith.muli %i_254, %c8 : index
+            %i_256 = arith.addi %i_214, %i_255 : index
+            %i_257 = arith.addi %i_256, %c448 : index
+            %i_258 = arith.addi %i_44, %c7 : index
+            %cp_259 = nvgpu.device_async_copy %arg1[%i_258, %i_211], %sm_11[%i_257], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_260 = arith.muli %i_209, %c8 : index
+            %i_261 = arith.addi %i_214, %i_260 : index
+            %i_262 = arith.addi %i_261, %c512 : index
+            %i_263 = arith.addi %i_44, %c8 : index
+            %cp_264 = nvgpu.device_async_copy %arg1[%i_263, %i_211], %sm_11[%i_262], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_265 = arith.xori %i_209, %c1 : index
+            %i_266 = arith.muli %i_265, %c8 : index
+            %i_267 = arith.addi %i_214, %i_266 : index
+            %i_268 = arith.addi %i_267, %c576 : index
+            %i_269 = arith.addi %i_44, %c9 : index
+            %cp_270 = nvgpu.device_async_copy %arg1[%i_269, %i_211], %sm_11[%i_268], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_271 = arith.xori %i_209, %c2 : index
+            %i_272 = arith.muli %i_271, %c8 : index
+            %i_273 = arith.addi %i_214, %i_272 : index
+            %i_274 = arith.addi %i_273, %c640 : index
+            %i_275 = arith.addi %i_44, %c10 : index
+            %cp_276 = nvgpu.device_async_copy %arg1[%i_275, %i_211], %sm_11[%i_274], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_277 = arith.xori %i_209, %c3 : index
+            %i_278 = arith.muli %i_277, %c8 : index
+            %i_279 = arith.addi %i_214, %i_278 : index
+            %i_280 = arith.addi %i_279, %c704 : index
+            %i_281 = arith.addi %i_44, %c11 : index
+            %cp_282 = nvgpu.device_async_copy %arg1[%i_281, %i_211], %sm_11[%i_280], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_283 = arith.xori %i_209, %c4 : index
+            %i_284 = arith.muli %i_283, %c8 : index
+            %i_285 = arith.addi %i_214, %i_284 : index
+            %i_286 = arith.addi %i_285, %c768 : index
+            %i_287 = arith.addi %i_44, %c12 : index
+            %cp_288 = nvgpu.device_async_copy %arg1[%i_287, %i_211], %sm_11[%i_286], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_289 = arith.xori %i_209, %c5 : index
+            %i_290 = arith.muli %i_289, %c8 : index
+            %i_291 = arith.addi %i_214, %i_290 : index
+            %i_292 = arith.addi %i_291, %c832 : index
+            %i_293 = arith.addi %i_44, %c13 : index
+            %cp_294 = nvgpu.device_async_copy %arg1[%i_293, %i_211], %sm_11[%i_292], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_295 = arith.xori %i_209, %c6 : index
+            %i_296 = arith.muli %i_295, %c8 : index
+            %i_297 = arith.addi %i_214, %i_296 : index
+            %i_298 = arith.addi %i_297, %c896 : index
+            %i_299 = arith.addi %i_44, %c14 : index
+            %cp_300 = nvgpu.device_async_copy %arg1[%i_299, %i_211], %sm_11[%i_298], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_301 = arith.xori %i_209, %c7 : index
+            %i_302 = arith.muli %i_301, %c8 : index
+            %i_303 = arith.addi %i_214, %i_302 : index
+            %i_304 = arith.addi %i_303, %c960 : index
+            %i_305 = arith.addi %i_44, %c15 : index
+            %cp_306 = nvgpu.device_async_copy %arg1[%i_305, %i_211], %sm_11[%i_304], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_307 = arith.muli %i_209, %c8 : index
+            %i_308 = arith.addi %i_214, %i_307 : index
+            %i_309 = arith.addi %i_308, %c1024 : index
+            %i_310 = arith.addi %i_44, %c16 : index
+            %cp_311 = nvgpu.device_async_copy %arg1[%i_310, %i_211], %sm_11[%i_309], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_312 = arith.xori %i_209, %c1 : index
+            %i_313 = arith.muli %i_312, %c8 : index
+            %i_314 = arith.addi %i_214, %i_313 : index
+            %i_315 = arith.addi %i_314, %c1088 : index
+            %i_316 = arith.addi %i_44, %c17 : index
+            %cp_317 = nvgpu.device_async_copy %arg1[%i_316, %i_211], %sm_11[%i_315], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_318 = arith.xori %i_209, %c2 : index
+            %i_319 = arith.muli %i_318, %c8 : index
+            %i_320 = arith.addi %i_214, %i_319 : index
+            %i_321 = arith.addi %i_320, %c1152 : index
+            %i_322 = arith.addi %i_44, %c18 : index
+            %cp_323 = nvgpu.device_async_copy %arg1[%i_322, %i_211], %sm_11[%i_321], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_324 = arith.xori %i_209, %c3 : index
+            %i_325 = arith.muli %i_324, %c8 : index
+            %i_326 = arith.addi %i_214, %i_325 : index
+            %i_327 = arith.addi %i_326, %c1216 : index
+            %i_328 = arith.addi %i_44, %c19 : index
+            %cp_329 = nvgpu.device_async_copy %arg1[%i_328, %i_211], %sm_11[%i_327], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_330 = arith.xori %i_209, %c4 : index
+            %i_331 = arith.muli %i_330, %c8 : index
+            %i_332 = arith.addi %i_214, %i_331 : index
+            %i_333 = arith.addi %i_332, %c1280 : index
+            %i_334 = arith.addi %i_44, %c20 : index
+            %cp_335 = nvgpu.device_async_copy %arg1[%i_334, %i_211], %sm_11[%i_333], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_336 = arith.xori %i_209, %c5 : index
+            %i_337 = arith.muli %i_336, %c8 : index
+            %i_338 = arith.addi %i_214, %i_337 : index
+            %i_339 = arith.addi %i_338, %c1344 : index
+            %i_340 = arith.addi %i_44, %c21 : index
+            %cp_341 = nvgpu.device_async_copy %arg1[%i_340, %i_211], %sm_11[%i_339], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_342 = arith.xori %i_209, %c6 : index
+            %i_343 = arith.muli %i_342, %c8 : index
+            %i_344 = arith.addi %i_214, %i_343 : index
+            %i_345 = arith.addi %i_344, %c1408 : index
+            %i_346 = arith.addi %i_44, %c22 : index
+            %cp_347 = nvgpu.device_async_copy %arg1[%i_346, %i_211], %sm_11[%i_345], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_348 = arith.xori %i_209, %c7 : index
+            %i_349 = arith.muli %i_348, %c8 : index
+            %i_350 = arith.addi %i_214, %i_349 : index
+            %i_351 = arith.addi %i_350, %c1472 : index
+            %i_352 = arith.addi %i_44, %c23 : index
+            %cp_353 = nvgpu.device_async_copy %arg1[%i_352, %i_211], %sm_11[%i_351], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_354 = arith.muli %i_209, %c8 : index
+            %i_355 = arith.addi %i_214, %i_354 : index
+            %i_356 = arith.addi %i_355, %c1536 : index
+            %i_357 = arith.addi %i_44, %c24 : index
+            %cp_358 = nvgpu.device_async_copy %arg1[%i_357, %i_211], %sm_11[%i_356], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_359 = arith.xori %i_209, %c1 : index
+            %i_360 = arith.muli %i_359, %c8 : index
+            %i_361 = arith.addi %i_214, %i_360 : index
+            %i_362 = arith.addi %i_361, %c1600 : index
+            %i_363 = arith.addi %i_44, %c25 : index
+            %cp_364 = nvgpu.device_async_copy %arg1[%i_363, %i_211], %sm_11[%i_362], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_365 = arith.xori %i_209, %c2 : index
+            %i_366 = arith.muli %i_365, %c8 : index
+            %i_367 = arith.addi %i_214, %i_366 : index
+            %i_368 = arith.addi %i_367, %c1664 : index
+            %i_369 = arith.addi %i_44, %c26 : index
+            %cp_370 = nvgpu.device_async_copy %arg1[%i_369, %i_211], %sm_11[%i_368], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_371 = arith.xori %i_209, %c3 : index
+            %i_372 = arith.muli %i_371, %c8 : index
+            %i_373 = arith.addi %i_214, %i_372 : index
+            %i_374 = arith.addi %i_373, %c1728 : index
+            %i_375 = arith.addi %i_44, %c27 : index
+            %cp_376 = nvgpu.device_async_copy %arg1[%i_375, %i_211], %sm_11[%i_374], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_377 = arith.xori %i_209, %c4 : index
+            %i_378 = arith.muli %i_377, %c8 : index
+            %i_379 = arith.addi %i_214, %i_378 : index
+            %i_380 = arith.addi %i_379, %c1792 : index
+            %i_381 = arith.addi %i_44, %c28 : index
+            %cp_382 = nvgpu.device_async_copy %arg1[%i_381, %i_211], %sm_11[%i_380], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_383 = arith.xori %i_209, %c5 : index
+            %i_384 = arith.muli %i_383, %c8 : index
+            %i_385 = arith.addi %i_214, %i_384 : index
+            %i_386 = arith.addi %i_385, %c1856 : index
+            %i_387 = arith.addi %i_44, %c29 : index
+            %cp_388 = nvgpu.device_async_copy %arg1[%i_387, %i_211], %sm_11[%i_386], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_389 = arith.xori %i_209, %c6 : index
+            %i_390 = arith.muli %i_389, %c8 : index
+            %i_391 = arith.addi %i_214, %i_390 : index
+            %i_392 = arith.addi %i_391, %c1920 : index
+            %i_393 = arith.addi %i_44, %c30 : index
+            %cp_394 = nvgpu.device_async_copy %arg1[%i_393, %i_211], %sm_11[%i_392], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_395 = arith.xori %i_209, %c7 : index
+            %i_396 = arith.muli %i_395, %c8 : index
+            %i_397 = arith.addi %i_214, %i_396 : index
+            %i_398 = arith.addi %i_397, %c1984 : index
+            %i_399 = arith.addi %i_44, %c31 : index
+            %cp_400 = nvgpu.device_async_copy %arg1[%i_399, %i_211], %sm_11[%i_398], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_401 = arith.muli %i_209, %c8 : index
+            %i_402 = arith.addi %i_214, %i_401 : index
+            %i_403 = arith.addi %i_402, %c2048 : index
+            %i_404 = arith.addi %i_44, %c32 : index
+            %cp_405 = nvgpu.device_async_copy %arg1[%i_404, %i_211], %sm_11[%i_403], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_406 = arith.xori %i_209, %c1 : index
+            %i_407 = arith.muli %i_406, %c8 : index
+            %i_408 = arith.addi %i_214, %i_407 : index
+            %i_409 = arith.addi %i_408, %c2112 : index
+            %i_410 = arith.addi %i_44, %c33 : index
+            %cp_411 = nvgpu.device_async_copy %arg1[%i_410, %i_211], %sm_11[%i_409], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_412 = arith.xori %i_209, %c2 : index
+            %i_413 = arith.muli %i_412, %c8 : index
+            %i_414 = arith.addi %i_214, %i_413 : index
+            %i_415 = arith.addi %i_414, %c2176 : index
+            %i_416 = arith.addi %i_44, %c34 : index
+            %cp_417 = nvgpu.device_async_copy %arg1[%i_416, %i_211], %sm_11[%i_415], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_418 = arith.xori %i_209, %c3 : index
+            %i_419 = arith.muli %i_418, %c8 : index
+            %i_420 = arith.addi %i_214, %i_419 : index
+            %i_421 = arith.addi %i_420, %c2240 : index
+            %i_422 = arith.addi %i_44, %c35 : index
+            %cp_423 = nvgpu.device_async_copy %arg1[%i_422, %i_211], %sm_11[%i_421], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_424 = arith.xori %i_209, %c4 : index
+            %i_425 = arith.muli %i_424, %c8 : index
+            %i_426 = arith.addi %i_214, %i_425 : index
+            %i_427 = arith.addi %i_426, %c2304 : index
+            %i_428 = arith.addi %i_44, %c36 : index
+            %cp_429 = nvgpu.device_async_copy %arg1[%i_428, %i_211], %sm_11[%i_427], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_430 = arith.xori %i_209, %c5 : index
+            %i_431 = arith.muli %i_430, %c8 : index
+            %i_432 = arith.addi %i_214, %i_431 : index
+            %i_433 = arith.addi %i_432, %c2368 : index
+            %i_434 = arith.addi %i_44, %c37 : index
+            %cp_435 = nvgpu.device_async_copy %arg1[%i_434, %i_211], %sm_11[%i_433], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_436 = arith.xori %i_209, %c6 : index
+            %i_437 = arith.muli %i_436, %c8 : index
+            %i_438 = arith.addi %i_214, %i_437 : index
+            %i_439 = arith.addi %i_438, %c2432 : index
+            %i_440 = arith.addi %i_44, %c38 : index
+            %cp_441 = nvgpu.device_async_copy %arg1[%i_440, %i_211], %sm_11[%i_439], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_442 = arith.xori %i_209, %c7 : index
+            %i_443 = arith.muli %i_442, %c8 : index
+            %i_444 = arith.addi %i_214, %i_443 : index
+            %i_445 = arith.addi %i_444, %c2496 : index
+            %i_446 = arith.addi %i_44, %c39 : index
+            %cp_447 = nvgpu.device_async_copy %arg1[%i_446, %i_211], %sm_11[%i_445], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_448 = arith.muli %i_209, %c8 : index
+            %i_449 = arith.addi %i_214, %i_448 : index
+            %i_450 = arith.addi %i_449, %c2560 : index
+            %i_451 = arith.addi %i_44, %c40 : index
+            %cp_452 = nvgpu.device_async_copy %arg1[%i_451, %i_211], %sm_11[%i_450], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_453 = arith.xori %i_209, %c1 : index
+            %i_454 = arith.muli %i_453, %c8 : index
+            %i_455 = arith.addi %i_214, %i_454 : index
+            %i_456 = arith.addi %i_455, %c2624 : index
+            %i_457 = arith.addi %i_44, %c41 : index
+            %cp_458 = nvgpu.device_async_copy %arg1[%i_457, %i_211], %sm_11[%i_456], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_459 = arith.xori %i_209, %c2 : index
+            %i_460 = arith.muli %i_459, %c8 : index
+            %i_461 = arith.addi %i_214, %i_460 : index
+            %i_462 = arith.addi %i_461, %c2688 : index
+            %i_463 = arith.addi %i_44, %c42 : index
+            %cp_464 = nvgpu.device_async_copy %arg1[%i_463, %i_211], %sm_11[%i_462], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_465 = arith.xori %i_209, %c3 : index
+            %i_466 = arith.muli %i_465, %c8 : index
+            %i_467 = arith.addi %i_214, %i_466 : index
+            %i_468 = arith.addi %i_467, %c2752 : index
+            %i_469 = arith.addi %i_44, %c43 : index
+            %cp_470 = nvgpu.device_async_copy %arg1[%i_469, %i_211], %sm_11[%i_468], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_471 = arith.xori %i_209, %c4 : index
+            %i_472 = arith.muli %i_471, %c8 : index
+            %i_473 = arith.addi %i_214, %i_472 : index
+            %i_474 = arith.addi %i_473, %c2816 : index
+            %i_475 = arith.addi %i_44, %c44 : index
+            %cp_476 = nvgpu.device_async_copy %arg1[%i_475, %i_211], %sm_11[%i_474], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_477 = arith.xori %i_209, %c5 : index
+            %i_478 = arith.muli %i_477, %c8 : index
+            %i_479 = arith.addi %i_214, %i_478 : index
+            %i_480 = arith.addi %i_479, %c2880 : index
+            %i_481 = arith.addi %i_44, %c45 : index
+            %cp_482 = nvgpu.device_async_copy %arg1[%i_481, %i_211], %sm_11[%i_480], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_483 = arith.xori %i_209, %c6 : index
+            %i_484 = arith.muli %i_483, %c8 : index
+            %i_485 = arith.addi %i_214, %i_484 : index
+            %i_486 = arith.addi %i_485, %c2944 : index
+            %i_487 = arith.addi %i_44, %c46 : index
+            %cp_488 = nvgpu.device_async_copy %arg1[%i_487, %i_211], %sm_11[%i_486], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_489 = arith.xori %i_209, %c7 : index
+            %i_490 = arith.muli %i_489, %c8 : index
+            %i_491 = arith.addi %i_214, %i_490 : index
+            %i_492 = arith.addi %i_491, %c3008 : index
+            %i_493 = arith.addi %i_44, %c47 : index
+            %cp_494 = nvgpu.device_async_copy %arg1[%i_493, %i_211], %sm_11[%i_492], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_495 = arith.muli %i_209, %c8 : index
+            %i_496 = arith.addi %i_214, %i_495 : index
+            %i_497 = arith.addi %i_496, %c3072 : index
+            %i_498 = arith.addi %i_44, %c48 : index
+            %cp_499 = nvgpu.device_async_copy %arg1[%i_498, %i_211], %sm_11[%i_497], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_500 = arith.xori %i_209, %c1 : index
+            %i_501 = arith.muli %i_500, %c8 : index
+            %i_502 = arith.addi %i_214, %i_501 : index
+            %i_503 = arith.addi %i_502, %c3136 : index
+            %i_504 = arith.addi %i_44, %c49 : index
+            %cp_505 = nvgpu.device_async_copy %arg1[%i_504, %i_211], %sm_11[%i_503], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_506 = arith.xori %i_209, %c2 : index
+            %i_507 = arith.muli %i_506, %c8 : index
+            %i_508 = arith.addi %i_214, %i_507 : index
+            %i_509 = arith.addi %i_508, %c3200 : index
+            %i_510 = arith.addi %i_44, %c50 : index
+            %cp_511 = nvgpu.device_async_copy %arg1[%i_510, %i_211], %sm_11[%i_509], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_512 = arith.xori %i_209, %c3 : index
+            %i_513 = arith.muli %i_512, %c8 : index
+            %i_514 = arith.addi %i_214, %i_513 : index
+            %i_515 = arith.addi %i_514, %c3264 : index
+            %i_516 = arith.addi %i_44, %c51 : index
+            %cp_517 = nvgpu.device_async_copy %arg1[%i_516, %i_211], %sm_11[%i_515], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_518 = arith.xori %i_209, %c4 : index
+            %i_519 = arith.muli %i_518, %c8 : index
+            %i_520 = arith.addi %i_214, %i_519 : index
+            %i_521 = arith.addi %i_520, %c3328 : index
+            %i_522 = arith.addi %i_44, %c52 : index
+            %cp_523 = nvgpu.device_async_copy %arg1[%i_522, %i_211], %sm_11[%i_521], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_524 = arith.xori %i_209, %c5 : index
+            %i_525 = arith.muli %i_524, %c8 : index
+            %i_526 = arith.addi %i_214, %i_525 : index
+            %i_527 = arith.addi %i_526, %c3392 : index
+            %i_528 = arith.addi %i_44, %c53 : index
+            %cp_529 = nvgpu.device_async_copy %arg1[%i_528, %i_211], %sm_11[%i_527], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_530 = arith.xori %i_209, %c6 : index
+            %i_531 = arith.muli %i_530, %c8 : index
+            %i_532 = arith.addi %i_214, %i_531 : index
+            %i_533 = arith.addi %i_532, %c3456 : index
+            %i_534 = arith.addi %i_44, %c54 : index
+            %cp_535 = nvgpu.device_async_copy %arg1[%i_534, %i_211], %sm_11[%i_533], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_536 = arith.xori %i_209, %c7 : index
+            %i_537 = arith.muli %i_536, %c8 : index
+            %i_538 = arith.addi %i_214, %i_537 : index
+            %i_539 = arith.addi %i_538, %c3520 : index
+            %i_540 = arith.addi %i_44, %c55 : index
+            %cp_541 = nvgpu.device_async_copy %arg1[%i_540, %i_211], %sm_11[%i_539], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_542 = arith.muli %i_209, %c8 : index
+            %i_543 = arith.addi %i_214, %i_542 : index
+            %i_544 = arith.addi %i_543, %c3584 : index
+            %i_545 = arith.addi %i_44, %c56 : index
+            %cp_546 = nvgpu.device_async_copy %arg1[%i_545, %i_211], %sm_11[%i_544], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_547 = arith.xori %i_209, %c1 : index
+            %i_548 = arith.muli %i_547, %c8 : index
+            %i_549 = arith.addi %i_214, %i_548 : index
+            %i_550 = arith.addi %i_549, %c3648 : index
+            %i_551 = arith.addi %i_44, %c57 : index
+            %cp_552 = nvgpu.device_async_copy %arg1[%i_551, %i_211], %sm_11[%i_550], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_553 = arith.xori %i_209, %c2 : index
+            %i_554 = arith.muli %i_553, %c8 : index
+            %i_555 = arith.addi %i_214, %i_554 : index
+            %i_556 = arith.addi %i_555, %c3712 : index
+            %i_557 = arith.addi %i_44, %c58 : index
+            %cp_558 = nvgpu.device_async_copy %arg1[%i_557, %i_211], %sm_11[%i_556], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_559 = arith.xori %i_209, %c3 : index
+            %i_560 = arith.muli %i_559, %c8 : index
+            %i_561 = arith.addi %i_214, %i_560 : index
+            %i_562 = arith.addi %i_561, %c3776 : index
+            %i_563 = arith.addi %i_44, %c59 : index
+            %cp_564 = nvgpu.device_async_copy %arg1[%i_563, %i_211], %sm_11[%i_562], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_565 = arith.xori %i_209, %c4 : index
+            %i_566 = arith.muli %i_565, %c8 : index
+            %i_567 = arith.addi %i_214, %i_566 : index
+            %i_568 = arith.addi %i_567, %c3840 : index
+            %i_569 = arith.addi %i_44, %c60 : index
+            %cp_570 = nvgpu.device_async_copy %arg1[%i_569, %i_211], %sm_11[%i_568], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_571 = arith.xori %i_209, %c5 : index
+            %i_572 = arith.muli %i_571, %c8 : index
+            %i_573 = arith.addi %i_214, %i_572 : index
+            %i_574 = arith.addi %i_573, %c3904 : index
+            %i_575 = arith.addi %i_44, %c61 : index
+            %cp_576 = nvgpu.device_async_copy %arg1[%i_575, %i_211], %sm_11[%i_574], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_577 = arith.xori %i_209, %c6 : index
+            %i_578 = arith.muli %i_577, %c8 : index
+            %i_579 = arith.addi %i_214, %i_578 : index
+            %i_580 = arith.addi %i_579, %c3968 : index
+            %i_581 = arith.addi %i_44, %c62 : index
+            %cp_582 = nvgpu.device_async_copy %arg1[%i_581, %i_211], %sm_11[%i_580], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %i_583 = arith.xori %i_209, %c7 : index
+            %i_584 = arith.muli %i_583, %c8 : index
+            %i_585 = arith.addi %i_214, %i_584 : index
+            %i_586 = arith.addi %i_585, %c4032 : index
+            %i_587 = arith.addi %i_44, %c63 : index
+            %cp_588 = nvgpu.device_async_copy %arg1[%i_587, %i_211], %sm_11[%i_586], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
+            %grp_589 = nvgpu.device_async_create_group %cp_51, %cp_56, %cp_61, %cp_66, %cp_71, %cp_76, %cp_81, %cp_86, %cp_91, %cp_96, %cp_101, %cp_106, %cp_111, %cp_116, %cp_121, %cp_126, %cp_131, %cp_136, %cp_141, %cp_146, %cp_151, %cp_156, %cp_161, %cp_166, %cp_171, %cp_176, %cp_181, %cp_186, %cp_191, %cp_196, %cp_201, %cp_206, %cp_217, %cp_223, %cp_229, %cp_235, %cp_241, %cp_247, %cp_253, %cp_259, %cp_264, %cp_270, %cp_276, %cp_282, %cp_288, %cp_294, %cp_300, %cp_306, %cp_311, %cp_317, %cp_323, %cp_329, %cp_335, %cp_341, %cp_347, %cp_353, %cp_358, %cp_364, %cp_370, %cp_376, %cp_382, %cp_388, %cp_394, %cp_400, %cp_405, %cp_411, %cp_417, %cp_423, %cp_429, %cp_435, %cp_441, %cp_447, %cp_452, %cp_458, %cp_464, %cp_470, %cp_476, %cp_482, %cp_488, %cp_494, %cp_499, %cp_505, %cp_511, %cp_517, %cp_523, %cp_529, %cp_535, %cp_541, %cp_546, %cp_552, %cp_558, %cp_564, %cp_570, %cp_576, %cp_582, %cp_588
+            nvgpu.device_async_wait %grp_589 {numGroups = 0 : i32}
+            nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+            %tok_590 = nvgpu.mbarrier.arrive %full_12[%i_40] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+          }
+        }
+      }
+    } else {
+      // consumer warpgroups 1, 2: rows 64*(wg-1).. of the CTA tile
+      nvvm.setmaxregister increase 224
+      %i_591 = arith.addi %i_3, %cm1 : index
+      %i_592 = arith.divui %tid_2, %c32 : index
+      %i_593 = arith.remui %i_592, %c4 : index
+      %p_594 = arith.cmpi eq, %i_4, %c0 : index
+      %i_595 = arith.muli %i_591, %c8192 : index
+      scf.for %tile_596 = %pid_1 to %c8192 step %c132 {
+        %i_597 = arith.subi %tile_596, %pid_1 : index
+        %i_598 = arith.divui %i_597, %c132 : index
+        %i_599 = arith.divui %tile_596, %c512 : index
+        %i_600 = arith.muli %i_599, %c8 : index
+        %i_601 = arith.remui %tile_596, %c512 : index
+        %i_602 = arith.remui %i_601, %c8 : index
+        %i_603 = arith.addi %i_600, %i_602 : index
+        %i_604 = arith.divui %i_601, %c8 : index
+        %i_605 = arith.muli %i_603, %c128 : index
+        %i_606 = arith.muli %i_604, %c256 : index
+        %i_607 = arith.muli %i_598, %c64 : index
+        // k-tile 0 of the tile (peeled: scale-d 0 starts the accumulators)
+        %i_608 = arith.remui %i_607, %c4 : index
+        %i_609 = arith.divui %i_607, %c4 : index
+        %i_610 = arith.andi %i_609, %c1 : index
+        %par_611 = arith.cmpi ne, %i_610, %c0 : index
+        nvgpu.mbarrier.try_wait.parity %full_12[%i_608], %par_611, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+        %i_612 = arith.muli %i_608, %c49152 : index
+        %i_613 = arith.addi %i_10, %i_612 : index
+        %i_614 = arith.addi %i_613, %i_595 : index
+        %i_615 = arith.addi %i_613, %c16384 : index
+        nvvm.wgmma.fence.aligned
+        %q_616 = arith.index_cast %i_614 : index to i64
+        %q_617 = arith.shrui %q_616, %k_four : i64
+        %q_618 = arith.andi %q_617, %k_desc_mask : i64
+        %desc_619 = arith.ori %q_618, %k_desc_a_hi : i64
+        %q_620 = arith.index_cast %i_615 : index to i64
+        %q_621 = arith.shrui %q_620, %k_four : i64
+        %q_622 = arith.andi %q_621, %k_desc_mask : i64
+        %desc_623 = arith.ori %q_622, %k_desc_b_hi : i64
+        %w_624 = nvvm.wgmma.mma_async %desc_619, %desc_623, %k_uacc, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<zero>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_625 = arith.addi %i_614, %c32 : index
+        %q_626 = arith.index_cast %i_625 : index to i64
+        %q_627 = arith.shrui %q_626, %k_four : i64
+        %q_628 = arith.andi %q_627, %k_desc_mask : i64
+        %desc_629 = arith.ori %q_628, %k_desc_a_hi : i64
+        %i_630 = arith.addi %i_615, %c2048 : index
+        %q_631 = arith.index_cast %i_630 : index to i64
+        %q_632 = arith.shrui %q_631, %k_four : i64
+        %q_633 = arith.andi %q_632, %k_desc_mask : i64
+        %desc_634 = arith.ori %q_633, %k_desc_b_hi : i64
+        %w_635 = nvvm.wgmma.mma_async %desc_629, %desc_634, %w_624, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_636 = arith.addi %i_614, %c64 : index
+        %q_637 = arith.index_cast %i_636 : index to i64
+        %q_638 = arith.shrui %q_637, %k_four : i64
+        %q_639 = arith.andi %q_638, %k_desc_mask : i64
+        %desc_640 = arith.ori %q_639, %k_desc_a_hi : i64
+        %i_641 = arith.addi %i_615, %c4096 : index
+        %q_642 = arith.index_cast %i_641 : index to i64
+        %q_643 = arith.shrui %q_642, %k_four : i64
+        %q_644 = arith.andi %q_643, %k_desc_mask : i64
+        %desc_645 = arith.ori %q_644, %k_desc_b_hi : i64
+        %w_646 = nvvm.wgmma.mma_async %desc_640, %desc_645, %w_635, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_647 = arith.addi %i_614, %c96 : index
+        %q_648 = arith.index_cast %i_647 : index to i64
+        %q_649 = arith.shrui %q_648, %k_four : i64
+        %q_650 = arith.andi %q_649, %k_desc_mask : i64
+        %desc_651 = arith.ori %q_650, %k_desc_a_hi : i64
+        %i_652 = arith.addi %i_615, %c6144 : index
+        %q_653 = arith.index_cast %i_652 : index to i64
+        %q_654 = arith.shrui %q_653, %k_four : i64
+        %q_655 = arith.andi %q_654, %k_desc_mask : i64
+        %desc_656 = arith.ori %q_655, %k_desc_b_hi : i64
+        %w_657 = nvvm.wgmma.mma_async %desc_651, %desc_656, %w_646, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        nvvm.wgmma.commit.group.sync.aligned
+        %acc_658:1 = scf.for %kt_659 = %c1 to %c64 step %c1 iter_args(%a0 = %w_657) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
+          %i_660 = arith.addi %i_607, %kt_659 : index
+          %i_661 = arith.remui %i_660, %c4 : index
+          %i_662 = arith.divui %i_660, %c4 : index
+          %i_663 = arith.andi %i_662, %c1 : index
+          %par_664 = arith.cmpi ne, %i_663, %c0 : index
+          nvgpu.mbarrier.try_wait.parity %full_12[%i_661], %par_664, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %i_665 = arith.muli %i_661, %c49152 : index
+          %i_666 = arith.addi %i_10, %i_665 : index
+          %i_667 = arith.addi %i_666, %i_595 : index
+          %i_668 = arith.addi %i_666, %c16384 : index
+          nvvm.wgmma.fence.aligned
+          %q_669 = arith.index_cast %i_667 : index to i64
+          %q_670 = arith.shrui %q_669, %k_four : i64
+          %q_671 = arith.andi %q_670, %k_desc_mask : i64
+          %desc_672 = arith.ori %q_671, %k_desc_a_hi : i64
+          %q_673 = arith.index_cast %i_668 : index to i64
+          %q_674 = arith.shrui %q_673, %k_four : i64
+          %q_675 = arith.andi %q_674, %k_desc_mask : i64
+          %desc_676 = arith.ori %q_675, %k_desc_b_hi : i64
+          %w_677 = nvvm.wgmma.mma_async %desc_672, %desc_676, %a0, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_678 = arith.addi %i_667, %c32 : index
+          %q_679 = arith.index_cast %i_678 : index to i64
+          %q_680 = arith.shrui %q_679, %k_four : i64
+          %q_681 = arith.andi %q_680, %k_desc_mask : i64
+          %desc_682 = arith.ori %q_681, %k_desc_a_hi : i64
+          %i_683 = arith.addi %i_668, %c2048 : index
+          %q_684 = arith.index_cast %i_683 : index to i64
+          %q_685 = arith.shrui %q_684, %k_four : i64
+          %q_686 = arith.andi %q_685, %k_desc_mask : i64
+          %desc_687 = arith.ori %q_686, %k_desc_b_hi : i64
+          %w_688 = nvvm.wgmma.mma_async %desc_682, %desc_687, %w_677, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_689 = arith.addi %i_667, %c64 : index
+          %q_690 = arith.index_cast %i_689 : index to i64
+          %q_691 = arith.shrui %q_690, %k_four : i64
+          %q_692 = arith.andi %q_691, %k_desc_mask : i64
+          %desc_693 = arith.ori %q_692, %k_desc_a_hi : i64
+          %i_694 = arith.addi %i_668, %c4096 : index
+          %q_695 = arith.index_cast %i_694 : index to i64
+          %q_696 = arith.shrui %q_695, %k_four : i64
+          %q_697 = arith.andi %q_696, %k_desc_mask : i64
+          %desc_698 = arith.ori %q_697, %k_desc_b_hi : i64
+          %w_699 = nvvm.wgmma.mma_async %desc_693, %desc_698, %w_688, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_700 = arith.addi %i_667, %c96 : index
+          %q_701 = arith.index_cast %i_700 : index to i64
+          %q_702 = arith.shrui %q_701, %k_four : i64
+          %q_703 = arith.andi %q_702, %k_desc_mask : i64
+          %desc_704 = arith.ori %q_703, %k_desc_a_hi : i64
+          %i_705 = arith.addi %i_668, %c6144 : index
+          %q_706 = arith.index_cast %i_705 : index to i64
+          %q_707 = arith.shrui %q_706, %k_four : i64
+          %q_708 = arith.andi %q_707, %k_desc_mask : i64
+          %desc_709 = arith.ori %q_708, %k_desc_b_hi : i64
+          %w_710 = nvvm.wgmma.mma_async %desc_704, %desc_709, %w_699, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          nvvm.wgmma.commit.group.sync.aligned
+          nvvm.wgmma.wait.group.sync.aligned 1
+          // k-tile gk-1's wgmmas are retired: lane 0 of each warp releases its stage
+          %i_711 = arith.addi %i_660, %c3 : index
+          scf.if %p_594 {
+            %i_712 = arith.remui %i_711, %c4 : index
+            %tok_713 = nvgpu.mbarrier.arrive %empty_13[%i_712] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+          }
+          scf.yield %w_710 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        }
+        nvvm.wgmma.wait.group.sync.aligned 0
+        // release the last k-tile's stage (the producer may fill it for the next tile)
+        %i_714 = arith.addi %i_607, %c63 : index
+        scf.if %p_594 {
+          %i_715 = arith.remui %i_714, %c4 : index
+          %tok_716 = nvgpu.mbarrier.arrive %empty_13[%i_715] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+        }
+        // epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8
+        %i_717 = arith.shrui %i_4, %c2 : index
+        %i_718 = arith.andi %i_4, %c3 : index
+        %i_719 = arith.muli %i_718, %c2 : index
+        %i_720 = arith.muli %i_591, %c64 : index
+        %i_721 = arith.addi %i_605, %i_720 : index
+        %i_722 = arith.muli %i_593, %c16 : index
+        %i_723 = arith.addi %i_721, %i_722 : index
+        %i_724 = arith.addi %i_723, %i_717 : index
+        %i_725 = arith.addi %i_606, %i_719 : index
+        %bias_726 = vector.load %arg2[%i_725] : memref<16384xbf16>, vector<2xbf16>
+        %c_727 = llvm.extractvalue %acc_658#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_728 = llvm.extractvalue %acc_658#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_729 = vector.from_elements %c_727, %c_728 : vector<2xf32>
+        %y_730 = func.call @epilogue(%c_729, %bias_726) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_730, %arg3[%i_724, %i_725] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_731 = arith.addi %i_724, %c8 : index
+        %c_732 = llvm.extractvalue %acc_658#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_733 = llvm.extractvalue %acc_658#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_734 = vector.from_elements %c_732, %c_733 : vector<2xf32>
+        %y_735 = func.call @epilogue(%c_734, %bias_726) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_735, %arg3[%i_731, %i_725] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_736 = arith.addi %i_725, %c8 : index
+        %bias_737 = vector.load %arg2[%i_736] : memref<16384xbf16>, vector<2xbf16>
+        %c_738 = llvm.extractvalue %acc_658#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_739 = llvm.extractvalue %acc_658#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_740 = vector.from_elements %c_738, %c_739 : vector<2xf32>
+        %y_741 = func.call @epilogue(%c_740, %bias_737) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_741, %arg3[%i_724, %i_736] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_742 = arith.addi %i_724, %c8 : index
+        %c_743 = llvm.extractvalue %acc_658#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_744 = llvm.extractvalue %acc_658#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_745 = vector.from_elements %c_743, %c_744 : vector<2xf32>
+        %y_746 = func.call @epilogue(%c_745, %bias_737) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_746, %arg3[%i_742, %i_736] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_747 = arith.addi %i_725, %c16 : index
+        %bias_748 = vector.load %arg2[%i_747] : memref<16384xbf16>, vector<2xbf16>
+        %c_749 = llvm.extractvalue %acc_658#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_750 = llvm.extractvalue %acc_658#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_751 = vector.from_elements %c_749, %c_750 : vector<2xf32>
+        %y_752 = func.call @epilogue(%c_751, %bias_748) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_752, %arg3[%i_724, %i_747] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_753 = arith.addi %i_724, %c8 : index
+        %c_754 = llvm.extractvalue %acc_658#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_755 = llvm.extractvalue %acc_658#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_756 = vector.from_elements %c_754, %c_755 : vector<2xf32>
+        %y_757 = func.call @epilogue(%c_756, %bias_748) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_757, %arg3[%i_753, %i_747] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_758 = arith.addi %i_725, %c24 : index
+        %bias_759 = vector.load %arg2[%i_758] : memref<16384xbf16>, vector<2xbf16>
+        %c_760 = llvm.extractvalue %acc_658#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_761 = llvm.extractvalue %acc_658#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_762 = vector.from_elements %c_760, %c_761 : vector<2xf32>
+        %y_763 = func.call @epilogue(%c_762, %bias_759) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_763, %arg3[%i_724, %i_758] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_764 = arith.addi %i_724, %c8 : index
+        %c_765 = llvm.extractvalue %acc_658#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_766 = llvm.extractvalue %acc_658#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_767 = vector.from_elements %c_765, %c_766 : vector<2xf32>
+        %y_768 = func.call @epilogue(%c_767, %bias_759) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_768, %arg3[%i_764, %i_758] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_769 = arith.addi %i_725, %c32 : index
+        %bias_770 = vector.load %arg2[%i_769] : memref<16384xbf16>, vector<2xbf16>
+        %c_771 = llvm.extractvalue %acc_658#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_772 = llvm.extractvalue %acc_658#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_773 = vector.from_elements %c_771, %c_772 : vector<2xf32>
+        %y_774 = func.call @epilogue(%c_773, %bias_770) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_774, %arg3[%i_724, %i_769] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_775 = arith.addi %i_724, %c8 : index
+        %c_776 = llvm.extractvalue %acc_658#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_777 = llvm.extractvalue %acc_658#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_778 = vector.from_elements %c_776, %c_777 : vector<2xf32>
+        %y_779 = func.call @epilogue(%c_778, %bias_770) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_779, %arg3[%i_775, %i_769] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_780 = arith.addi %i_725, %c40 : index
+        %bias_781 = vector.load %arg2[%i_780] : memref<16384xbf16>, vector<2xbf16>
+        %c_782 = llvm.extractvalue %acc_658#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_783 = llvm.extractvalue %acc_658#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_784 = vector.from_elements %c_782, %c_783 : vector<2xf32>
+        %y_785 = func.call @epilogue(%c_784, %bias_781) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_785, %arg3[%i_724, %i_780] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_786 = arith.addi %i_724, %c8 : index
+        %c_787 = llvm.extractvalue %acc_658#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_788 = llvm.extractvalue %acc_658#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_789 = vector.from_elements %c_787, %c_788 : vector<2xf32>
+        %y_790 = func.call @epilogue(%c_789, %bias_781) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_790, %arg3[%i_786, %i_780] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_791 = arith.addi %i_725, %c48 : index
+        %bias_792 = vector.load %arg2[%i_791] : memref<16384xbf16>, vector<2xbf16>
+        %c_793 = llvm.extractvalue %acc_658#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_794 = llvm.extractvalue %acc_658#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_795 = vector.from_elements %c_793, %c_794 : vector<2xf32>
+        %y_796 = func.call @epilogue(%c_795, %bias_792) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_796, %arg3[%i_724, %i_791] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_797 = arith.addi %i_724, %c8 : index
+        %c_798 = llvm.extractvalue %acc_658#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_799 = llvm.extractvalue %acc_658#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_800 = vector.from_elements %c_798, %c_799 : vector<2xf32>
+        %y_801 = func.call @epilogue(%c_800, %bias_792) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_801, %arg3[%i_797, %i_791] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_802 = arith.addi %i_725, %c56 : index
+        %bias_803 = vector.load %arg2[%i_802] : memref<16384xbf16>, vector<2xbf16>
+        %c_804 = llvm.extractvalue %acc_658#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_805 = llvm.extractvalue %acc_658#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_806 = vector.from_elements %c_804, %c_805 : vector<2xf32>
+        %y_807 = func.call @epilogue(%c_806, %bias_803) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_807, %arg3[%i_724, %i_802] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_808 = arith.addi %i_724, %c8 : index
+        %c_809 = llvm.extractvalue %acc_658#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_810 = llvm.extractvalue %acc_658#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_811 = vector.from_elements %c_809, %c_810 : vector<2xf32>
+        %y_812 = func.call @epilogue(%c_811, %bias_803) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_812, %arg3[%i_808, %i_802] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_813 = arith.addi %i_725, %c64 : index
+        %bias_814 = vector.load %arg2[%i_813] : memref<16384xbf16>, vector<2xbf16>
+        %c_815 = llvm.extractvalue %acc_658#0[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_816 = llvm.extractvalue %acc_658#0[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_817 = vector.from_elements %c_815, %c_816 : vector<2xf32>
+        %y_818 = func.call @epilogue(%c_817, %bias_814) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_818, %arg3[%i_724, %i_813] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_819 = arith.addi %i_724, %c8 : index
+        %c_820 = llvm.extractvalue %acc_658#0[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_821 = llvm.extractvalue %acc_658#0[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_822 = vector.from_elements %c_820, %c_821 : vector<2xf32>
+        %y_823 = func.call @epilogue(%c_822, %bias_814) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_823, %arg3[%i_819, %i_813] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_824 = arith.addi %i_725, %c72 : index
+        %bias_825 = vector.load %arg2[%i_824] : memref<16384xbf16>, vector<2xbf16>
+        %c_826 = llvm.extractvalue %acc_658#0[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_827 = llvm.extractvalue %acc_658#0[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_828 = vector.from_elements %c_826, %c_827 : vector<2xf32>
+        %y_829 = func.call @epilogue(%c_828, %bias_825) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_829, %arg3[%i_724, %i_824] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_830 = arith.addi %i_724, %c8 : index
+        %c_831 = llvm.extractvalue %acc_658#0[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_832 = llvm.extractvalue %acc_658#0[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_833 = vector.from_elements %c_831, %c_832 : vector<2xf32>
+        %y_834 = func.call @epilogue(%c_833, %bias_825) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_834, %arg3[%i_830, %i_824] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_835 = arith.addi %i_725, %c80 : index
+        %bias_836 = vector.load %arg2[%i_835] : memref<16384xbf16>, vector<2xbf16>
+        %c_837 = llvm.extractvalue %acc_658#0[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_838 = llvm.extractvalue %acc_658#0[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_839 = vector.from_elements %c_837, %c_838 : vector<2xf32>
+        %y_840 = func.call @epilogue(%c_839, %bias_836) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_840, %arg3[%i_724, %i_835] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_841 = arith.addi %i_724, %c8 : index
+        %c_842 = llvm.extractvalue %acc_658#0[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_843 = llvm.extractvalue %acc_658#0[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_844 = vector.from_elements %c_842, %c_843 : vector<2xf32>
+        %y_845 = func.call @epilogue(%c_844, %bias_836) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_845, %arg3[%i_841, %i_835] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_846 = arith.addi %i_725, %c88 : index
+        %bias_847 = vector.load %arg2[%i_846] : memref<16384xbf16>, vector<2xbf16>
+        %c_848 = llvm.extractvalue %acc_658#0[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_849 = llvm.extractvalue %acc_658#0[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_850 = vector.from_elements %c_848, %c_849 : vector<2xf32>
+        %y_851 = func.call @epilogue(%c_850, %bias_847) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_851, %arg3[%i_724, %i_846] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_852 = arith.addi %i_724, %c8 : index
+        %c_853 = llvm.extractvalue %acc_658#0[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_854 = llvm.extractvalue %acc_658#0[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_855 = vector.from_elements %c_853, %c_854 : vector<2xf32>
+        %y_856 = func.call @epilogue(%c_855, %bias_847) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_856, %arg3[%i_852, %i_846] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_857 = arith.addi %i_725, %c96 : index
+        %bias_858 = vector.load %arg2[%i_857] : memref<16384xbf16>, vector<2xbf16>
+        %c_859 = llvm.extractvalue %acc_658#0[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_860 = llvm.extractvalue %acc_658#0[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_861 = vector.from_elements %c_859, %c_860 : vector<2xf32>
+        %y_862 = func.call @epilogue(%c_861, %bias_858) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_862, %arg3[%i_724, %i_857] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_863 = arith.addi %i_724, %c8 : index
+        %c_864 = llvm.extractvalue %acc_658#0[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_865 = llvm.extractvalue %acc_658#0[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_866 = vector.from_elements %c_864, %c_865 : vector<2xf32>
+        %y_867 = func.call @epilogue(%c_866, %bias_858) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_867, %arg3[%i_863, %i_857] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_868 = arith.addi %i_725, %c104 : index
+        %bias_869 = vector.load %arg2[%i_868] : memref<16384xbf16>, vector<2xbf16>
+        %c_870 = llvm.extractvalue %acc_658#0[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_871 = llvm.extractvalue %acc_658#0[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_872 = vector.from_elements %c_870, %c_871 : vector<2xf32>
+        %y_873 = func.call @epilogue(%c_872, %bias_869) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_873, %arg3[%i_724, %i_868] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_874 = arith.addi %i_724, %c8 : index
+        %c_875 = llvm.extractvalue %acc_658#0[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_876 = llvm.extractvalue %acc_658#0[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_877 = vector.from_elements %c_875, %c_876 : vector<2xf32>
+        %y_878 = func.call @epilogue(%c_877, %bias_869) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_878, %arg3[%i_874, %i_868] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_879 = arith.addi %i_725, %c112 : index
+        %bias_880 = vector.load %arg2[%i_879] : memref<16384xbf16>, vector<2xbf16>
+        %c_881 = llvm.extractvalue %acc_658#0[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_882 = llvm.extractvalue %acc_658#0[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_883 = vector.from_elements %c_881, %c_882 : vector<2xf32>
+        %y_884 = func.call @epilogue(%c_883, %bias_880) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_884, %arg3[%i_724, %i_879] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_885 = arith.addi %i_724, %c8 : index
+        %c_886 = llvm.extractvalue %acc_658#0[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_887 = llvm.extractvalue %acc_658#0[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_888 = vector.from_elements %c_886, %c_887 : vector<2xf32>
+        %y_889 = func.call @epilogue(%c_888, %bias_880) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_889, %arg3[%i_885, %i_879] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_890 = arith.addi %i_725, %c120 : index
+        %bias_891 = vector.load %arg2[%i_890] : memref<16384xbf16>, vector<2xbf16>
+        %c_892 = llvm.extractvalue %acc_658#0[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_893 = llvm.extractvalue %acc_658#0[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_894 = vector.from_elements %c_892, %c_893 : vector<2xf32>
+        %y_895 = func.call @epilogue(%c_894, %bias_891) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_895, %arg3[%i_724, %i_890] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_896 = arith.addi %i_724, %c8 : index
+        %c_897 = llvm.extractvalue %acc_658#0[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_898 = llvm.extractvalue %acc_658#0[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_899 = vector.from_elements %c_897, %c_898 : vector<2xf32>
+        %y_900 = func.call @epilogue(%c_899, %bias_891) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_900, %arg3[%i_896, %i_890] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_901 = arith.addi %i_725, %c128 : index
+        %bias_902 = vector.load %arg2[%i_901] : memref<16384xbf16>, vector<2xbf16>
+        %c_903 = llvm.extractvalue %acc_658#0[64] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_904 = llvm.extractvalue %acc_658#0[65] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_905 = vector.from_elements %c_903, %c_904 : vector<2xf32>
+        %y_906 = func.call @epilogue(%c_905, %bias_902) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_906, %arg3[%i_724, %i_901] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_907 = arith.addi %i_724, %c8 : index
+        %c_908 = llvm.extractvalue %acc_658#0[66] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_909 = llvm.extractvalue %acc_658#0[67] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_910 = vector.from_elements %c_908, %c_909 : vector<2xf32>
+        %y_911 = func.call @epilogue(%c_910, %bias_902) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_911, %arg3[%i_907, %i_901] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_912 = arith.addi %i_725, %c136 : index
+        %bias_913 = vector.load %arg2[%i_912] : memref<16384xbf16>, vector<2xbf16>
+        %c_914 = llvm.extractvalue %acc_658#0[68] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_915 = llvm.extractvalue %acc_658#0[69] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_916 = vector.from_elements %c_914, %c_915 : vector<2xf32>
+        %y_917 = func.call @epilogue(%c_916, %bias_913) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_917, %arg3[%i_724, %i_912] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_918 = arith.addi %i_724, %c8 : index
+        %c_919 = llvm.extractvalue %acc_658#0[70] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_920 = llvm.extractvalue %acc_658#0[71] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_921 = vector.from_elements %c_919, %c_920 : vector<2xf32>
+        %y_922 = func.call @epilogue(%c_921, %bias_913) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_922, %arg3[%i_918, %i_912] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_923 = arith.addi %i_725, %c144 : index
+        %bias_924 = vector.load %arg2[%i_923] : memref<16384xbf16>, vector<2xbf16>
+        %c_925 = llvm.extractvalue %acc_658#0[72] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_926 = llvm.extractvalue %acc_658#0[73] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_927 = vector.from_elements %c_925, %c_926 : vector<2xf32>
+        %y_928 = func.call @epilogue(%c_927, %bias_924) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_928, %arg3[%i_724, %i_923] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_929 = arith.addi %i_724, %c8 : index
+        %c_930 = llvm.extractvalue %acc_658#0[74] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_931 = llvm.extractvalue %acc_658#0[75] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_932 = vector.from_elements %c_930, %c_931 : vector<2xf32>
+        %y_933 = func.call @epilogue(%c_932, %bias_924) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_933, %arg3[%i_929, %i_923] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_934 = arith.addi %i_725, %c152 : index
+        %bias_935 = vector.load %arg2[%i_934] : memref<16384xbf16>, vector<2xbf16>
+        %c_936 = llvm.extractvalue %acc_658#0[76] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_937 = llvm.extractvalue %acc_658#0[77] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_938 = vector.from_elements %c_936, %c_937 : vector<2xf32>
+        %y_939 = func.call @epilogue(%c_938, %bias_935) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_939, %arg3[%i_724, %i_934] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_940 = arith.addi %i_724, %c8 : index
+        %c_941 = llvm.extractvalue %acc_658#0[78] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_942 = llvm.extractvalue %acc_658#0[79] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_943 = vector.from_elements %c_941, %c_942 : vector<2xf32>
+        %y_944 = func.call @epilogue(%c_943, %bias_935) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_944, %arg3[%i_940, %i_934] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_945 = arith.addi %i_725, %c160 : index
+        %bias_946 = vector.load %arg2[%i_945] : memref<16384xbf16>, vector<2xbf16>
+        %c_947 = llvm.extractvalue %acc_658#0[80] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_948 = llvm.extractvalue %acc_658#0[81] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_949 = vector.from_elements %c_947, %c_948 : vector<2xf32>
+        %y_950 = func.call @epilogue(%c_949, %bias_946) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_950, %arg3[%i_724, %i_945] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_951 = arith.addi %i_724, %c8 : index
+        %c_952 = llvm.extractvalue %acc_658#0[82] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_953 = llvm.extractvalue %acc_658#0[83] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_954 = vector.from_elements %c_952, %c_953 : vector<2xf32>
+        %y_955 = func.call @epilogue(%c_954, %bias_946) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_955, %arg3[%i_951, %i_945] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_956 = arith.addi %i_725, %c168 : index
+        %bias_957 = vector.load %arg2[%i_956] : memref<16384xbf16>, vector<2xbf16>
+        %c_958 = llvm.extractvalue %acc_658#0[84] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_959 = llvm.extractvalue %acc_658#0[85] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_960 = vector.from_elements %c_958, %c_959 : vector<2xf32>
+        %y_961 = func.call @epilogue(%c_960, %bias_957) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_961, %arg3[%i_724, %i_956] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_962 = arith.addi %i_724, %c8 : index
+        %c_963 = llvm.extractvalue %acc_658#0[86] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_964 = llvm.extractvalue %acc_658#0[87] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_965 = vector.from_elements %c_963, %c_964 : vector<2xf32>
+        %y_966 = func.call @epilogue(%c_965, %bias_957) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_966, %arg3[%i_962, %i_956] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_967 = arith.addi %i_725, %c176 : index
+        %bias_968 = vector.load %arg2[%i_967] : memref<16384xbf16>, vector<2xbf16>
+        %c_969 = llvm.extractvalue %acc_658#0[88] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_970 = llvm.extractvalue %acc_658#0[89] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_971 = vector.from_elements %c_969, %c_970 : vector<2xf32>
+        %y_972 = func.call @epilogue(%c_971, %bias_968) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_972, %arg3[%i_724, %i_967] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_973 = arith.addi %i_724, %c8 : index
+        %c_974 = llvm.extractvalue %acc_658#0[90] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_975 = llvm.extractvalue %acc_658#0[91] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_976 = vector.from_elements %c_974, %c_975 : vector<2xf32>
+        %y_977 = func.call @epilogue(%c_976, %bias_968) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_977, %arg3[%i_973, %i_967] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_978 = arith.addi %i_725, %c184 : index
+        %bias_979 = vector.load %arg2[%i_978] : memref<16384xbf16>, vector<2xbf16>
+        %c_980 = llvm.extractvalue %acc_658#0[92] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_981 = llvm.extractvalue %acc_658#0[93] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_982 = vector.from_elements %c_980, %c_981 : vector<2xf32>
+        %y_983 = func.call @epilogue(%c_982, %bias_979) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_983, %arg3[%i_724, %i_978] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_984 = arith.addi %i_724, %c8 : index
+        %c_985 = llvm.extractvalue %acc_658#0[94] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_986 = llvm.extractvalue %acc_658#0[95] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_987 = vector.from_elements %c_985, %c_986 : vector<2xf32>
+        %y_988 = func.call @epilogue(%c_987, %bias_979) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_988, %arg3[%i_984, %i_978] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_989 = arith.addi %i_725, %c192 : index
+        %bias_990 = vector.load %arg2[%i_989] : memref<16384xbf16>, vector<2xbf16>
+        %c_991 = llvm.extractvalue %acc_658#0[96] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_992 = llvm.extractvalue %acc_658#0[97] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_993 = vector.from_elements %c_991, %c_992 : vector<2xf32>
+        %y_994 = func.call @epilogue(%c_993, %bias_990) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_994, %arg3[%i_724, %i_989] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_995 = arith.addi %i_724, %c8 : index
+        %c_996 = llvm.extractvalue %acc_658#0[98] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_997 = llvm.extractvalue %acc_658#0[99] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_998 = vector.from_elements %c_996, %c_997 : vector<2xf32>
+        %y_999 = func.call @epilogue(%c_998, %bias_990) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_999, %arg3[%i_995, %i_989] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1000 = arith.addi %i_725, %c200 : index
+        %bias_1001 = vector.load %arg2[%i_1000] : memref<16384xbf16>, vector<2xbf16>
+        %c_1002 = llvm.extractvalue %acc_658#0[100] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1003 = llvm.extractvalue %acc_658#0[101] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1004 = vector.from_elements %c_1002, %c_1003 : vector<2xf32>
+        %y_1005 = func.call @epilogue(%c_1004, %bias_1001) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1005, %arg3[%i_724, %i_1000] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1006 = arith.addi %i_724, %c8 : index
+        %c_1007 = llvm.extractvalue %acc_658#0[102] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1008 = llvm.extractvalue %acc_658#0[103] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1009 = vector.from_elements %c_1007, %c_1008 : vector<2xf32>
+        %y_1010 = func.call @epilogue(%c_1009, %bias_1001) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1010, %arg3[%i_1006, %i_1000] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1011 = arith.addi %i_725, %c208 : index
+        %bias_1012 = vector.load %arg2[%i_1011] : memref<16384xbf16>, vector<2xbf16>
+        %c_1013 = llvm.extractvalue %acc_658#0[104] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1014 = llvm.extractvalue %acc_658#0[105] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1015 = vector.from_elements %c_1013, %c_1014 : vector<2xf32>
+        %y_1016 = func.call @epilogue(%c_1015, %bias_1012) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1016, %arg3[%i_724, %i_1011] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1017 = arith.addi %i_724, %c8 : index
+        %c_1018 = llvm.extractvalue %acc_658#0[106] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1019 = llvm.extractvalue %acc_658#0[107] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1020 = vector.from_elements %c_1018, %c_1019 : vector<2xf32>
+        %y_1021 = func.call @epilogue(%c_1020, %bias_1012) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1021, %arg3[%i_1017, %i_1011] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1022 = arith.addi %i_725, %c216 : index
+        %bias_1023 = vector.load %arg2[%i_1022] : memref<16384xbf16>, vector<2xbf16>
+        %c_1024 = llvm.extractvalue %acc_658#0[108] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1025 = llvm.extractvalue %acc_658#0[109] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1026 = vector.from_elements %c_1024, %c_1025 : vector<2xf32>
+        %y_1027 = func.call @epilogue(%c_1026, %bias_1023) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1027, %arg3[%i_724, %i_1022] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1028 = arith.addi %i_724, %c8 : index
+        %c_1029 = llvm.extractvalue %acc_658#0[110] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1030 = llvm.extractvalue %acc_658#0[111] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1031 = vector.from_elements %c_1029, %c_1030 : vector<2xf32>
+        %y_1032 = func.call @epilogue(%c_1031, %bias_1023) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1032, %arg3[%i_1028, %i_1022] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1033 = arith.addi %i_725, %c224 : index
+        %bias_1034 = vector.load %arg2[%i_1033] : memref<16384xbf16>, vector<2xbf16>
+        %c_1035 = llvm.extractvalue %acc_658#0[112] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1036 = llvm.extractvalue %acc_658#0[113] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1037 = vector.from_elements %c_1035, %c_1036 : vector<2xf32>
+        %y_1038 = func.call @epilogue(%c_1037, %bias_1034) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1038, %arg3[%i_724, %i_1033] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1039 = arith.addi %i_724, %c8 : index
+        %c_1040 = llvm.extractvalue %acc_658#0[114] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1041 = llvm.extractvalue %acc_658#0[115] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1042 = vector.from_elements %c_1040, %c_1041 : vector<2xf32>
+        %y_1043 = func.call @epilogue(%c_1042, %bias_1034) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1043, %arg3[%i_1039, %i_1033] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1044 = arith.addi %i_725, %c232 : index
+        %bias_1045 = vector.load %arg2[%i_1044] : memref<16384xbf16>, vector<2xbf16>
+        %c_1046 = llvm.extractvalue %acc_658#0[116] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1047 = llvm.extractvalue %acc_658#0[117] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1048 = vector.from_elements %c_1046, %c_1047 : vector<2xf32>
+        %y_1049 = func.call @epilogue(%c_1048, %bias_1045) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1049, %arg3[%i_724, %i_1044] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1050 = arith.addi %i_724, %c8 : index
+        %c_1051 = llvm.extractvalue %acc_658#0[118] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1052 = llvm.extractvalue %acc_658#0[119] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1053 = vector.from_elements %c_1051, %c_1052 : vector<2xf32>
+        %y_1054 = func.call @epilogue(%c_1053, %bias_1045) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1054, %arg3[%i_1050, %i_1044] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1055 = arith.addi %i_725, %c240 : index
+        %bias_1056 = vector.load %arg2[%i_1055] : memref<16384xbf16>, vector<2xbf16>
+        %c_1057 = llvm.extractvalue %acc_658#0[120] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1058 = llvm.extractvalue %acc_658#0[121] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1059 = vector.from_elements %c_1057, %c_1058 : vector<2xf32>
+        %y_1060 = func.call @epilogue(%c_1059, %bias_1056) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1060, %arg3[%i_724, %i_1055] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1061 = arith.addi %i_724, %c8 : index
+        %c_1062 = llvm.extractvalue %acc_658#0[122] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1063 = llvm.extractvalue %acc_658#0[123] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1064 = vector.from_elements %c_1062, %c_1063 : vector<2xf32>
+        %y_1065 = func.call @epilogue(%c_1064, %bias_1056) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1065, %arg3[%i_1061, %i_1055] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1066 = arith.addi %i_725, %c248 : index
+        %bias_1067 = vector.load %arg2[%i_1066] : memref<16384xbf16>, vector<2xbf16>
+        %c_1068 = llvm.extractvalue %acc_658#0[124] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1069 = llvm.extractvalue %acc_658#0[125] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1070 = vector.from_elements %c_1068, %c_1069 : vector<2xf32>
+        %y_1071 = func.call @epilogue(%c_1070, %bias_1067) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1071, %arg3[%i_724, %i_1066] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_1072 = arith.addi %i_724, %c8 : index
+        %c_1073 = llvm.extractvalue %acc_658#0[126] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1074 = llvm.extractvalue %acc_658#0[127] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_1075 = vector.from_elements %c_1073, %c_1074 : vector<2xf32>
+        %y_1076 = func.call @epilogue(%c_1075, %bias_1067) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_1076, %arg3[%i_1072, %i_1066] : memref<16384x16384xbf16>, vector<2xbf16>
+      }
+    }
     gpu.return
   }
 }
