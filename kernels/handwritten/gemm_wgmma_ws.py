@@ -130,13 +130,7 @@ def generate(cfg, g):
     lane = em.rem(tid, 32)
 
     em.comment("shared memory, base aligned to 1024 B: A[S][128 x 64], then B_j[S][%d atoms][64 k][64 n], bf16" % (BN // 64))
-    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
-    raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (smem_v, WG), "addr")
-    pad = em.band(em.op("arith.subi %s, %s : index" % (em.idx(1024), em.band(raw, 1023)), "i"), 1023)
-    sbase = em.add(raw, pad)
-    nel = (smem - 1024) // 2
-    sm_ty = g.memref_ty([nel], "bf16", WG)
-    sflat = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, pad, WG, sm_ty), "sm")
+    sbase, sflat, sm_ty = g.aligned_smem_bf16(em, smem)
 
     em.comment("mbarriers: full[s] (32 arrivals: the producer warp's lanes), empty[s] (%d arrivals: one per consumer warp)" % 8)
     full = em.op("nvgpu.mbarrier.create -> %s" % grp_ty, "full")
@@ -246,18 +240,7 @@ def generate(cfg, g):
     wq = em.rem(em.div(tid, 32), 4)
     lane0 = em.op("arith.cmpi eq, %s, %s : index" % (lane, em.idx(0)), "p")
 
-    hi_a = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-    hi_b = ((sw_lbo >> 4) << 16) | ((sw_sbo >> 4) << 32) | (1 << 62)
-    k_hi_a = em.const(str(hi_a), "i64", "desc_a_hi")
-    k_hi_b = em.const(str(hi_b), "i64", "desc_b_hi")
-    k_mask = em.const("16383", "i64", "desc_mask")
-    k_4 = em.const("4", "i64", "four")
-
-    def desc(byte_addr, hi):
-        a64 = em.op("arith.index_cast %s : index to i64" % byte_addr, "q")
-        sh = em.op("arith.shrui %s, %s : i64" % (a64, k_4), "q")
-        lo = em.op("arith.andi %s, %s : i64" % (sh, k_mask), "q")
-        return em.op("arith.ori %s, %s : i64" % (lo, hi), "desc")
+    desc, k_hi_a, k_hi_b = g.wgmma_descriptors(em, sw_lbo, sw_sbo)
 
     acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
     undef = em.const_op("llvm.mlir.undef : %s" % acc_ty, "uacc")

@@ -630,6 +630,41 @@ def gen_bf16_mma(cfg):
 # --------------------------------------------------------------------------
 # bf16 wgmma kernel (sm_90a)
 # --------------------------------------------------------------------------
+def aligned_smem_bf16(em, smem):
+    """The dynamic shared memory (smem bytes, 1 KiB of them slack) with its
+    base aligned to 1024 B, as the 128-byte-swizzled wgmma layouts need
+    (the hardware swizzles on address bits): the aligned base's
+    shared-window address, a flat bf16 view from it, and the view's type."""
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (smem_v, WG), "addr")
+    pad = em.band(em.op("arith.subi %s, %s : index" % (em.idx(1024), em.band(raw, 1023)), "i"), 1023)
+    sbase = em.add(raw, pad)                     # shared-window address of the aligned base
+    nel = (smem - 1024) // 2
+    sm_ty = memref_ty([nel], "bf16", WG)
+    sflat = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, pad, WG, sm_ty), "sm")
+    return sbase, sflat, sm_ty
+
+
+def wgmma_descriptors(em, sw_lbo, sw_sbo):
+    """wgmma shared-memory descriptors, 128-byte swizzle:
+    (addr >> 4) & 0x3fff | (LBO >> 4) << 16 | (SBO >> 4) << 32 | 1 << 62.
+    Returns desc(byte_addr, hi) and the high words of A (K-major, SBO 1024)
+    and B (MN-major, LBO sw_lbo, SBO sw_sbo)."""
+    hi_a = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
+    hi_b = ((sw_lbo >> 4) << 16) | ((sw_sbo >> 4) << 32) | (1 << 62)
+    k_hi_a = em.const(str(hi_a), "i64", "desc_a_hi")
+    k_hi_b = em.const(str(hi_b), "i64", "desc_b_hi")
+    k_mask = em.const("16383", "i64", "desc_mask")
+    k_4 = em.const("4", "i64", "four")
+
+    def desc(byte_addr, hi):
+        a64 = em.op("arith.index_cast %s : index to i64" % byte_addr, "q")
+        sh = em.op("arith.shrui %s, %s : i64" % (a64, k_4), "q")
+        lo = em.op("arith.andi %s, %s : i64" % (sh, k_mask), "q")
+        return em.op("arith.ori %s, %s : i64" % (lo, hi), "desc")
+    return desc, k_hi_a, k_hi_b
+
+
 def gen_bf16_wgmma(cfg):
     """C = A @ B (+ epilogue) with wgmma.mma_async m64nBNk16 (sm_90a).
 
@@ -686,13 +721,7 @@ def gen_bf16_wgmma(cfg):
     wq = em.rem(em.div(tid, 32), 4)              # warp within the warpgroup
 
     em.comment("shared memory, base aligned to 1024 B: A[S][%d x 64], then B_j[S][%d atoms][64 k][64 n], bf16" % (BM, BN // 64))
-    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
-    raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (smem_v, WG), "addr")
-    pad = em.band(em.op("arith.subi %s, %s : index" % (em.idx(1024), em.band(raw, 1023)), "i"), 1023)
-    sbase = em.add(raw, pad)                     # shared-window address of the aligned base
-    nel = (smem - 1024) // 2
-    sm_ty = memref_ty([nel], "bf16", WG)
-    sflat = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, pad, WG, sm_ty), "sm")
+    sbase, sflat, sm_ty = aligned_smem_bf16(em, smem)
 
     em.comment("cp.async assignments (16-byte chunks, element offsets within a stage)")
     a_copies = []
@@ -737,18 +766,7 @@ def gen_bf16_wgmma(cfg):
         grp = issue_loads(st, st, None)
 
     em.comment("wgmma descriptors: (addr >> 4) & 0x3fff | (LBO >> 4) << 16 | (SBO >> 4) << 32 | 1 << 62 (128B swizzle)")
-    hi_a = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-    hi_b = ((sw_lbo >> 4) << 16) | ((sw_sbo >> 4) << 32) | (1 << 62)
-    k_hi_a = em.const(str(hi_a), "i64", "desc_a_hi")
-    k_hi_b = em.const(str(hi_b), "i64", "desc_b_hi")
-    k_mask = em.const("16383", "i64", "desc_mask")
-    k_4 = em.const("4", "i64", "four")
-
-    def desc(byte_addr, hi):
-        a64 = em.op("arith.index_cast %s : index to i64" % byte_addr, "q")
-        sh = em.op("arith.shrui %s, %s : i64" % (a64, k_4), "q")
-        lo = em.op("arith.andi %s, %s : i64" % (sh, k_mask), "q")
-        return em.op("arith.ori %s, %s : i64" % (lo, hi), "desc")
+    desc, k_hi_a, k_hi_b = wgmma_descriptors(em, sw_lbo, sw_sbo)
 
     acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
     zero = em.const_op("llvm.mlir.zero : %s" % acc_ty, "zacc")
