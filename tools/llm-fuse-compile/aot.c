@@ -862,30 +862,25 @@ static lf_status_t rewrite_host(MlirModule module) {
  * when the caller calls a declaration (host code inside a guard); both
  * keep the per-function stream their rewrite (step 4) assumed. */
 
-typedef struct calls_scan_s {
+/* One top-level function and what its body calls (scanned once). */
+typedef struct func_calls_s {
+  MlirOperation func;
   bool any_call;       /* func.call or llvm.call anywhere in the body */
   bool calls_external; /* ... of a function declared without a body */
-  MlirOperation module_op;
-} calls_scan_t;
+} func_calls_t;
 
-static MlirOperation lookup_func(MlirOperation module_op, MlirStringRef name) {
-  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module_op, 0));
-  for (MlirOperation op = mlirBlockGetFirstOperation(body);
-       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    MlirAttribute sym =
-        mlirOperationGetAttributeByName(op, lf_str("sym_name"));
-    if (!mlirAttributeIsNull(sym) && mlirAttributeIsAString(sym) &&
-        mlirStringRefEqual(mlirStringAttrGetValue(sym), name))
-      return op;
-  }
-  return (MlirOperation){NULL};
-}
+typedef struct inline_ctx_s {
+  MlirSymbolTable symbols;
+  func_calls_t *funcs;
+  size_t n;
+  func_calls_t *cur; /* the function being scanned or marked */
+} inline_ctx_t;
 
-static MlirOperation callee_of(MlirOperation module_op, MlirOperation call) {
-  MlirAttribute c = mlirOperationGetAttributeByName(call, lf_str("callee"));
-  if (mlirAttributeIsNull(c) || !mlirAttributeIsAFlatSymbolRef(c))
+static MlirOperation callee_of(const inline_ctx_t *c, MlirOperation call) {
+  MlirAttribute a = mlirOperationGetAttributeByName(call, lf_str("callee"));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAFlatSymbolRef(a))
     return (MlirOperation){NULL};
-  return lookup_func(module_op, mlirFlatSymbolRefAttrGetValue(c));
+  return mlirSymbolTableLookup(c->symbols, mlirFlatSymbolRefAttrGetValue(a));
 }
 
 static bool is_declaration(MlirOperation f) {
@@ -894,51 +889,64 @@ static bool is_declaration(MlirOperation f) {
   return mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)));
 }
 
+static const func_calls_t *calls_of(const inline_ctx_t *c, MlirOperation f) {
+  for (size_t i = 0; i < c->n; ++i)
+    if (mlirOperationEqual(c->funcs[i].func, f))
+      return &c->funcs[i];
+  return NULL;
+}
+
 static MlirWalkResult scan_calls_cb(MlirOperation op, void *user_data) {
-  calls_scan_t *sc = user_data;
+  inline_ctx_t *c = user_data;
   if (lf_op_is(op, "func.call") || lf_op_is(op, "llvm.call")) {
-    sc->any_call = true;
-    if (is_declaration(callee_of(sc->module_op, op)))
-      sc->calls_external = true;
+    c->cur->any_call = true;
+    if (is_declaration(callee_of(c, op)))
+      c->cur->calls_external = true;
   }
   return MlirWalkResultAdvance;
 }
 
-static calls_scan_t scan_calls(MlirOperation module_op, MlirOperation f) {
-  calls_scan_t sc = {false, false, module_op};
-  if (!is_declaration(f))
-    mlirOperationWalk(f, scan_calls_cb, &sc, MlirWalkPreOrder);
-  return sc;
-}
-
-typedef struct mark_ctx_s {
-  MlirOperation module_op;
-  bool caller_calls_external;
-} mark_ctx_t;
-
 static MlirWalkResult mark_calls_cb(MlirOperation op, void *user_data) {
-  mark_ctx_t *m = user_data;
+  inline_ctx_t *c = user_data;
   if (!lf_op_is(op, "func.call"))
     return MlirWalkResultAdvance;
-  MlirOperation callee = callee_of(m->module_op, op);
-  bool keep = m->caller_calls_external || is_declaration(callee) ||
-              scan_calls(m->module_op, callee).any_call;
-  if (keep)
+  const func_calls_t *callee = calls_of(c, callee_of(c, op));
+  if (c->cur->calls_external || !callee || callee->any_call)
     mlirOperationSetAttributeByName(
         op, lf_str("no_inline"),
         mlirUnitAttrGet(mlirOperationGetContext(op)));
   return MlirWalkResultAdvance;
 }
 
-static void mark_no_inline(MlirModule module) {
-  MlirOperation module_op = mlirModuleGetOperation(module);
+static lf_status_t mark_no_inline(MlirModule module) {
+  inline_ctx_t c = {mlirSymbolTableCreate(mlirModuleGetOperation(module)),
+                    NULL, 0, NULL};
+  size_t cap = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
        !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
     if (!lf_op_is(f, "func.func") || is_declaration(f))
       continue;
-    mark_ctx_t m = {module_op, scan_calls(module_op, f).calls_external};
-    mlirOperationWalk(f, mark_calls_cb, &m, MlirWalkPreOrder);
+    if (c.n == cap) {
+      cap = cap ? 2 * cap : 16;
+      func_calls_t *p = realloc(c.funcs, cap * sizeof(*p));
+      if (!p) {
+        free(c.funcs);
+        mlirSymbolTableDestroy(c.symbols);
+        return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+      }
+      c.funcs = p;
+    }
+    c.funcs[c.n] = (func_calls_t){f, false, false};
+    c.cur = &c.funcs[c.n++];
+    mlirOperationWalk(f, scan_calls_cb, &c, MlirWalkPreOrder);
   }
+  for (size_t i = 0; i < c.n; ++i) {
+    c.cur = &c.funcs[i];
+    mlirOperationWalk(c.funcs[i].func, mark_calls_cb, &c, MlirWalkPreOrder);
+  }
+  free(c.funcs);
+  mlirSymbolTableDestroy(c.symbols);
+  return LF_OK;
 }
 
 /* ---- Step 5: kernels to NVVM and binaries, host to LLVM. ---- */
@@ -990,7 +998,7 @@ static lf_status_t lower_gpu(MlirModule module, const lf_aot_options_t *o,
                      "--format=%s needs the CUDA toolkit's ptxas (set "
                      "CUDA_HOME); --format=ptx needs none",
                      out->format);
-  mark_no_inline(module);
+  LF_RETURN_IF_ERROR(mark_no_inline(module));
   char pipeline[1024];
   snprintf(pipeline, sizeof(pipeline),
            "builtin.module(inline,func.func(gpu-async-region),"
