@@ -1,10 +1,11 @@
 /* acquire.c - the acquire loop: cache, provider rounds, builds, repairs,
  * budgets (acquire.h).
  *
- * One call runs in rounds. A round takes every subgraph that waits for a
- * request (its first, or a repair), admits as many as the budgets allow,
- * sends them together (one curl multi batch for openai), extracts and
- * builds the replies, and leaves the failures waiting for the next round.
+ * One call runs one loop per subgraph on up to max_concurrency threads
+ * (each with its own HTTP client): request, extract, expand variants,
+ * build (at most build_concurrency at once across threads), evaluate, then
+ * repair, refine or end. The budgets are checked, under one lock, before
+ * every request.
  */
 #include "llm_client/acquire.h"
 
@@ -21,6 +22,7 @@
 #include "llm_client/prompt.h"
 #include "llm_client/replay.h"
 #include "llm_client/reply.h"
+#include "llm_client/tune.h"
 
 #define REDACTED "[REDACTED]"
 #define MESSAGE_MAX 600 /* bytes of an attempt's message kept */
@@ -62,7 +64,8 @@ const char *lf_acquire_outcome_name(lf_acquire_outcome_t o) {
                                       "budget-exhausted",
                                       "unavailable",
                                       "skipped",
-                                      "error"};
+                                      "error",
+                                      "rejected"};
   return (unsigned)o < sizeof(names) / sizeof(names[0]) ? names[o] : "?";
 }
 
@@ -72,10 +75,36 @@ const char *lf_acquire_budget_name(lf_acquire_budget_t b) {
 }
 
 const char *lf_acquire_attempt_outcome_name(lf_acquire_attempt_outcome_t o) {
-  static const char *const names[] = {"built",     "build-failed",
-                                      "no-kernel", "provider-error",
-                                      "budget",    "error"};
+  static const char *const names[] = {
+      "built", "build-failed", "no-kernel", "provider-error", "budget",
+      "error", "verified",     "rejected",  "unjudged"};
   return (unsigned)o < sizeof(names) / sizeof(names[0]) ? names[o] : "?";
+}
+
+const char *lf_acquire_request_kind_name(lf_acquire_request_kind_t k) {
+  static const char *const names[] = {"first", "repair", "refine"};
+  return (unsigned)k < 3 ? names[k] : "?";
+}
+
+const char *lf_acquire_attempt_stage(const lf_acquire_attempt_t *a) {
+  switch (a->outcome) {
+  case LF_ATTEMPT_NO_KERNEL:
+  case LF_ATTEMPT_PROVIDER_ERROR:
+  case LF_ATTEMPT_BUDGET:
+    return "request";
+  case LF_ATTEMPT_BUILD_FAILED:
+    return "build";
+  case LF_ATTEMPT_REJECTED:
+  case LF_ATTEMPT_UNJUDGED:
+    return "verify";
+  case LF_ATTEMPT_VERIFIED:
+    return a->kind == LF_REQUEST_REFINE ? "refine" : "time";
+  case LF_ATTEMPT_ERROR:
+    return a->verify_ms ? "verify" : "build";
+  case LF_ATTEMPT_BUILT:
+    return "";
+  }
+  return "";
 }
 
 void lf_acquire_options_init(lf_acquire_options_t *o) {
@@ -86,31 +115,42 @@ void lf_acquire_options_init(lf_acquire_options_t *o) {
   o->max_attempts = 4;
   o->max_concurrency = 8;
   o->build_concurrency = 1;
+  o->max_refinements = 2;
+  o->stop_fraction = 0.9;
 }
 
 /* ---- State ---------------------------------------------------------------*/
 
+/* One subgraph's loop. Touched only by the loop thread that runs it (and by
+ * the set-up before the threads start). */
 typedef struct job_s {
   const lf_acquire_task_t *task;
   lf_acquire_result_t *res;
   lf_prompt_subject_t subject;
   lf_cache_key_t key;
-  bool pending;     /* waits for a request */
-  int attempt;      /* requests made */
-  char *first;      /* the first request's user message */
-  char *last_reply; /* the previous reply (redacted) */
-  char *last_error; /* why it failed */
-  /* This round. */
-  char *repair;             /* the repair message */
+  bool pending;                   /* waits for its loop */
+  int fix_requests;               /* first request plus repairs */
+  lf_acquire_request_kind_t kind; /* of the next request */
+  char *first;                    /* the first request's user message */
+  char *last_reply;               /* the previous reply (redacted, cut) */
+  char *followup; /* this request's last user message (repair/refine) */
+  char *feedback; /* the error the next request reports, or NULL */
+  size_t feedback_attempt;  /* 1 + index of the attempt it came from */
+  double last_ms;           /* the previous reply's fastest verified time */
   lf_llm_message_t msgs[4]; /* borrowed from the strings above */
   size_t msg_count;
-  char *reply;  /* redacted */
-  char *kernel; /* extracted; handed to the result on success */
-  size_t line_offset;
-  bool to_build;
-  lf_acquire_build_t built;
-  lf_status_t build_status;
-  long build_ms;
+  /* The fastest verified candidate. */
+  bool have_best;
+  char *best_kernel;
+  size_t best_line_offset, best_attempt;
+  void *best_artifact;
+  lf_acquire_eval_t best_eval;
+  /* The last rejected candidate, kept for LF_ACQUIRE_REJECTED. */
+  bool have_rej;
+  char *rej_kernel;
+  size_t rej_line_offset, rej_attempt;
+  void *rej_artifact;
+  lf_acquire_eval_t rej_eval;
 } job_t;
 
 typedef struct ctx_s {
@@ -122,14 +162,15 @@ typedef struct ctx_s {
   char *secret; /* the key's value, only to redact replies; wiped */
   char *replay_dir;
   char *system;
-  lf_llm_client_t *client;
-  lf_status_t client_status; /* why there is no client */
+  lf_llm_client_t **clients; /* openai: one per loop thread */
+  size_t threads;
   int64_t start_ms, deadline_ms;
-  /* build pool */
+  /* Shared by the loop threads: report totals, budgets, the job queue,
+   * the build slots. */
   pthread_mutex_t lock;
-  size_t next_build;
-  job_t **build_list;
-  size_t build_count;
+  pthread_cond_t build_free;
+  int builds_running;
+  size_t next_job;
 } ctx_t;
 
 static int64_t now_ms(void) {
@@ -177,7 +218,7 @@ static char *shorten(const char *text) {
   return s;
 }
 
-static lf_acquire_attempt_t *new_attempt(job_t *j) {
+static lf_acquire_attempt_t *new_attempt(job_t *j, const char *variant) {
   lf_acquire_result_t *r = j->res;
   lf_acquire_attempt_t *a =
       realloc(r->attempts, (r->attempt_count + 1) * sizeof(*a));
@@ -186,8 +227,32 @@ static lf_acquire_attempt_t *new_attempt(job_t *j) {
   r->attempts = a;
   a = &r->attempts[r->attempt_count++];
   memset(a, 0, sizeof(*a));
-  a->repair = j->attempt > 1;
+  a->kind = j->kind;
+  a->repair = j->kind != LF_REQUEST_FIRST;
+  a->request = r->requests;
+  a->variant = xstrdup(variant);
+  a->verify_reason = xstrdup("");
+  a->feedback = xstrdup("");
   return a;
+}
+
+void lf_acquire_eval_clear(lf_acquire_eval_t *e) {
+  if (!e)
+    return;
+  free(e->reason), free(e->feedback), free(e->roofline_basis);
+  free(e->verdict_json);
+  memset(e, 0, sizeof(*e));
+}
+
+double lf_acquire_eval_fraction(const lf_acquire_eval_t *e) {
+  return e && e->time_ms > 0 && e->roofline_ms > 0 ? e->roofline_ms / e->time_ms
+                                                   : 0;
+}
+
+static void release(ctx_t *c, void **artifact) {
+  if (*artifact && c->o->release)
+    c->o->release(*artifact, c->o->release_user);
+  *artifact = NULL;
 }
 
 /* Ends a task: no more requests. */
@@ -199,20 +264,86 @@ static void finish(ctx_t *c, job_t *j, lf_acquire_outcome_t outcome,
   free(j->res->message);
   j->res->message = shorten(message);
   j->res->elapsed_ms = (long)(now_ms() - c->start_ms);
-  if (budget != LF_BUDGET_NONE && c->report->exhausted == LF_BUDGET_NONE)
-    c->report->exhausted = budget;
+  if (budget != LF_BUDGET_NONE) {
+    pthread_mutex_lock(&c->lock);
+    if (c->report->exhausted == LF_BUDGET_NONE)
+      c->report->exhausted = budget;
+    pthread_mutex_unlock(&c->lock);
+  }
   if (outcome == LF_ACQUIRE_OK || outcome == LF_ACQUIRE_CACHED)
-    LF_LOG_INFO("acquire: %s: %s after %zu attempt(s), %ld ms", j->task->name,
-                lf_acquire_outcome_name(outcome), j->res->attempt_count,
-                j->res->elapsed_ms);
+    LF_LOG_INFO("acquire: %s: %s after %zu attempt(s), %ld ms%s%s",
+                j->task->name, lf_acquire_outcome_name(outcome),
+                j->res->attempt_count, j->res->elapsed_ms,
+                message && message[0] ? ": " : "", message ? message : "");
   else
     LF_LOG_INFO("acquire: %s: %s%s%s after %zu attempt(s): %s", j->task->name,
                 lf_acquire_outcome_name(outcome), budget ? " (" : "",
                 budget ? lf_acquire_budget_name(budget) : "",
                 j->res->attempt_count, j->res->message ? j->res->message : "");
-  if (budget)
+  if (budget && outcome != LF_ACQUIRE_OK)
     LF_LOG_INFO("acquire: %s: the %s budget ran out; it keeps its original ops",
                 j->task->name, lf_acquire_budget_name(budget));
+}
+
+/* Ends a task with its fastest verified kernel. */
+static void finish_best(ctx_t *c, job_t *j, lf_acquire_budget_t budget,
+                        const char *why) {
+  lf_acquire_result_t *r = j->res;
+  r->kernel = j->best_kernel;
+  r->line_offset = j->best_line_offset;
+  r->artifact = j->best_artifact;
+  r->eval = j->best_eval;
+  r->evaluated = true;
+  if (j->best_attempt && j->best_attempt <= r->attempt_count)
+    r->attempts[j->best_attempt - 1].kept = true;
+  j->best_kernel = NULL;
+  j->best_artifact = NULL;
+  memset(&j->best_eval, 0, sizeof(j->best_eval));
+  j->have_best = false;
+  char msg[256];
+  double f = lf_acquire_eval_fraction(&r->eval);
+  snprintf(msg, sizeof(msg), "%s; kept %.4g ms", why, r->eval.time_ms);
+  if (f > 0)
+    snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+             " (%.0f%% of the roofline)", 100 * f);
+  /* A budget that ran out during refinement is noted, not a failure. */
+  finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, msg);
+  if (budget != LF_BUDGET_NONE) {
+    pthread_mutex_lock(&c->lock);
+    if (c->report->exhausted == LF_BUDGET_NONE)
+      c->report->exhausted = budget;
+    pthread_mutex_unlock(&c->lock);
+  }
+}
+
+/* Ends a task whose every candidate was rejected: the last one is kept in
+ * the result so the caller can record the verdict. */
+static void finish_rejected(ctx_t *c, job_t *j, const char *why) {
+  lf_acquire_result_t *r = j->res;
+  r->kernel = j->rej_kernel;
+  r->line_offset = j->rej_line_offset;
+  r->artifact = j->rej_artifact;
+  r->eval = j->rej_eval;
+  r->evaluated = true;
+  if (j->rej_attempt && j->rej_attempt <= r->attempt_count)
+    r->attempts[j->rej_attempt - 1].kept = true;
+  j->rej_kernel = NULL;
+  j->rej_artifact = NULL;
+  memset(&j->rej_eval, 0, sizeof(j->rej_eval));
+  j->have_rej = false;
+  finish(c, j, LF_ACQUIRE_REJECTED, LF_BUDGET_NONE, why);
+}
+
+/* Ends a task that stops for `budget` or a provider failure: with the best
+ * kernel when there is one, the last rejection, or `outcome`. */
+static void finish_stopped(ctx_t *c, job_t *j, lf_acquire_outcome_t outcome,
+                           lf_acquire_budget_t budget, const char *why) {
+  if (j->have_best)
+    finish_best(c, j, budget, why);
+  else if (j->have_rej && budget == LF_BUDGET_NONE)
+    finish_rejected(c, j, why);
+  else
+    finish(c, j, outcome, budget, why);
 }
 
 /* ---- Validation and set-up -----------------------------------------------*/
@@ -231,6 +362,12 @@ static lf_status_t check_inputs(const lf_acquire_task_t *tasks, size_t count,
   if (o->build_concurrency < 1 || o->build_concurrency > 64)
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "build-concurrency %d out of 1..64", o->build_concurrency);
+  if (o->max_refinements < 0 || o->max_refinements > 32)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "max-refinements %d out of 0..32", o->max_refinements);
+  if (!(o->stop_fraction > 0) || o->stop_fraction > 10)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "stop fraction %g out of (0, 10]", o->stop_fraction);
   if (o->max_requests < 0 || o->max_tokens < 0 || o->max_wall_ms < 0)
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "budgets must be >= 0");
   if (o->provider != LF_PROVIDER_NONE && !o->build)
@@ -307,7 +444,31 @@ static bool try_cache(ctx_t *c, job_t *j) {
 
 /* ---- Requests ------------------------------------------------------------*/
 
-/* Builds this round's conversation for `j`. */
+/* Counts a request against the budgets, or says which one forbids it. */
+static lf_acquire_budget_t admit(ctx_t *c) {
+  const lf_acquire_options_t *o = c->o;
+  lf_acquire_budget_t b = LF_BUDGET_NONE;
+  pthread_mutex_lock(&c->lock);
+  long tokens = c->report->prompt_tokens + c->report->completion_tokens;
+  if (o->max_wall_ms && now_ms() >= c->deadline_ms)
+    b = LF_BUDGET_WALL;
+  else if (o->max_requests && c->report->requests >= o->max_requests)
+    b = LF_BUDGET_REQUESTS;
+  else if (o->max_tokens && tokens >= o->max_tokens)
+    b = LF_BUDGET_TOKENS;
+  else
+    ++c->report->requests;
+  pthread_mutex_unlock(&c->lock);
+  return b;
+}
+
+static const char *budget_sentence(lf_acquire_budget_t b) {
+  return b == LF_BUDGET_WALL       ? "the wall-time budget ran out"
+         : b == LF_BUDGET_REQUESTS ? "the request budget ran out"
+                                   : "the token budget ran out";
+}
+
+/* Builds this request's conversation for `j`. */
 static lf_status_t make_messages(ctx_t *c, job_t *j) {
   lf_status_t s = LF_OK;
   if (!j->first) {
@@ -322,26 +483,46 @@ static lf_status_t make_messages(ctx_t *c, job_t *j) {
   j->msgs[0] = (lf_llm_message_t){"system", c->system};
   j->msgs[1] = (lf_llm_message_t){"user", j->first};
   j->msg_count = 2;
-  if (j->attempt > 1) {
-    lf_strbuf_t prev, rep;
-    lf_strbuf_init(&prev, LF_PROMPT_MAX_PREVIOUS + 256);
-    lf_strbuf_init(&rep, 16384);
-    s = lf_prompt_previous(j->last_reply, &prev);
-    if (!s)
-      s = lf_prompt_repair(c->prompts, &j->subject, j->attempt - 1,
-                           c->o->max_attempts, j->last_error, &rep);
-    if (!s) {
-      free(j->last_reply);
-      j->last_reply = lf_strbuf_take(&prev);
-      free(j->repair);
-      j->repair = lf_strbuf_take(&rep);
-      j->msgs[2] = (lf_llm_message_t){"assistant", j->last_reply};
-      j->msgs[3] = (lf_llm_message_t){"user", j->repair};
-      j->msg_count = 4;
-    }
-    lf_strbuf_free(&prev);
-    lf_strbuf_free(&rep);
+  if (j->kind == LF_REQUEST_FIRST)
+    return LF_OK;
+  lf_strbuf_t prev, next;
+  lf_strbuf_init(&prev, LF_PROMPT_MAX_PREVIOUS + 256);
+  lf_strbuf_init(&next, 16384);
+  s = lf_prompt_previous(j->last_reply, &prev);
+  if (!s && j->kind == LF_REQUEST_REPAIR) {
+    s = lf_prompt_repair(c->prompts, &j->subject, j->fix_requests - 1,
+                         c->o->max_attempts, j->feedback, &next);
+  } else if (!s) {
+    lf_prompt_refine_t rf = {
+        .round = j->res->refinements,
+        .max_rounds = c->o->max_refinements,
+        .best_ms = j->best_eval.time_ms,
+        .last_ms = j->feedback ? 0 : j->last_ms,
+        .fallback_ms = j->best_eval.fallback_ms,
+        .roofline_ms = j->best_eval.roofline_ms,
+        .roofline_basis = j->best_eval.roofline_basis,
+        .error = j->feedback,
+    };
+    s = lf_prompt_refine(c->prompts, &j->subject, &rf, &next);
   }
+  if (!s) {
+    free(j->last_reply);
+    j->last_reply = lf_strbuf_take(&prev);
+    free(j->followup);
+    j->followup = lf_strbuf_take(&next);
+    j->msgs[2] = (lf_llm_message_t){"assistant", j->last_reply};
+    j->msgs[3] = (lf_llm_message_t){"user", j->followup};
+    j->msg_count = 4;
+    /* The feedback goes out now: note it on the attempt it came from. */
+    lf_acquire_result_t *r = j->res;
+    if (j->feedback_attempt && j->feedback_attempt <= r->attempt_count) {
+      lf_acquire_attempt_t *from = &r->attempts[j->feedback_attempt - 1];
+      free(from->feedback);
+      from->feedback = xstrdup(j->followup);
+    }
+  }
+  lf_strbuf_free(&prev);
+  lf_strbuf_free(&next);
   return s;
 }
 
@@ -363,248 +544,178 @@ static void count_tokens(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
     a->prompt_tokens = estimate_tokens(j->msgs, j->msg_count);
     a->completion_tokens = (long)((strlen(reply ? reply : "") + 3) / 4);
   }
+  pthread_mutex_lock(&c->lock);
   c->report->prompt_tokens += a->prompt_tokens;
   c->report->completion_tokens += a->completion_tokens;
+  pthread_mutex_unlock(&c->lock);
 }
 
-/* What to do with a failed attempt: another round, or the end. */
-static void after_failure(ctx_t *c, job_t *j, const char *why) {
-  free(j->last_error);
-  j->last_error = xstrdup(why);
-  if (j->attempt >= c->o->max_attempts) {
-    char msg[MESSAGE_MAX + 96];
-    char *short_why = shorten(why);
-    snprintf(msg, sizeof(msg), "no kernel built in %d attempt(s); last: %s",
-             j->attempt, short_why ? short_why : "");
-    free(short_why);
-    finish(c, j, LF_ACQUIRE_FAILED, LF_BUDGET_NONE, msg);
-  }
-}
-
-/* Takes a reply (heap, already redacted): extraction, then the build list. */
-static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
-                       char *reply) {
-  if (c->o->record_dir) { /* before last_reply changes: msgs[2] is it */
-    lf_replay_key_t key = {j->task->fingerprint, j->task->arch,
-                           lf_prompt_set_major(c->prompts), j->attempt};
-    lf_replay_record_t rec = {
-        .provider = "openai",
-        .model = c->o->model,
-        .prompt_version = lf_prompt_set_version(c->prompts),
-        .messages = j->msgs,
-        .message_count = j->msg_count,
-        .reply = reply,
-        .usage = {a->tokens_estimated ? false : true, a->prompt_tokens,
-                  a->completion_tokens},
-    };
-    lf_status_t s = lf_replay_write(c->o->record_dir, &key, &rec);
-    if (s)
-      lf_log_status(LF_LOG_WARN, "acquire: record", s);
-  }
-  free(j->last_reply);
-  j->last_reply = reply;
-  j->msg_count = 0; /* the messages may point at the old reply */
-  char *kernel = NULL;
-  size_t offset = 0;
-  lf_status_t s =
-      lf_reply_extract_gpu_module(reply, strlen(reply), &kernel, &offset);
-  if (s) {
-    a->outcome = LF_ATTEMPT_NO_KERNEL;
-    a->message = shorten(lf_status_message(s));
-    LF_LOG_INFO("acquire: %s: attempt %d: %s", j->task->name, j->attempt,
-                lf_status_message(s));
-    after_failure(c, j, lf_status_message(s));
-    lf_status_free(s);
+/* Writes the exchange to record_dir (openai); a failure is a warning. */
+static void record(ctx_t *c, job_t *j, const lf_acquire_attempt_t *a,
+                   const char *reply) {
+  if (!c->o->record_dir)
     return;
-  }
-  free(j->kernel);
-  j->kernel = kernel;
-  j->line_offset = offset;
-  j->to_build = true;
+  lf_replay_key_t key = {j->task->fingerprint, j->task->arch,
+                         lf_prompt_set_major(c->prompts), j->res->requests};
+  lf_replay_record_t rec = {
+      .provider = "openai",
+      .model = c->o->model,
+      .prompt_version = lf_prompt_set_version(c->prompts),
+      .messages = j->msgs,
+      .message_count = j->msg_count,
+      .reply = reply,
+      .usage = {a->tokens_estimated ? false : true, a->prompt_tokens,
+                a->completion_tokens},
+  };
+  lf_status_t s = lf_replay_write(c->o->record_dir, &key, &rec);
+  if (s)
+    lf_log_status(LF_LOG_WARN, "acquire: record", s);
 }
 
-static lf_status_t ask_openai(ctx_t *c, job_t **round, size_t n) {
-  lf_llm_request_t *reqs = calloc(n, sizeof(*reqs));
-  lf_llm_result_t *results = calloc(n, sizeof(*results));
-  if (!reqs || !results) {
-    free(reqs);
-    free(results);
-    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  for (size_t i = 0; i < n; ++i)
-    reqs[i] = (lf_llm_request_t){round[i]->msgs, round[i]->msg_count,
-                                 c->o->model, round[i]->task->name};
-  long budget = 0;
-  if (c->o->max_wall_ms) {
-    budget = (long)(c->deadline_ms - now_ms());
-    if (budget < 1)
-      budget = 1;
-  }
-  lf_status_t batch =
-      lf_llm_client_run_batch_within(c->client, reqs, n, results, budget);
-  if (batch)
-    lf_log_status(LF_LOG_WARN, "acquire: batch", batch);
-  for (size_t i = 0; i < n; ++i) {
-    job_t *j = round[i];
-    lf_llm_result_t *r = &results[i];
-    lf_acquire_attempt_t *a = new_attempt(j);
-    if (!a) {
-      finish(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE, "out of memory");
-      continue;
+/* One request to the provider. Returns the reply (heap, redacted), or NULL
+ * when the task has ended (the attempt and the result say why). */
+static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
+                 lf_acquire_attempt_t *a) {
+  const lf_acquire_options_t *o = c->o;
+  if (o->provider == LF_PROVIDER_OPENAI) {
+    lf_llm_request_t req = {j->msgs, j->msg_count, o->model, j->task->name};
+    lf_llm_result_t r;
+    memset(&r, 0, sizeof(r));
+    long budget = 0;
+    if (o->max_wall_ms) {
+      budget = (long)(c->deadline_ms - now_ms());
+      if (budget < 1)
+        budget = 1;
     }
-    a->latency_ms = r->elapsed_ms;
-    a->http_attempts = r->attempts;
-    a->http_code = r->http_code;
-    if (r->attempts > 0)
-      ++c->report->requests;
-    if (r->status) {
-      a->message = shorten(lf_status_message(r->status));
-      bool wall = lf_status_code(r->status) == LF_STATUS_DEADLINE_EXCEEDED &&
-                  strstr(lf_status_message(r->status), "time budget");
+    lf_status_t batch =
+        lf_llm_client_run_batch_within(client, &req, 1, &r, budget);
+    if (batch)
+      lf_log_status(LF_LOG_WARN, "acquire: request", batch);
+    a->latency_ms = r.elapsed_ms;
+    a->http_attempts = r.attempts;
+    a->http_code = r.http_code;
+    if (r.status) {
+      a->message = shorten(lf_status_message(r.status));
+      bool wall = lf_status_code(r.status) == LF_STATUS_DEADLINE_EXCEEDED &&
+                  strstr(lf_status_message(r.status), "time budget");
       a->outcome = wall ? LF_ATTEMPT_BUDGET : LF_ATTEMPT_PROVIDER_ERROR;
-      LF_LOG_INFO("acquire: %s: attempt %d: no reply after %ld ms: %s",
-                  j->task->name, j->attempt, r->elapsed_ms, a->message);
+      LF_LOG_INFO("acquire: %s: request %d: no reply after %ld ms: %s",
+                  j->task->name, j->res->requests, r.elapsed_ms, a->message);
       if (wall)
-        finish(c, j, LF_ACQUIRE_BUDGET, LF_BUDGET_WALL,
-               "the wall-time budget ran out while the request was pending");
+        finish_stopped(c, j, LF_ACQUIRE_BUDGET, LF_BUDGET_WALL,
+                       "the wall-time budget ran out while the request was "
+                       "pending");
       else
-        finish(c, j, LF_ACQUIRE_UNAVAILABLE, LF_BUDGET_NONE,
-               lf_status_message(r->status));
-      continue;
+        finish_stopped(c, j, LF_ACQUIRE_UNAVAILABLE, LF_BUDGET_NONE,
+                       lf_status_message(r.status));
+      lf_llm_result_clear(&r);
+      return NULL;
     }
-    char *reply = redact(c, r->content);
-    r->content = NULL;
+    char *reply = redact(c, r.content);
+    r.content = NULL;
     free(j->res->provider);
     free(j->res->model);
     j->res->provider = xstrdup("openai");
-    j->res->model = xstrdup(c->o->model);
-    count_tokens(c, j, a, &r->usage, reply);
-    LF_LOG_INFO("acquire: %s: attempt %d: reply in %ld ms (%ld+%ld tokens%s, "
-                "finish %s)",
-                j->task->name, j->attempt, r->elapsed_ms, a->prompt_tokens,
-                a->completion_tokens, a->tokens_estimated ? ", estimated" : "",
-                r->finish_reason ? r->finish_reason : "?");
-    take_reply(c, j, a, reply ? reply : xstrdup(""));
+    j->res->model = xstrdup(o->model);
+    count_tokens(c, j, a, &r.usage, reply);
+    LF_LOG_INFO("acquire: %s: request %d (%s): reply in %ld ms (%ld+%ld "
+                "tokens%s, finish %s)",
+                j->task->name, j->res->requests,
+                lf_acquire_request_kind_name(j->kind), r.elapsed_ms,
+                a->prompt_tokens, a->completion_tokens,
+                a->tokens_estimated ? ", estimated" : "",
+                r.finish_reason ? r.finish_reason : "?");
+    lf_llm_result_clear(&r);
+    reply = reply ? reply : xstrdup("");
+    record(c, j, a, reply);
+    return reply;
   }
-  for (size_t i = 0; i < n; ++i)
-    lf_llm_result_clear(&results[i]);
-  free(results);
-  free(reqs);
-  return LF_OK;
-}
 
-static void ask_replay(ctx_t *c, job_t **round, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    job_t *j = round[i];
-    lf_acquire_attempt_t *a = new_attempt(j);
-    if (!a) {
-      finish(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE, "out of memory");
-      continue;
-    }
-    int64_t t0 = now_ms();
-    char want[LF_SHA256_HEX_SIZE] = "";
-    lf_status_t s = LF_OK;
-    if (c->o->replay_strict)
-      s = lf_replay_request_sha256(c->o->model, j->msgs, j->msg_count, want);
-    lf_replay_key_t key = {j->task->fingerprint, j->task->arch,
-                           lf_prompt_set_major(c->prompts), j->attempt};
-    lf_replay_entry_t *e = NULL;
-    if (!s)
-      s = lf_replay_lookup(c->replay_dir, &key,
-                           c->o->replay_strict ? want : NULL, &e);
-    a->latency_ms = (long)(now_ms() - t0);
-    ++c->report->requests;
-    if (s) {
-      a->outcome = LF_ATTEMPT_PROVIDER_ERROR;
-      a->message = shorten(lf_status_message(s));
-      LF_LOG_INFO("acquire: %s: attempt %d: replay: %s", j->task->name,
-                  j->attempt, lf_status_message(s));
-      if (j->attempt > 1 && lf_status_code(s) == LF_STATUS_NOT_FOUND) {
-        char msg[MESSAGE_MAX * 2];
-        char *last = shorten(j->last_error);
-        snprintf(msg, sizeof(msg),
-                 "attempt %d failed and the replay set has no attempt %d; "
-                 "last: %s",
-                 j->attempt - 1, j->attempt, last ? last : "");
-        free(last);
-        finish(c, j, LF_ACQUIRE_FAILED, LF_BUDGET_NONE, msg);
-      } else {
-        finish(c, j, LF_ACQUIRE_UNAVAILABLE, LF_BUDGET_NONE,
-               lf_status_message(s));
-      }
-      lf_status_free(s);
-      continue;
-    }
-    free(j->res->provider);
-    free(j->res->model);
-    j->res->provider = xstrdup(e->provider);
-    j->res->model = xstrdup(e->model);
-    char *reply = redact(c, e->reply);
-    e->reply = NULL;
-    count_tokens(c, j, a, &e->usage, reply);
-    LF_LOG_INFO("acquire: %s: attempt %d: replayed %s (%s/%s)", j->task->name,
-                j->attempt, e->path, e->provider, e->model);
-    lf_replay_entry_free(e);
-    take_reply(c, j, a, reply ? reply : xstrdup(""));
-  }
-}
-
-/* ---- Builds --------------------------------------------------------------*/
-
-static void build_one(ctx_t *c, job_t *j) {
-  memset(&j->built, 0, sizeof(j->built));
-  LF_LOG_INFO("acquire: %s: attempt %d: building (%zu bytes)", j->task->name,
-              j->attempt, strlen(j->kernel));
   int64_t t0 = now_ms();
-  j->build_status = c->o->build(j->task, j->kernel, j->line_offset,
-                                c->o->build_user, &j->built);
-  j->build_ms = (long)(now_ms() - t0);
-}
-
-static void *build_worker(void *arg) {
-  ctx_t *c = arg;
-  for (;;) {
-    pthread_mutex_lock(&c->lock);
-    size_t i = c->next_build++;
-    pthread_mutex_unlock(&c->lock);
-    if (i >= c->build_count)
-      return NULL;
-    build_one(c, c->build_list[i]);
+  char want[LF_SHA256_HEX_SIZE] = "";
+  lf_status_t s = LF_OK;
+  if (o->replay_strict)
+    s = lf_replay_request_sha256(o->model, j->msgs, j->msg_count, want);
+  lf_replay_key_t key = {j->task->fingerprint, j->task->arch,
+                         lf_prompt_set_major(c->prompts), j->res->requests};
+  lf_replay_entry_t *e = NULL;
+  if (!s)
+    s = lf_replay_lookup(c->replay_dir, &key, o->replay_strict ? want : NULL,
+                         &e);
+  a->latency_ms = (long)(now_ms() - t0);
+  if (s) {
+    a->outcome = LF_ATTEMPT_PROVIDER_ERROR;
+    a->message = shorten(lf_status_message(s));
+    LF_LOG_INFO("acquire: %s: request %d: replay: %s", j->task->name,
+                j->res->requests, lf_status_message(s));
+    if (j->res->requests > 1 && lf_status_code(s) == LF_STATUS_NOT_FOUND) {
+      char msg[MESSAGE_MAX * 2];
+      char *last = shorten(j->feedback);
+      snprintf(msg, sizeof(msg), "the replay set has no request %d%s%s",
+               j->res->requests, last && last[0] ? "; last: " : "",
+               last ? last : "");
+      free(last);
+      finish_stopped(c, j, LF_ACQUIRE_FAILED, LF_BUDGET_NONE, msg);
+    } else {
+      finish_stopped(c, j, LF_ACQUIRE_UNAVAILABLE, LF_BUDGET_NONE,
+                     lf_status_message(s));
+    }
+    lf_status_free(s);
+    return NULL;
   }
+  free(j->res->provider);
+  free(j->res->model);
+  j->res->provider = xstrdup(e->provider);
+  j->res->model = xstrdup(e->model);
+  char *reply = redact(c, e->reply);
+  e->reply = NULL;
+  count_tokens(c, j, a, &e->usage, reply);
+  LF_LOG_INFO("acquire: %s: request %d: replayed %s (%s/%s)", j->task->name,
+              j->res->requests, e->path, e->provider, e->model);
+  lf_replay_entry_free(e);
+  return reply ? reply : xstrdup("");
 }
 
-static void run_builds(ctx_t *c) {
-  if (c->build_count == 0)
-    return;
-  c->next_build = 0;
-  size_t threads = (size_t)c->o->build_concurrency;
-  if (threads > c->build_count)
-    threads = c->build_count;
-  pthread_t tid[64];
-  size_t started = 0;
-  for (size_t t = 1; t < threads; ++t)
-    if (pthread_create(&tid[started], NULL, build_worker, c) == 0)
-      ++started;
-  build_worker(c);
-  for (size_t t = 0; t < started; ++t)
-    pthread_join(tid[t], NULL);
+/* ---- Builds and evaluations ----------------------------------------------*/
+
+static void build_enter(ctx_t *c) {
+  pthread_mutex_lock(&c->lock);
+  while (c->builds_running >= c->o->build_concurrency)
+    pthread_cond_wait(&c->build_free, &c->lock);
+  ++c->builds_running;
+  pthread_mutex_unlock(&c->lock);
 }
 
-/* Stores a kernel that built; a failure is only a warning. */
-static void store(ctx_t *c, job_t *j) {
+static void build_leave(ctx_t *c) {
+  pthread_mutex_lock(&c->lock);
+  --c->builds_running;
+  pthread_cond_signal(&c->build_free);
+  pthread_mutex_unlock(&c->lock);
+}
+
+static void built_clear(lf_acquire_build_t *b) {
+  free(b->repair_text);
+  free(b->ptx);
+  free(b->cubin);
+  free(b->record_json);
+  memset(b, 0, sizeof(*b));
+}
+
+/* Stores a kernel that built (no evaluation); a failure is a warning. */
+static void store(ctx_t *c, job_t *j, const lf_acquire_build_t *built) {
   if (!c->o->cache || !j->res->cache_digest[0])
     return;
   lf_cache_entry_t e = {0};
   e.kernel = j->res->kernel;
-  e.ptx = j->built.ptx;
-  e.cubin = j->built.cubin;
-  e.cubin_len = j->built.cubin ? j->built.cubin_len : 0;
+  e.ptx = built->ptx;
+  e.cubin = built->cubin;
+  e.cubin_len = built->cubin ? built->cubin_len : 0;
   e.verdict = LF_CACHE_UNVERIFIED;
-  e.verification_json = j->built.record_json;
+  e.verification_json = built->record_json;
   e.provenance.provider = j->res->provider;
   e.provenance.model = j->res->model;
   e.provenance.prompt_version = lf_prompt_set_version(c->prompts);
-  e.provenance.attempts = j->attempt;
+  e.provenance.attempts = j->res->requests;
   lf_status_t s = lf_cache_store(c->o->cache, &j->key, &e, NULL);
   if (s)
     lf_log_status(LF_LOG_WARN, "acquire: cache store", s);
@@ -613,124 +724,390 @@ static void store(ctx_t *c, job_t *j) {
                 j->res->cache_digest);
 }
 
-static void after_build(ctx_t *c, job_t *j) {
-  lf_acquire_attempt_t *a = &j->res->attempts[j->res->attempt_count - 1];
-  a->build_ms = j->build_ms;
-  if (j->build_status) {
+/* After a reply that gave no verified kernel: a repair, a refinement that
+ * carries the failure, or the end. `why` is the failure for the model. */
+static void after_failure(ctx_t *c, job_t *j, const char *why,
+                          size_t from_attempt) {
+  free(j->feedback);
+  j->feedback = xstrdup(why);
+  j->feedback_attempt = from_attempt;
+  if (j->have_best) {
+    if (j->res->refinements >= c->o->max_refinements) {
+      finish_best(c, j, LF_BUDGET_NONE, "refinement rounds used up");
+      return;
+    }
+    j->kind = LF_REQUEST_REFINE;
+    return;
+  }
+  if (j->fix_requests >= c->o->max_attempts) {
+    char msg[MESSAGE_MAX + 96];
+    char *short_why = shorten(why);
+    if (j->have_rej) {
+      snprintf(msg, sizeof(msg),
+               "no kernel passed verification in %d attempt(s); last: %s",
+               j->fix_requests, short_why ? short_why : "");
+      finish_rejected(c, j, msg);
+    } else {
+      snprintf(msg, sizeof(msg), "no kernel built in %d attempt(s); last: %s",
+               j->fix_requests, short_why ? short_why : "");
+      finish(c, j, LF_ACQUIRE_FAILED, LF_BUDGET_NONE, msg);
+    }
+    free(short_why);
+    return;
+  }
+  j->kind = LF_REQUEST_REPAIR;
+}
+
+/* Takes one variant's candidate (built, evaluated or not) into the job's
+ * best or last rejection. Returns false when the loop must end now. */
+typedef struct reply_state_s {
+  double best_ms;    /* the fastest verified variant of this reply; 0 none */
+  char *first_error; /* the first failure of this reply, for the model */
+  size_t first_error_attempt;
+  bool ended;
+} reply_state_t;
+
+static void note_error(reply_state_t *rs, const char *label, const char *why,
+                       size_t attempt) {
+  if (rs->first_error)
+    return;
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 8192);
+  if (label && label[0])
+    lf_status_free(lf_strbuf_appendf(&b, "variant %s: ", label));
+  lf_status_free(lf_strbuf_append_str(&b, why ? why : ""));
+  rs->first_error = lf_strbuf_take(&b);
+  rs->first_error_attempt = attempt;
+}
+
+/* Builds and (with an evaluate callback) verifies one variant. */
+static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
+                        size_t attempt_index, const char *text,
+                        size_t line_offset, const char *label,
+                        reply_state_t *rs) {
+  const lf_acquire_options_t *o = c->o;
+  lf_acquire_build_t built;
+  memset(&built, 0, sizeof(built));
+  LF_LOG_INFO("acquire: %s: request %d%s%s: building (%zu bytes)",
+              j->task->name, j->res->requests, label[0] ? ", variant " : "",
+              label, strlen(text));
+  build_enter(c);
+  int64_t t0 = now_ms();
+  lf_status_t bs = o->build(j->task, text, line_offset, o->build_user, &built);
+  a->build_ms = (long)(now_ms() - t0);
+  build_leave(c);
+  if (bs) {
     a->outcome = LF_ATTEMPT_ERROR;
-    a->message = shorten(lf_status_message(j->build_status));
-    finish(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE,
-           lf_status_message(j->build_status));
-  } else if (j->built.ok) {
-    a->outcome = LF_ATTEMPT_BUILT;
-    a->message = xstrdup("");
-    LF_LOG_INFO("acquire: %s: attempt %d: built in %ld ms", j->task->name,
-                j->attempt, j->build_ms);
-    j->res->kernel = j->kernel;
-    j->res->line_offset = j->line_offset;
-    j->kernel = NULL;
-    store(c, j);
-    finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, "");
-  } else {
-    const char *why = j->built.repair_text && j->built.repair_text[0]
-                          ? j->built.repair_text
+    a->message = shorten(lf_status_message(bs));
+    release(c, &built.artifact);
+    finish_stopped(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE,
+                   lf_status_message(bs));
+    lf_status_free(bs);
+    built_clear(&built);
+    rs->ended = true;
+    return;
+  }
+  if (!built.ok) {
+    const char *why = built.repair_text && built.repair_text[0]
+                          ? built.repair_text
                           : "the kernel did not build (no details)";
     a->outcome = LF_ATTEMPT_BUILD_FAILED;
     a->message = shorten(why);
-    LF_LOG_INFO("acquire: %s: attempt %d: build failed in %ld ms: %s",
-                j->task->name, j->attempt, j->build_ms, a->message);
-    after_failure(c, j, why);
+    LF_LOG_INFO("acquire: %s: request %d%s%s: build failed in %ld ms: %s",
+                j->task->name, j->res->requests, label[0] ? ", variant " : "",
+                label, a->build_ms, a->message);
+    note_error(rs, label, why, attempt_index);
+    release(c, &built.artifact);
+    built_clear(&built);
+    return;
   }
-  lf_status_free(j->build_status);
-  j->build_status = NULL;
-  free(j->built.repair_text);
-  free(j->built.ptx);
-  free(j->built.cubin);
-  free(j->built.record_json);
-  memset(&j->built, 0, sizeof(j->built));
-  free(j->kernel);
-  j->kernel = NULL;
-  j->to_build = false;
-}
-
-/* ---- Rounds --------------------------------------------------------------*/
-
-/* Ends every waiting task for `budget`. */
-static void exhaust(ctx_t *c, lf_acquire_budget_t budget) {
-  for (size_t i = 0; i < c->count; ++i)
-    if (c->jobs[i].pending)
-      finish(c, &c->jobs[i], LF_ACQUIRE_BUDGET, budget,
-             budget == LF_BUDGET_WALL       ? "the wall-time budget ran out"
-             : budget == LF_BUDGET_REQUESTS ? "the request budget ran out"
-                                            : "the token budget ran out");
-}
-
-static lf_status_t run_rounds(ctx_t *c) {
-  const lf_acquire_options_t *o = c->o;
-  job_t **round = calloc(c->count ? c->count : 1, sizeof(*round));
-  c->build_list = calloc(c->count ? c->count : 1, sizeof(*c->build_list));
-  if (!round || !c->build_list) {
-    free(round);
-    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  ++j->res->candidates;
+  LF_LOG_INFO("acquire: %s: request %d%s%s: built in %ld ms", j->task->name,
+              j->res->requests, label[0] ? ", variant " : "", label,
+              a->build_ms);
+  if (!o->evaluate) {
+    /* Nothing can judge it here: the first kernel that builds is the
+     * result, stored as unverified; the caller verifies it or defers. */
+    a->outcome = LF_ATTEMPT_BUILT;
+    a->kept = true;
+    j->res->kernel = xstrdup(text);
+    j->res->line_offset = line_offset;
+    j->res->artifact = built.artifact;
+    built.artifact = NULL;
+    store(c, j, &built);
+    built_clear(&built);
+    finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, "");
+    rs->ended = true;
+    return;
   }
-  for (;;) {
-    if (o->max_wall_ms && now_ms() >= c->deadline_ms)
-      exhaust(c, LF_BUDGET_WALL);
-    size_t n = 0;
-    for (size_t i = 0; i < c->count; ++i) {
-      job_t *j = &c->jobs[i];
-      if (!j->pending)
-        continue;
-      long tokens = c->report->prompt_tokens + c->report->completion_tokens;
-      if (o->max_requests && c->report->requests + (long)n >= o->max_requests)
-        finish(c, j, LF_ACQUIRE_BUDGET, LF_BUDGET_REQUESTS,
-               "the request budget ran out");
-      else if (o->max_tokens && tokens >= o->max_tokens)
-        finish(c, j, LF_ACQUIRE_BUDGET, LF_BUDGET_TOKENS,
-               "the token budget ran out");
-      else
-        round[n++] = j;
+  lf_acquire_eval_t ev;
+  memset(&ev, 0, sizeof(ev));
+  t0 = now_ms();
+  lf_status_t es = o->evaluate(j->task, built.artifact, o->evaluate_user, &ev);
+  ev.verify_ms = (long)(now_ms() - t0);
+  a->verify_ms = ev.verify_ms;
+  void *artifact = built.artifact;
+  built.artifact = NULL;
+  built_clear(&built);
+  if (es) {
+    a->outcome = LF_ATTEMPT_ERROR;
+    a->message = shorten(lf_status_message(es));
+    release(c, &artifact);
+    lf_acquire_eval_clear(&ev);
+    finish_stopped(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE,
+                   lf_status_message(es));
+    lf_status_free(es);
+    rs->ended = true;
+    return;
+  }
+  free(a->verify_reason);
+  a->verify_reason =
+      xstrdup(ev.reason ? ev.reason : (ev.accepted ? "ok" : "?"));
+  a->fallback_ms = ev.fallback_ms;
+  if (ev.unjudged) {
+    a->outcome = LF_ATTEMPT_UNJUDGED;
+    a->message = shorten(ev.feedback);
+    LF_LOG_INFO("acquire: %s: request %d: verification could not judge the "
+                "kernel (%s): %s",
+                j->task->name, j->res->requests, a->verify_reason, a->message);
+    if (j->have_best) {
+      release(c, &artifact);
+      lf_acquire_eval_clear(&ev);
+      finish_best(c, j, LF_BUDGET_NONE, "verification stopped working");
+    } else {
+      lf_acquire_result_t *r = j->res;
+      r->kernel = xstrdup(text);
+      r->line_offset = line_offset;
+      r->artifact = artifact;
+      r->eval = ev;
+      r->evaluated = true;
+      a->kept = true;
+      finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, "unjudged");
     }
-    if (n == 0)
-      break;
-    ++c->report->rounds;
-    size_t ready = 0;
-    for (size_t i = 0; i < n; ++i) {
-      job_t *j = round[i];
-      ++j->attempt;
-      lf_status_t s = make_messages(c, j);
-      if (s) {
-        finish(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE, lf_status_message(s));
-        lf_status_free(s);
-        continue;
+    rs->ended = true;
+    return;
+  }
+  if (!ev.accepted) {
+    a->outcome = LF_ATTEMPT_REJECTED;
+    a->message = shorten(ev.feedback);
+    LF_LOG_INFO("acquire: %s: request %d%s%s: rejected by verification in "
+                "%ld ms (%s)",
+                j->task->name, j->res->requests, label[0] ? ", variant " : "",
+                label, ev.verify_ms, a->verify_reason);
+    note_error(rs, label,
+               ev.feedback && ev.feedback[0] ? ev.feedback
+                                             : "verification rejected it",
+               attempt_index);
+    /* The last rejection is kept for the caller's record. */
+    release(c, &j->rej_artifact);
+    free(j->rej_kernel);
+    lf_acquire_eval_clear(&j->rej_eval);
+    j->rej_kernel = xstrdup(text);
+    j->rej_line_offset = line_offset;
+    j->rej_artifact = artifact;
+    j->rej_eval = ev;
+    j->rej_attempt = attempt_index;
+    j->have_rej = true;
+    return;
+  }
+  a->outcome = LF_ATTEMPT_VERIFIED;
+  a->message = xstrdup("");
+  a->time_ms = ev.time_ms;
+  a->roofline_fraction = lf_acquire_eval_fraction(&ev);
+  LF_LOG_INFO("acquire: %s: request %d%s%s: verified in %ld ms: %.4g ms "
+              "(fallback %.4g ms, %.0f%% of the roofline)",
+              j->task->name, j->res->requests, label[0] ? ", variant " : "",
+              label, ev.verify_ms, ev.time_ms, ev.fallback_ms,
+              100 * a->roofline_fraction);
+  if (rs->best_ms <= 0 || ev.time_ms < rs->best_ms)
+    rs->best_ms = ev.time_ms;
+  if (!j->have_best || ev.time_ms < j->best_eval.time_ms) {
+    release(c, &j->best_artifact);
+    free(j->best_kernel);
+    lf_acquire_eval_clear(&j->best_eval);
+    j->best_kernel = xstrdup(text);
+    j->best_line_offset = line_offset;
+    j->best_artifact = artifact;
+    j->best_eval = ev;
+    j->best_attempt = attempt_index;
+    j->have_best = true;
+  } else {
+    release(c, &artifact);
+    lf_acquire_eval_clear(&ev);
+  }
+}
+
+/* Extracts, expands and tries the candidates of one reply (heap). */
+static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
+                       char *reply) {
+  free(j->last_reply);
+  j->last_reply = reply;
+  j->msg_count = 0; /* the messages may point at the old reply */
+  size_t first_index = j->res->attempt_count; /* 1 + index of `a` */
+  char *kernel = NULL;
+  size_t offset = 0;
+  lf_status_t s =
+      lf_reply_extract_gpu_module(reply, strlen(reply), &kernel, &offset);
+  lf_tune_set_t *set = NULL;
+  if (!s) {
+    s = lf_tune_expand(kernel, strlen(kernel), &set);
+    if (s)
+      s = lf_status_annotate(s, "tune");
+  }
+  if (s) {
+    a->outcome = kernel ? LF_ATTEMPT_BUILD_FAILED : LF_ATTEMPT_NO_KERNEL;
+    a->message = shorten(lf_status_message(s));
+    LF_LOG_INFO("acquire: %s: request %d: %s", j->task->name, j->res->requests,
+                lf_status_message(s));
+    after_failure(c, j, lf_status_message(s), first_index);
+    lf_status_free(s);
+    free(kernel);
+    return;
+  }
+  if (set->tuned)
+    LF_LOG_INFO("acquire: %s: request %d: %zu variant(s) declared (%zu "
+                "excluded by their requirements)",
+                j->task->name, j->res->requests, set->count, set->excluded);
+  reply_state_t rs = {0};
+  lf_acquire_attempt_t proto = *a;
+  for (size_t v = 0; v < set->count && !rs.ended; ++v) {
+    lf_acquire_attempt_t *av = a;
+    size_t index = first_index;
+    if (v > 0) {
+      /* Each further variant is an attempt of its own (same request; the
+       * request's latency and tokens stay on the first). */
+      av = new_attempt(j, set->variants[v].label);
+      if (!av) {
+        finish_stopped(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE, "out of memory");
+        rs.ended = true;
+        break;
       }
+      av->http_code = proto.http_code;
+      index = j->res->attempt_count;
+    } else {
+      free(av->variant);
+      av->variant = xstrdup(set->variants[v].label);
+    }
+    try_variant(c, j, av, index, set->variants[v].text, offset,
+                set->variants[v].label, &rs);
+  }
+  lf_tune_set_destroy(set);
+  free(kernel);
+  if (rs.ended) {
+    free(rs.first_error);
+    return;
+  }
+  if (rs.best_ms > 0) {
+    j->last_ms = rs.best_ms;
+    free(j->feedback);
+    j->feedback = NULL;
+    j->feedback_attempt = first_index;
+    double f = lf_acquire_eval_fraction(&j->best_eval);
+    if (j->res->refinements >= c->o->max_refinements)
+      finish_best(c, j, LF_BUDGET_NONE,
+                  c->o->max_refinements ? "refinement rounds used up"
+                                        : "verified");
+    else if (f >= c->o->stop_fraction)
+      finish_best(c, j, LF_BUDGET_NONE, "within reach of the roofline");
+    else
+      j->kind = LF_REQUEST_REFINE;
+  } else {
+    after_failure(c, j, rs.first_error ? rs.first_error : "no variant was kept",
+                  rs.first_error ? rs.first_error_attempt : first_index);
+  }
+  free(rs.first_error);
+}
+
+/* ---- The loop of one subgraph --------------------------------------------*/
+
+static void run_job(ctx_t *c, job_t *j, lf_llm_client_t *client) {
+  const lf_acquire_options_t *o = c->o;
+  while (j->pending) {
+    lf_acquire_budget_t b = admit(c);
+    if (b != LF_BUDGET_NONE) {
+      finish_stopped(c, j, LF_ACQUIRE_BUDGET, b, budget_sentence(b));
+      break;
+    }
+    ++j->res->requests;
+    if (j->kind == LF_REQUEST_REFINE)
+      ++j->res->refinements;
+    else
+      ++j->fix_requests;
+    lf_status_t s = make_messages(c, j);
+    if (s) {
+      finish_stopped(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE,
+                     lf_status_message(s));
+      lf_status_free(s);
+      break;
+    }
+    if (j->kind == LF_REQUEST_REFINE)
+      LF_LOG_INFO("acquire: %s: asking %s (%s, refinement %d/%d, best %.4g "
+                  "ms)",
+                  j->task->name, lf_acquire_provider_name(o->provider),
+                  o->model, j->res->refinements, o->max_refinements,
+                  j->best_eval.time_ms);
+    else
       LF_LOG_INFO("acquire: %s: asking %s (%s, attempt %d/%d, %s)",
                   j->task->name, lf_acquire_provider_name(o->provider),
-                  o->model, j->attempt, o->max_attempts,
-                  j->attempt > 1 ? "repair" : "first");
-      round[ready++] = j;
+                  o->model, j->fix_requests, o->max_attempts,
+                  lf_acquire_request_kind_name(j->kind));
+    lf_acquire_attempt_t *a = new_attempt(j, "");
+    if (!a) {
+      finish_stopped(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE, "out of memory");
+      break;
     }
-    int64_t t0 = now_ms();
-    if (o->provider == LF_PROVIDER_OPENAI) {
-      lf_status_t s = ask_openai(c, round, ready);
-      if (s) {
-        free(round);
-        return s;
-      }
-    } else {
-      ask_replay(c, round, ready);
-    }
-    LF_LOG_INFO("acquire: round %d: %zu request(s) in %ld ms",
-                c->report->rounds, ready, (long)(now_ms() - t0));
-    c->build_count = 0;
-    for (size_t i = 0; i < ready; ++i)
-      if (round[i]->to_build)
-        c->build_list[c->build_count++] = round[i];
-    run_builds(c);
-    for (size_t i = 0; i < c->build_count; ++i)
-      after_build(c, c->build_list[i]);
+    char *reply = ask(c, j, client, a);
+    if (!reply)
+      break; /* ended */
+    take_reply(c, j, a, reply);
   }
-  free(round);
+  pthread_mutex_lock(&c->lock);
+  if (j->res->requests > c->report->rounds)
+    c->report->rounds = j->res->requests;
+  pthread_mutex_unlock(&c->lock);
+  /* Whatever the result did not take. */
+  release(c, &j->best_artifact);
+  release(c, &j->rej_artifact);
+  lf_acquire_eval_clear(&j->best_eval);
+  lf_acquire_eval_clear(&j->rej_eval);
+}
+
+typedef struct loop_arg_s {
+  ctx_t *c;
+  lf_llm_client_t *client;
+} loop_arg_t;
+
+static void *loop_thread(void *arg) {
+  loop_arg_t *la = arg;
+  ctx_t *c = la->c;
+  for (;;) {
+    pthread_mutex_lock(&c->lock);
+    while (c->next_job < c->count && !c->jobs[c->next_job].pending)
+      ++c->next_job;
+    size_t i = c->next_job < c->count ? c->next_job++ : c->count;
+    pthread_mutex_unlock(&c->lock);
+    if (i >= c->count)
+      return NULL;
+    run_job(c, &c->jobs[i], la->client);
+  }
+}
+
+/* Runs the pending loops on c->threads threads (the caller's included). */
+static lf_status_t run_loops(ctx_t *c) {
+  loop_arg_t args[256];
+  pthread_t tid[256];
+  size_t n = c->threads ? c->threads : 1;
+  if (n > 256)
+    n = 256;
+  size_t started = 0;
+  for (size_t t = 0; t < n; ++t)
+    args[t] = (loop_arg_t){c, c->clients ? c->clients[t] : NULL};
+  for (size_t t = 1; t < n; ++t)
+    if (pthread_create(&tid[started], NULL, loop_thread, &args[t]) == 0)
+      ++started;
+  loop_thread(&args[0]);
+  for (size_t t = 0; t < started; ++t)
+    pthread_join(tid[t], NULL);
   return LF_OK;
 }
 
@@ -751,6 +1128,7 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
   ctx_t c = {.o = o, .count = count, .start_ms = now_ms()};
   c.deadline_ms = c.start_ms + o->max_wall_ms;
   pthread_mutex_init(&c.lock, NULL);
+  pthread_cond_init(&c.build_free, NULL);
   lf_status_t s = LF_OK;
   c.report = calloc(1, sizeof(*c.report));
   c.jobs = calloc(count ? count : 1, sizeof(*c.jobs));
@@ -761,6 +1139,8 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
     goto out_free;
   }
   c.report->count = count;
+  c.report->release = o->release;
+  c.report->release_user = o->release_user;
   for (size_t i = 0; i < count; ++i)
     result_init(&c.report->results[i]);
 
@@ -825,11 +1205,18 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
     ++waiting;
   }
 
+  c.threads = waiting < (size_t)o->max_concurrency ? waiting
+                                                   : (size_t)o->max_concurrency;
   if (waiting && o->provider == LF_PROVIDER_OPENAI) {
     lf_llm_client_options_t co = o->client;
     co.model = o->model;
-    co.max_concurrency = o->max_concurrency;
-    lf_status_t cs = lf_llm_client_create(&co, &c.client);
+    co.max_concurrency = 1; /* one request at a time per loop thread */
+    c.clients = calloc(c.threads, sizeof(*c.clients));
+    lf_status_t cs =
+        c.clients ? LF_OK
+                  : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    for (size_t t = 0; !cs && t < c.threads; ++t)
+      cs = lf_llm_client_create(&co, &c.clients[t]);
     if (cs) {
       for (size_t i = 0; i < count; ++i)
         if (c.jobs[i].pending)
@@ -840,22 +1227,24 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
     } else {
       LF_LOG_INFO("acquire: %zu subgraph(s) to ask at %s (model %s, at most "
                   "%d in flight)",
-                  waiting, lf_llm_client_endpoint(c.client), o->model,
+                  waiting, lf_llm_client_endpoint(c.clients[0]), o->model,
                   o->max_concurrency);
     }
   }
   if (waiting)
-    s = run_rounds(&c);
+    s = run_loops(&c);
   if (s)
     goto out_free;
   c.report->wall_ms = (long)(now_ms() - c.start_ms);
-  size_t by[8] = {0};
+  size_t by[16] = {0};
   for (size_t i = 0; i < count; ++i)
-    ++by[c.report->results[i].outcome & 7];
-  LF_LOG_INFO("acquire: %zu subgraph(s) in %ld ms: %zu ok, %zu cached, %zu "
+    ++by[c.report->results[i].outcome & 15];
+  LF_LOG_INFO("acquire: %zu subgraph(s) in %ld ms: %zu ok, %zu rejected, %zu "
+              "cached, %zu "
               "failed, %zu budget-exhausted%s%s%s, %zu unavailable, %zu "
-              "skipped; %ld request(s) in %d round(s), %ld tokens",
+              "skipped; %ld request(s), at most %d per subgraph, %ld tokens",
               count, c.report->wall_ms, by[LF_ACQUIRE_OK],
+              by[LF_ACQUIRE_REJECTED],
               by[LF_ACQUIRE_CACHED] + by[LF_ACQUIRE_CACHED_REJECTED],
               by[LF_ACQUIRE_FAILED] + by[LF_ACQUIRE_ERROR],
               by[LF_ACQUIRE_BUDGET], c.report->exhausted ? " (" : "",
@@ -869,13 +1258,18 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
 out_free:
   for (size_t i = 0; c.jobs && i < count; ++i) {
     job_t *j = &c.jobs[i];
-    free(j->first), free(j->last_reply), free(j->last_error);
-    free(j->repair), free(j->kernel);
+    free(j->first), free(j->last_reply), free(j->followup);
+    free(j->feedback), free(j->best_kernel), free(j->rej_kernel);
+    release(&c, &j->best_artifact);
+    release(&c, &j->rej_artifact);
+    lf_acquire_eval_clear(&j->best_eval);
+    lf_acquire_eval_clear(&j->rej_eval);
   }
   free(c.jobs);
-  free(c.build_list);
+  for (size_t i = 0; c.clients && i < c.threads; ++i)
+    lf_llm_client_destroy(c.clients[i]);
+  free(c.clients);
   lf_acquire_report_destroy(c.report);
-  lf_llm_client_destroy(c.client);
   lf_prompt_set_destroy(c.prompts);
   free(c.system);
   free(c.replay_dir);
@@ -883,6 +1277,7 @@ out_free:
     memset(c.secret, 0, strlen(c.secret));
     free(c.secret);
   }
+  pthread_cond_destroy(&c.build_free);
   pthread_mutex_destroy(&c.lock);
   return s;
 }
@@ -894,8 +1289,14 @@ void lf_acquire_report_destroy(lf_acquire_report_t *report) {
     lf_acquire_result_t *r = &report->results[i];
     free(r->message), free(r->kernel), free(r->provider), free(r->model);
     lf_cache_entry_free(r->cache_entry);
-    for (size_t k = 0; k < r->attempt_count; ++k)
-      free(r->attempts[k].message);
+    if (r->artifact && report->release)
+      report->release(r->artifact, report->release_user);
+    lf_acquire_eval_clear(&r->eval);
+    for (size_t k = 0; k < r->attempt_count; ++k) {
+      lf_acquire_attempt_t *a = &r->attempts[k];
+      free(a->message), free(a->variant), free(a->verify_reason);
+      free(a->feedback);
+    }
     free(r->attempts);
   }
   free(report->results);
@@ -943,13 +1344,35 @@ lf_status_t lf_acquire_report_to_json(const lf_acquire_report_t *report,
       ok = cJSON_AddStringToObject(
           g, "cache_verdict", lf_cache_verdict_name(r->cache_entry->verdict));
     ok = ok && cJSON_AddNumberToObject(g, "elapsed_ms", (double)r->elapsed_ms);
+    ok = ok && cJSON_AddNumberToObject(g, "requests", r->requests);
+    ok = ok && cJSON_AddNumberToObject(g, "refinements", r->refinements);
+    ok = ok && cJSON_AddNumberToObject(g, "candidates", r->candidates);
+    if (ok && r->evaluated) {
+      cJSON *ev = cJSON_AddObjectToObject(g, "evaluation");
+      ok = ev && cJSON_AddBoolToObject(ev, "accepted", r->eval.accepted);
+      ok = ok && cJSON_AddBoolToObject(ev, "unjudged", r->eval.unjudged);
+      ok = ok && cJSON_AddStringToObject(ev, "reason",
+                                         r->eval.reason ? r->eval.reason : "");
+      ok = ok && cJSON_AddNumberToObject(ev, "time_ms", r->eval.time_ms);
+      ok =
+          ok && cJSON_AddNumberToObject(ev, "fallback_ms", r->eval.fallback_ms);
+      ok =
+          ok && cJSON_AddNumberToObject(ev, "roofline_ms", r->eval.roofline_ms);
+      ok = ok && cJSON_AddNumberToObject(ev, "roofline_fraction",
+                                         lf_acquire_eval_fraction(&r->eval));
+    }
     ok = ok && (atts = cJSON_AddArrayToObject(g, "attempts"));
     for (size_t k = 0; ok && k < r->attempt_count; ++k) {
       const lf_acquire_attempt_t *a = &r->attempts[k];
       cJSON *x = cJSON_CreateObject();
       ok = x && cJSON_AddItemToArray(atts, x);
+      ok = ok && cJSON_AddStringToObject(x, "kind",
+                                         lf_acquire_request_kind_name(a->kind));
+      ok = ok && cJSON_AddNumberToObject(x, "request", a->request);
       ok = ok &&
-           cJSON_AddStringToObject(x, "kind", a->repair ? "repair" : "first");
+           cJSON_AddStringToObject(x, "variant", a->variant ? a->variant : "");
+      ok = ok &&
+           cJSON_AddStringToObject(x, "stage", lf_acquire_attempt_stage(a));
       ok = ok && cJSON_AddStringToObject(
                      x, "outcome", lf_acquire_attempt_outcome_name(a->outcome));
       ok =
@@ -965,6 +1388,17 @@ lf_status_t lf_acquire_report_to_json(const lf_acquire_report_t *report,
       ok = ok && cJSON_AddNumberToObject(x, "http_code", (double)a->http_code);
       ok = ok &&
            cJSON_AddStringToObject(x, "message", a->message ? a->message : "");
+      ok = ok && cJSON_AddNumberToObject(x, "verify_ms", (double)a->verify_ms);
+      ok = ok &&
+           cJSON_AddStringToObject(x, "verify_reason",
+                                   a->verify_reason ? a->verify_reason : "");
+      ok = ok && cJSON_AddNumberToObject(x, "time_ms", a->time_ms);
+      ok = ok && cJSON_AddNumberToObject(x, "fallback_ms", a->fallback_ms);
+      ok = ok && cJSON_AddNumberToObject(x, "roofline_fraction",
+                                         a->roofline_fraction);
+      ok = ok && cJSON_AddStringToObject(x, "feedback",
+                                         a->feedback ? a->feedback : "");
+      ok = ok && cJSON_AddBoolToObject(x, "kept", a->kept);
     }
     if (ok && with_kernels && r->kernel)
       ok = cJSON_AddStringToObject(g, "kernel", r->kernel);

@@ -1,23 +1,38 @@
-/* acquire.h - a kernel for each outlined subgraph: cache, provider, build,
- * repair, within budgets.
+/* acquire.h - a kernel for each outlined subgraph: one loop per subgraph
+ * (request, build, verify, time, then repair or refine), within budgets.
  *
  * lf_acquire_run() takes N subgraph tasks and, for each:
  *  1. looks the kernel cache up (key: fingerprint, arch, toolchain,
  *     provider, model, full prompt version); a hit ends the task;
- *  2. otherwise asks the provider: `openai` (the HTTP client; every first
- *     request of the module goes out in one curl multi batch, at most
- *     max_concurrency in flight), `replay` (recorded exchanges, replay.h)
- *     or `none` (nothing is asked);
- *  3. extracts the reply's gpu.module (reply.h) and hands it to the
- *     caller's build callback, which returns ok or a repair text;
- *  4. sends the failures back with a repair prompt in the next round, all
- *     of that round's repairs again in one batch, up to max_attempts per
- *     subgraph;
- *  5. stores a kernel that built in the cache (verdict unverified).
- * Rounds continue while a subgraph waits for a repair and the module's
- * budgets (requests, tokens, wall time) last; when one runs out, the
- * subgraphs still without a kernel end as LF_ACQUIRE_BUDGET and the report
- * names the budget. The caller keeps their original ops.
+ *  2. otherwise runs the subgraph's loop on one of max_concurrency loop
+ *     threads, so that while one subgraph's candidate is verified, the
+ *     others' requests and builds go on:
+ *     a. ask the provider: `openai` (the HTTP client, one per loop thread),
+ *        `replay` (recorded exchanges, replay.h) or `none`;
+ *     b. extract the reply's gpu.module (reply.h) and expand the variants it
+ *        declares (tune.h: `// llm-fuse.tune`), at most 16;
+ *     c. build each variant with the caller's build callback (at most
+ *        build_concurrency builds at once across the module);
+ *     d. when the caller gives an evaluate callback (a GPU is there):
+ *        verify and time each built variant (the callback serializes the
+ *        GPU: one queue); the fastest verified variant is the reply's result;
+ *     e. a reply that yields no verified kernel goes back to the model with
+ *        the build or verification error (a repair), up to max_attempts
+ *        requests in all before the first verified kernel;
+ *     f. after a verified kernel, up to max_refinements requests tell the
+ *        model its time, the fallback's and the roofline floor and ask for a
+ *        faster kernel; a refinement that fails or is slower never replaces
+ *        the fastest verified kernel, and its failure goes back to the model
+ *        in the next refinement; the loop stops early when the fastest
+ *        kernel reaches stop_fraction of the roofline floor.
+ *     Without an evaluate callback the first kernel that builds ends the
+ *     loop and is stored in the cache as unverified (the caller verifies
+ *     later, or defers); with one, nothing is stored here: the caller
+ *     records the verdict of the kernel it keeps.
+ * The loops run while the module's budgets (requests, tokens, wall time)
+ * last; when one runs out, a subgraph keeps its fastest verified kernel if
+ * it has one, else it ends as LF_ACQUIRE_BUDGET and the report names the
+ * budget. The caller keeps their original ops.
  *
  * Every step is logged (base/log.h, info): cache hits, "asking", "reply"
  * with latency and tokens, "building", each attempt's result, and a summary.
@@ -80,7 +95,47 @@ typedef struct lf_acquire_build_s {
   char *record_json; /* ok: optional verification record for the cache
                         entry, a JSON object whose "status" is
                         "unverified" (malloc'ed); NULL: {"status":...} */
+  void *artifact;    /* ok: the caller's build product, handed to evaluate
+                        and, for the kept candidate, back in the result;
+                        released with the release callback otherwise */
 } lf_acquire_build_t;
+
+/// What the evaluate callback reports for one built candidate. Zeroed
+/// before the call; heap members (malloc'ed) are taken over by acquire.
+typedef struct lf_acquire_eval_s {
+  bool accepted;      /* verified: correct on every trial */
+  bool unjudged;      /* the candidate could not be judged, through no fault of
+                         its own (no reference, no worker, degenerate inputs):
+                         the loop ends and nothing is told to the model */
+  char *reason;       /* a short word: "ok", "mismatch", "timeout", ... */
+  char *feedback;     /* !accepted: the located summary for the model (no seeds,
+                         no tensors; cut to 2 KiB) */
+  double time_ms;     /* accepted: the candidate's median time; 0 unknown */
+  double fallback_ms; /* the fallback's median time; 0 unknown */
+  double roofline_ms; /* the roofline floor; 0 unknown */
+  char *roofline_basis; /* how the floor was computed, one line; or NULL */
+  char *verdict_json;   /* the worker's verdict for the report, or NULL */
+  long verify_ms;       /* set by acquire: the callback's wall time */
+} lf_acquire_eval_t;
+
+/// Frees what `eval` owns and zeroes it. Accepts NULL.
+void lf_acquire_eval_clear(lf_acquire_eval_t *eval);
+
+/// roofline_ms / time_ms, or 0 when either is unknown.
+double lf_acquire_eval_fraction(const lf_acquire_eval_t *eval);
+
+/// Verifies and times one built candidate: `artifact` is what the build
+/// callback returned for it. Returns OK with `out` filled for any verdict; a
+/// non-OK status is an internal error that ends the subgraph as
+/// LF_ACQUIRE_ERROR. Called from up to max_concurrency loop threads at once:
+/// the callback serializes what must not overlap (the GPU).
+typedef lf_status_t (*lf_acquire_eval_fn_t)(const lf_acquire_task_t *task,
+                                            void *artifact, void *user,
+                                            lf_acquire_eval_t *out);
+
+/// Releases a build artifact. Called for every artifact acquire does not
+/// hand back in a result.
+typedef void (*lf_acquire_release_fn_t)(void *artifact, void *user);
 
 /// Builds one candidate: `kernel` is the extracted gpu.module text,
 /// `line_offset` the number of reply lines before it (for diagnostics that
@@ -128,6 +183,16 @@ typedef struct lf_acquire_options_s {
 
   lf_acquire_build_fn_t build; /* required unless provider none */
   void *build_user;
+  /// Optional: verify and time built candidates (a GPU is there). NULL: the
+  /// first kernel that builds ends the loop.
+  lf_acquire_eval_fn_t evaluate;
+  void *evaluate_user;
+  lf_acquire_release_fn_t release; /* required when builds make artifacts */
+  void *release_user;
+  int max_refinements;  /* speed rounds after the first verified kernel;
+                           default 2; 0: off */
+  double stop_fraction; /* stop refining at this fraction of the roofline
+                           floor; default 0.9 (within 10%) */
 } lf_acquire_options_t;
 
 /// Fills `options` with the defaults above (client options included).
@@ -145,10 +210,13 @@ typedef enum lf_acquire_outcome_e {
                                  replay miss, offline) */
   LF_ACQUIRE_SKIPPED,         /* provider none */
   LF_ACQUIRE_ERROR,           /* an internal error (build callback, I/O) */
+  LF_ACQUIRE_REJECTED,        /* candidates built, but none passed
+                                 verification in max_attempts requests;
+                                 `kernel`/`artifact` hold the last one */
 } lf_acquire_outcome_t;
 
 /// "ok", "cached", "cached-rejected", "failed", "budget-exhausted",
-/// "unavailable", "skipped", "error".
+/// "unavailable", "skipped", "error", "rejected".
 const char *lf_acquire_outcome_name(lf_acquire_outcome_t outcome);
 
 /// Which budget ran out.
@@ -169,16 +237,33 @@ typedef enum lf_acquire_attempt_outcome_e {
   LF_ATTEMPT_NO_KERNEL,      /* the reply held no single gpu.module */
   LF_ATTEMPT_PROVIDER_ERROR, /* no reply (HTTP failure, replay miss) */
   LF_ATTEMPT_BUDGET,         /* cut short by the wall-time budget */
-  LF_ATTEMPT_ERROR,          /* the build callback failed */
+  LF_ATTEMPT_ERROR,          /* the build or evaluate callback failed */
+  LF_ATTEMPT_VERIFIED,       /* built, verified and timed */
+  LF_ATTEMPT_REJECTED,       /* built, but verification rejected it */
+  LF_ATTEMPT_UNJUDGED,       /* built, but verification could not run */
 } lf_acquire_attempt_outcome_t;
 
 /// "built", "build-failed", "no-kernel", "provider-error", "budget",
-/// "error".
+/// "error", "verified", "rejected", "unjudged".
 const char *lf_acquire_attempt_outcome_name(lf_acquire_attempt_outcome_t o);
 
-/// One request to the provider and what came of it.
+/// Why a request was made.
+typedef enum lf_acquire_request_kind_e {
+  LF_REQUEST_FIRST = 0, /* the first request */
+  LF_REQUEST_REPAIR,    /* after a build or verification failure */
+  LF_REQUEST_REFINE,    /* after a verified kernel: make it faster */
+} lf_acquire_request_kind_t;
+
+/// "first", "repair", "refine".
+const char *lf_acquire_request_kind_name(lf_acquire_request_kind_t kind);
+
+/// One candidate: a request to the provider, or one variant of its reply,
+/// and what came of it.
 typedef struct lf_acquire_attempt_s {
   bool repair; /* false: the first request */
+  lf_acquire_request_kind_t kind;
+  int request;   /* the request it came from, 1-based */
+  char *variant; /* the tune variant's label ("BLOCK=256"), "" if none */
   lf_acquire_attempt_outcome_t outcome;
   long latency_ms;    /* request, HTTP retries included */
   long build_ms;      /* 0 when nothing was built */
@@ -188,7 +273,19 @@ typedef struct lf_acquire_attempt_s {
   int http_attempts;     /* openai: HTTP attempts (retries + 1); else 0 */
   long http_code;        /* openai: of the last HTTP attempt; else 0 */
   char *message;         /* why it failed (short, key-free); "" if built */
+  /* Verification (with an evaluate callback). */
+  long verify_ms;
+  char *verify_reason; /* the verdict's word; "" when not evaluated */
+  double time_ms, fallback_ms, roofline_fraction; /* 0 when unknown */
+  char *feedback; /* what this attempt told the model in the next request
+                     (repair or refinement text); "" when none was sent */
+  bool kept;      /* the result's kernel is this attempt's */
 } lf_acquire_attempt_t;
+
+/// The stage an attempt ended in: "request" (no kernel came), "build",
+/// "verify" (rejected or unjudged) or "time" (verified and timed); "" when
+/// it was built and not evaluated.
+const char *lf_acquire_attempt_stage(const lf_acquire_attempt_t *attempt);
 
 /// The result for one task. Owned by the report.
 typedef struct lf_acquire_result_s {
@@ -206,6 +303,15 @@ typedef struct lf_acquire_result_s {
   lf_acquire_attempt_t *attempts;
   size_t attempt_count;
   long elapsed_ms; /* from the start of the call to this task's end */
+  /* The loop (with an evaluate callback). */
+  void *artifact; /* ok/rejected: the kept candidate's build artifact, owned
+                     by the caller now (release it); else NULL */
+  bool evaluated; /* `eval` judged the kept candidate */
+  lf_acquire_eval_t eval; /* the kept candidate's evaluation: the fastest
+                             verified, or the last rejection */
+  int requests;           /* provider requests made for this subgraph */
+  int refinements;        /* of which refinement requests */
+  int candidates;         /* candidates built (variants count one each) */
 } lf_acquire_result_t;
 
 /// The whole call. Owned by the caller: lf_acquire_report_destroy().
@@ -216,8 +322,11 @@ typedef struct lf_acquire_report_s {
   char prompt_version[32];       /* full version; "" for provider none */
   long requests;                 /* provider requests made */
   long prompt_tokens, completion_tokens; /* reported or estimated */
-  int rounds;                            /* request rounds */
-  long wall_ms;                          /* the whole call */
+  int rounds;   /* the most requests any one subgraph made */
+  long wall_ms; /* the whole call */
+  /* Releases the artifacts left in results (lf_acquire_report_destroy). */
+  lf_acquire_release_fn_t release;
+  void *release_user;
 } lf_acquire_report_t;
 
 /// Runs the acquire loop described at the top of this file. Returns non-OK
@@ -232,7 +341,9 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
                            const lf_acquire_options_t *options,
                            lf_acquire_report_t **out_report);
 
-/// Frees a report and everything in it. Accepts NULL.
+/// Frees a report and everything in it, releasing the artifacts the caller
+/// left in its results (set a result's `artifact` to NULL to keep one).
+/// Accepts NULL.
 void lf_acquire_report_destroy(lf_acquire_report_t *report);
 
 /// Serializes `report` (with its tasks' names and fingerprints) as JSON

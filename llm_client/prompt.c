@@ -36,7 +36,7 @@ typedef struct example_s {
 
 struct lf_prompt_set_s {
   char *dir;
-  char *system, *kernel, *repair, *contract; /* template bodies */
+  char *system, *kernel, *repair, *refine, *contract; /* template bodies */
   example_t *examples;
   size_t example_count;
   char version[32];
@@ -49,6 +49,10 @@ static const char *const kernel_names[] = {
     "kernel_args", "subgraph", "contract", "examples", NULL};
 static const char *const repair_names[] = {"attempt", "max_attempts", "error",
                                            "name", NULL};
+static const char *const refine_names[] = {
+    "round",       "max_rounds",     "status",   "best_ms", "fallback_ms",
+    "roofline_ms", "roofline_basis", "fraction", "name",    "tune_example",
+    NULL};
 static const char *const no_names[] = {NULL};
 
 /* Checks that every {{x}} in `body` names one of `names`. */
@@ -239,6 +243,9 @@ lf_status_t lf_prompt_set_load(const char *dir, lf_prompt_set_t **out_set) {
     s = load_template(d, "repair." LF_PROMPT_MAJOR ".txt", repair_names,
                       &digest, &set->repair);
   if (!s)
+    s = load_template(d, "refine." LF_PROMPT_MAJOR ".txt", refine_names,
+                      &digest, &set->refine);
+  if (!s)
     s = load_template(d, "contract." LF_PROMPT_MAJOR ".md", no_names, &digest,
                       &set->contract);
   if (!s)
@@ -278,7 +285,8 @@ void lf_prompt_set_destroy(lf_prompt_set_t *set) {
   if (!set)
     return;
   free(set->dir);
-  free(set->system), free(set->kernel), free(set->repair), free(set->contract);
+  free(set->system), free(set->kernel), free(set->repair), free(set->refine);
+  free(set->contract);
   for (size_t i = 0; i < set->example_count; ++i)
     example_clear(&set->examples[i]);
   free(set->examples);
@@ -852,13 +860,9 @@ lf_status_t lf_prompt_first(const lf_prompt_set_t *set,
   return s;
 }
 
-lf_status_t lf_prompt_repair(const lf_prompt_set_t *set,
-                             const lf_prompt_subject_t *subj, int attempt,
-                             int max_attempts, const char *error,
-                             lf_strbuf_t *out) {
-  LF_RETURN_IF_ERROR(check_subject(subj));
-  lf_strbuf_t err;
-  lf_strbuf_init(&err, LF_PROMPT_MAX_ERROR + 64);
+/* `error` cut to LF_PROMPT_MAX_ERROR bytes (never inside a UTF-8
+ * sequence), made prompt-safe, trailing newlines dropped. */
+static lf_status_t clean_error(const char *error, lf_strbuf_t *err) {
   const char *e = error && error[0] ? error : "(no error text)";
   size_t n = strlen(e);
   if (n > LF_PROMPT_MAX_ERROR)
@@ -866,18 +870,35 @@ lf_status_t lf_prompt_repair(const lf_prompt_set_t *set,
   /* Do not cut a UTF-8 sequence in half. */
   while (n > 0 && n < strlen(e) && ((unsigned char)e[n] & 0xC0) == 0x80)
     --n;
-  lf_status_t s = append_safe(&err, e, n);
-  while (!s && err.len && err.data[err.len - 1] == '\n')
-    lf_strbuf_truncate(&err, err.len - 1);
-  char a[16], m[16], name[160];
-  snprintf(a, sizeof(a), "%d", attempt);
-  snprintf(m, sizeof(m), "%d", max_attempts);
+  lf_status_t s = append_safe(err, e, n);
+  while (!s && err->len && err->data[err->len - 1] == '\n')
+    lf_strbuf_truncate(err, err->len - 1);
+  return s;
+}
+
+/* The subject's name, prompt-safe, into `name`. */
+static void safe_name(const lf_prompt_subject_t *subj, char *name,
+                      size_t size) {
   size_t i = 0;
-  for (; subj->name[i] && i + 1 < sizeof(name); ++i) {
+  for (; subj->name[i] && i + 1 < size; ++i) {
     char c = safe_char((unsigned char)subj->name[i]);
     name[i] = c == '\n' || c == '\t' ? ' ' : c;
   }
   name[i] = '\0';
+}
+
+lf_status_t lf_prompt_repair(const lf_prompt_set_t *set,
+                             const lf_prompt_subject_t *subj, int attempt,
+                             int max_attempts, const char *error,
+                             lf_strbuf_t *out) {
+  LF_RETURN_IF_ERROR(check_subject(subj));
+  lf_strbuf_t err;
+  lf_strbuf_init(&err, LF_PROMPT_MAX_ERROR + 64);
+  lf_status_t s = clean_error(error, &err);
+  char a[16], m[16], name[160];
+  snprintf(a, sizeof(a), "%d", attempt);
+  snprintf(m, sizeof(m), "%d", max_attempts);
+  safe_name(subj, name, sizeof(name));
   if (!s) {
     const slot_t slots[] = {{"attempt", a},
                             {"max_attempts", m},
@@ -885,6 +906,79 @@ lf_status_t lf_prompt_repair(const lf_prompt_set_t *set,
                             {"name", name}};
     s = fill(set->repair, slots, sizeof(slots) / sizeof(slots[0]), out);
   }
+  lf_strbuf_free(&err);
+  return s;
+}
+
+lf_status_t lf_prompt_refine(const lf_prompt_set_t *set,
+                             const lf_prompt_subject_t *subj,
+                             const lf_prompt_refine_t *r, lf_strbuf_t *out) {
+  LF_RETURN_IF_ERROR(check_subject(subj));
+  if (!r || r->round < 1 || r->max_rounds < r->round || !(r->best_ms > 0))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "a refinement needs a round within max_rounds and the "
+                     "best verified time");
+  lf_strbuf_t status, err;
+  lf_strbuf_init(&status, LF_PROMPT_MAX_ERROR + 1024);
+  lf_strbuf_init(&err, LF_PROMPT_MAX_ERROR + 64);
+  lf_status_t s = LF_OK;
+  if (r->error && r->error[0]) {
+    s = clean_error(r->error, &err);
+    if (!s)
+      s = lf_strbuf_appendf(
+          &status,
+          "The kernel in your previous reply was not kept; it was rejected "
+          "with this error (line numbers count lines of your previous "
+          "reply):\n\n```text\n%s\n```\n\nThe fastest verified kernel so "
+          "far stays in place.",
+          lf_strbuf_cstr(&err));
+  } else if (r->last_ms > 0) {
+    s = lf_strbuf_appendf(&status,
+                          "The kernel in your previous reply passed "
+                          "verification and ran in %.4g ms%s.",
+                          r->last_ms,
+                          r->last_ms > r->best_ms
+                              ? ", slower than the fastest so far, which stays"
+                              : "");
+  }
+  char rd[16], mr[16], best[32], fb[32], roof[32], frac[32], name[160];
+  snprintf(rd, sizeof(rd), "%d", r->round);
+  snprintf(mr, sizeof(mr), "%d", r->max_rounds);
+  snprintf(best, sizeof(best), "%.4g", r->best_ms);
+  if (r->fallback_ms > 0)
+    snprintf(fb, sizeof(fb), "%.4g", r->fallback_ms);
+  else
+    snprintf(fb, sizeof(fb), "unknown");
+  if (r->roofline_ms > 0) {
+    snprintf(roof, sizeof(roof), "%.4g", r->roofline_ms);
+    snprintf(frac, sizeof(frac), "%.1f%%", 100.0 * r->roofline_ms / r->best_ms);
+  } else {
+    snprintf(roof, sizeof(roof), "unknown");
+    snprintf(frac, sizeof(frac), "an unknown fraction");
+  }
+  safe_name(subj, name, sizeof(name));
+  lf_strbuf_t basis;
+  lf_strbuf_init(&basis, 512);
+  if (!s)
+    s = append_safe(&basis, r->roofline_basis ? r->roofline_basis : "",
+                    r->roofline_basis ? strnlen(r->roofline_basis, 400) : 0);
+  if (!s) {
+    const slot_t slots[] = {
+        {"round", rd},
+        {"max_rounds", mr},
+        {"status", lf_strbuf_cstr(&status)},
+        {"best_ms", best},
+        {"fallback_ms", fb},
+        {"roofline_ms", roof},
+        {"roofline_basis", lf_strbuf_cstr(&basis)},
+        {"fraction", frac},
+        {"name", name},
+        {"tune_example", "`// llm-fuse.tune BLOCK = 128, 256` and `{{BLOCK}}` "
+                         "where the value goes"}};
+    s = fill(set->refine, slots, sizeof(slots) / sizeof(slots[0]), out);
+  }
+  lf_strbuf_free(&basis);
+  lf_strbuf_free(&status);
   lf_strbuf_free(&err);
   return s;
 }

@@ -3,12 +3,17 @@
  * The whole pipeline on one module, in stages:
  *   1. partition and outline (outline.c): one private @sg_<hash> function
  *      per fusable subgraph;
- *   2. acquire a candidate kernel per subgraph (cache, then the provider)
- *      and build it in a child process (builder/), repairing up to
- *      max-attempts;
- *   3. verify each built candidate on the GPU in the worker process, when
- *      there is a GPU and verify=auto;
- *   4. swap verified candidates that are fast enough into their function.
+ *   2. one loop per subgraph (llm_client/acquire.h): the cache, then the
+ *      provider; each candidate is built in a child process (builder/) and,
+ *      when there is a GPU and verify=auto, verified and timed in the worker
+ *      process (one GPU queue for the module) with fresh seeds; build and
+ *      verification failures go back to the model as repairs (max-attempts)
+ *      and, after a verified kernel, its time against the roofline goes
+ *      back as a request for a faster one (max-refinements); the fastest
+ *      verified kernel is the subgraph's;
+ *   3. without a GPU: keep the original ops, or defer (verify=defer);
+ *   4. swap verified candidates that are fast enough (min-speedup over the
+ *      fallback, min-roofline) into their function.
  * Every subgraph ends with a decision and a reason: a remark on the IR, a
  * record in the JSON report, a progress line while it runs and a row of the
  * summary table at the end. A subgraph that is not swapped keeps its
@@ -17,24 +22,28 @@
 #include "passes/llm_fuse.h"
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "builder/builder.h"
-#include "llm_client/acquire.h"
 #include "dialect_bridge/bridge.h"
+#include "llm_client/acquire.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/defer.h"
-#include "passes/outline.h"
 #include "passes/mlir_util.h"
+#include "passes/outline.h"
 #include "passes/reference.h"
 #include "passes/swap.h"
 #include "runtime/cuda_driver.h"
@@ -94,11 +103,11 @@ static const lf_option_def_t fuse_options[] = {
      "Budget: provider requests per module (0: no limit)", NULL, 0, 1e9,
      OPT(max_requests)},
     {"max-tokens", LF_OPTION_INT, "0",
-     "Budget: prompt plus completion tokens per module (0: no limit)", NULL,
-     0, 1e12, OPT(max_tokens)},
+     "Budget: prompt plus completion tokens per module (0: no limit)", NULL, 0,
+     1e12, OPT(max_tokens)},
     {"max-seconds", LF_OPTION_DOUBLE, "0",
-     "Budget: wall time of kernel acquisition per module (0: no limit)",
-     NULL, 0, 1e6, OPT(max_seconds)},
+     "Budget: wall time of kernel acquisition per module (0: no limit)", NULL,
+     0, 1e6, OPT(max_seconds)},
     {"record-dir", LF_OPTION_STRING, "",
      "With provider=openai, also record every exchange here for later "
      "replay (replay-dir)",
@@ -108,8 +117,8 @@ static const lf_option_def_t fuse_options[] = {
      "candidate) and say where they are",
      NULL, 0, 0, OPT(keep_temps)},
     {"report", LF_OPTION_STRING, "",
-     "Write a JSON report of every function and subgraph to this file", NULL,
-     0, 0, OPT(report)},
+     "Write a JSON report of every function and subgraph to this file", NULL, 0,
+     0, OPT(report)},
     {"remarks", LF_OPTION_BOOL, "true",
      "Attach a remark to the IR for every function and subgraph", NULL, 0, 0,
      OPT(remarks)},
@@ -118,6 +127,19 @@ static const lf_option_def_t fuse_options[] = {
      "decision (LLM_FUSE_GUARD_RECORD overrides it at run time; empty: "
      "$XDG_STATE_HOME/llm-fuse/guard.jsonl)",
      NULL, 0, 0, OPT(guard_record)},
+    {"max-refinements", LF_OPTION_INT, "2",
+     "Speed rounds per subgraph after its first verified kernel: the model "
+     "hears its time, the fallback's and the roofline floor and is asked for "
+     "a faster kernel (0: off)",
+     NULL, 0, 32, OPT(max_refinements)},
+    {"min-roofline", LF_OPTION_DOUBLE, "0",
+     "Swap a verified kernel only if it reaches this fraction of the roofline "
+     "floor (0: report only)",
+     NULL, 0.0, 1.0, OPT(min_roofline)},
+    {"http-timeout", LF_OPTION_DOUBLE, "1200",
+     "Seconds one HTTP request to the endpoint may take in all (streamed "
+     "replies are also cut after 300 s without a byte)",
+     NULL, 1, 86400, OPT(http_timeout)},
 };
 #undef OPT
 
@@ -134,7 +156,7 @@ typedef struct subgraph_s {
   char *prompt_text; /* what a prompt may show of it */
   /* Acquisition and building. */
   lf_acquire_outcome_t acquire_outcome;
-  char *provider;    /* who answered: replay, openai, ... */
+  char *provider; /* who answered: replay, openai, ... */
   char *model;
   char *kernel_text; /* the candidate's gpu.module text */
   char cache_digest[LF_SHA256_HEX_SIZE];
@@ -142,11 +164,25 @@ typedef struct subgraph_s {
   cJSON *verification;               /* the verdict or cached record */
   double flops;
   int attempts;
-  cJSON *attempt_log; /* array of per-attempt records, or NULL */
-  lf_build_result_t *build; /* the last build, or NULL */
+  cJSON *attempt_log;              /* array of per-attempt records, or NULL */
+  lf_build_result_t *build;        /* the kept candidate's build (or the last
+                                      failure), or NULL */
+  lf_build_result_t *failed_build; /* the loop's last failed build */
+  /* The loop's verification (a GPU at compile time). */
+  bool evaluated;     /* the loop verified the kept candidate */
+  bool accepted;      /* ... and it passed */
+  bool unjudged;      /* ... or verification could not run */
+  char *eval_reason;  /* the verdict's word */
+  char *eval_message; /* the summary (rejections) */
+  double time_ms, fallback_ms, roofline_ms; /* 0 when unknown */
+  int requests, refinements, candidates;
+  /* Per-subgraph verification staging (loop threads). */
+  bool ref_tried;
+  char *ref_error; /* why the reference cannot be staged, or NULL */
+  int cand_seq;    /* candidates staged so far */
   /* The decision. */
   bool swapped;
-  bool deferred; /* candidate and fallback behind the first-call guard */
+  bool deferred;     /* candidate and fallback behind the first-call guard */
   char *reason_word; /* short machine word, e.g. "no-gpu" */
   char *reason;      /* one sentence */
   double ms_acquire, ms_build, ms_verify;
@@ -158,11 +194,16 @@ typedef struct fuse_run_s {
   MlirOperation module;
   subgraph_t *subs;
   size_t num_subs;
-  cJSON *groups; /* the outline records */
-  char *gpu_status; /* why verification cannot run here; NULL: it can */
+  cJSON *groups;     /* the outline records */
+  char *gpu_status;  /* why verification cannot run here; NULL: it can */
   lf_cache_t *cache; /* NULL: none */
   char prompt_version[32];
   double ms_outline, ms_total;
+  /* Verification inside the loops: one staging folder, MLIR work (the
+   * reference lowering) one thread at a time, and one GPU queue. */
+  char stage_root[64];
+  bool staged;
+  pthread_mutex_t mlir_lock, gpu_lock;
 } fuse_run_t;
 
 static double now_ms(void) {
@@ -197,9 +238,21 @@ static void subgraph_free(subgraph_t *sg) {
   cJSON_Delete(sg->verification);
   free(sg->reason_word);
   free(sg->reason);
+  lf_build_result_destroy(sg->failed_build);
+  free(sg->eval_reason);
+  free(sg->eval_message);
+  free(sg->ref_error);
 }
 
 static void run_free(fuse_run_t *run) {
+  if (run->staged) {
+    if (run->o->keep_temps)
+      LF_LOG_INFO("verification folders kept in %s", run->stage_root);
+    else
+      lf_remove_tree(run->stage_root);
+  }
+  pthread_mutex_destroy(&run->mlir_lock);
+  pthread_mutex_destroy(&run->gpu_lock);
   for (size_t i = 0; i < run->num_subs; ++i)
     subgraph_free(&run->subs[i]);
   free(run->subs);
@@ -264,6 +317,162 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
   return LF_OK;
 }
 
+static double group_flops(const fuse_run_t *run, const char *name) {
+  const cJSON *g;
+  cJSON_ArrayForEach(g, run->groups) {
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(g, "function");
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(g, "flops");
+    if (cJSON_IsString(fn) && !strcmp(fn->valuestring, name) &&
+        cJSON_IsNumber(fl))
+      return fl->valuedouble;
+  }
+  return 0;
+}
+
+/* ---- Verification of one candidate (loop threads) ---- */
+
+/* A fresh seed per candidate, from the kernel's entropy pool: a
+ * refinement is never verified on inputs the model has seen. */
+static uint64_t fresh_seed(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    v = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+  }
+  return v ? v : 1;
+}
+
+/* Stages sg's reference lowering once (MLIR work: one thread at a time).
+ * Returns the reference folder's plan path in `plan`, or sets
+ * sg->ref_error. */
+static bool stage_reference(fuse_run_t *run, subgraph_t *sg, char *plan,
+                            size_t plan_size) {
+  char refdir[4200];
+  snprintf(refdir, sizeof(refdir), "%s/%s/reference", run->stage_root,
+           sg->name);
+  snprintf(plan, plan_size, "%s/plan.json", refdir);
+  pthread_mutex_lock(&run->mlir_lock);
+  if (!sg->ref_tried) {
+    sg->ref_tried = true;
+    char buf[1024];
+    lf_reference_t ref = {0};
+    double ms_ref = 0;
+    lf_status_t st = lf_reference_lower(sg->func, &ref);
+    if (!st)
+      st = lf_make_dirs(refdir);
+    if (!st)
+      st = lf_reference_stage(&ref, run->o->arch, refdir, true, &ms_ref);
+    lf_reference_free(&ref);
+    if (st) {
+      sg->ref_error = strdup(lf_status_format(st, buf, sizeof(buf)));
+      lf_status_free(st);
+    }
+  }
+  bool ok = sg->ref_error == NULL;
+  pthread_mutex_unlock(&run->mlir_lock);
+  return ok;
+}
+
+/* Fills `out` from a verdict: times, roofline, and for a rejection the
+ * summary the model gets. */
+static void eval_from_verdict(const lf_verdict_t *v, lf_acquire_eval_t *out) {
+  out->accepted = v->accepted;
+  out->reason = strdup(v->reason ? v->reason : "?");
+  out->unjudged = !v->accepted && lf_verdict_reason_unjudged(v->reason);
+  out->verdict_json = v->json ? strdup(v->json) : NULL;
+  cJSON *root = v->json ? cJSON_Parse(v->json) : NULL;
+  const cJSON *t =
+      root ? cJSON_GetObjectItemCaseSensitive(root, "timing") : NULL;
+#define NUM(k)                                                                 \
+  (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, k))                      \
+       ? cJSON_GetObjectItemCaseSensitive(t, k)->valuedouble                   \
+       : 0)
+  if (t) {
+    out->time_ms = NUM("candidate_ms");
+    out->fallback_ms = NUM("reference_ms");
+    out->roofline_ms = NUM("roofline_ms");
+    char basis[256];
+    snprintf(basis, sizeof(basis),
+             "%.4g MB at the measured %.0f GB/s; %.4g GFLOP at %.0f TFLOP/s",
+             (NUM("bytes_in") + NUM("bytes_out")) / 1e6,
+             NUM("measured_bandwidth_gbs"), NUM("flops") / 1e9,
+             NUM("peak_flops") / 1e12);
+    out->roofline_basis = strdup(basis);
+  }
+#undef NUM
+  cJSON_Delete(root);
+  if (!v->accepted) {
+    lf_strbuf_t fb;
+    lf_strbuf_init(&fb, LF_VERDICT_FEEDBACK_MAX + 64);
+    lf_status_t st = v->json ? lf_verdict_feedback(v->json, &fb)
+                             : LF_STATUS(LF_STATUS_DATA_LOSS, "no verdict");
+    if (st) {
+      lf_status_free(st);
+      lf_strbuf_truncate(&fb, 0);
+      lf_status_free(lf_strbuf_appendf(&fb,
+                                       "verification rejected the kernel: %s",
+                                       v->reason ? v->reason : "?"));
+    }
+    out->feedback = lf_strbuf_take(&fb);
+  }
+}
+
+/* Verifies and times `build` (sg's candidate) in the worker process: the
+ * reference staged once, the candidate in a folder of its own, a fresh
+ * seed, the GPU held for the worker's run only. */
+static void verify_build(fuse_run_t *run, subgraph_t *sg,
+                         const lf_build_result_t *build,
+                         lf_acquire_eval_t *out) {
+  char plan[4300], canddir[4300], cand[4400];
+  if (!stage_reference(run, sg, plan, sizeof(plan))) {
+    out->unjudged = true;
+    out->reason = strdup("no-reference");
+    char msg[1200];
+    snprintf(msg, sizeof(msg),
+             "the reference to verify against could not be built: %s",
+             sg->ref_error);
+    out->feedback = strdup(msg);
+    return;
+  }
+  snprintf(canddir, sizeof(canddir), "%s/%s/candidate-%d", run->stage_root,
+           sg->name, ++sg->cand_seq);
+  snprintf(cand, sizeof(cand), "%s/result.json", canddir);
+  char buf[1024];
+  lf_status_t st = lf_build_result_write_dir(build, canddir, NULL);
+  if (st) {
+    out->unjudged = true;
+    out->reason = strdup("verify-error");
+    out->feedback = strdup(lf_status_format(st, buf, sizeof(buf)));
+    lf_status_free(st);
+    return;
+  }
+  lf_verify_request_t req;
+  lf_verify_request_init(&req);
+  req.plan_path = plan;
+  req.candidate_path = cand;
+  req.flops = sg->flops;
+  req.seed = fresh_seed();
+  req.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
+  req.min_speedup = 0; /* speed is the pass's decision: min-speedup */
+  lf_verdict_t v = {0};
+  pthread_mutex_lock(&run->gpu_lock);
+  st = lf_verify_candidate(&req, &v);
+  pthread_mutex_unlock(&run->gpu_lock);
+  if (st) {
+    out->unjudged = true;
+    out->reason = strdup("verify-error");
+    char msg[1200];
+    snprintf(msg, sizeof(msg), "the verification worker could not run: %s",
+             lf_status_format(st, buf, sizeof(buf)));
+    out->feedback = strdup(msg);
+    lf_status_free(st);
+    return;
+  }
+  eval_from_verdict(&v, out);
+  lf_verdict_free(&v);
+}
+
 /* ---- Stage 2: acquire and build. ---- */
 
 /* A cache entry's verification record: the verdict's name as "status",
@@ -271,7 +480,8 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
  * swap without building again) and, when there is one, the worker's
  * verdict. Malloc'ed JSON text, or NULL when out of memory. */
 static char *record_json(const lf_build_result_t *build,
-                         lf_cache_verdict_t verdict, const cJSON *verification) {
+                         lf_cache_verdict_t verdict,
+                         const cJSON *verification) {
   cJSON *rec = cJSON_CreateObject();
   char *bj = NULL;
   if (!rec || lf_build_result_to_json(build, NULL, NULL, &bj)) {
@@ -314,8 +524,8 @@ static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
   sg->ms_build += now_ms() - t0;
   if (res->kind == LF_BUILD_OK) {
     out->ok = true;
-    /* Stored with the kernel by the acquire loop, so that the entry is
-     * complete (unverified) without a second write here. */
+    /* Stored with the kernel by the acquire loop when nothing verifies it
+     * here, so that the entry is complete (unverified). */
     out->record_json = record_json(res, LF_CACHE_UNVERIFIED, NULL);
     if (res->ptx)
       out->ptx = strdup(res->ptx);
@@ -323,21 +533,48 @@ static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
       memcpy(out->cubin, res->cubin, res->cubin_size);
       out->cubin_len = res->cubin_size;
     }
-    lf_build_result_destroy(sg->build);
-    sg->build = res;
+    out->artifact = res; /* the loop's until it is kept or released */
     return LF_OK;
   }
   lf_strbuf_t repair;
   lf_strbuf_init(&repair, LF_BUILD_REPAIR_CAP + 1);
   lf_status_free(lf_build_result_repair_text(res, &repair));
   out->repair_text = lf_strbuf_take(&repair);
-  /* Keep the last failure for the report unless a success is kept. */
-  if (!sg->build || sg->build->kind != LF_BUILD_OK) {
-    lf_build_result_destroy(sg->build);
-    sg->build = res;
-  } else {
-    lf_build_result_destroy(res);
-  }
+  /* The last failure, for the report when nothing builds. */
+  lf_build_result_destroy(sg->failed_build);
+  sg->failed_build = res;
+  return LF_OK;
+}
+
+static void release_cb(void *artifact, void *user) {
+  (void)user;
+  lf_build_result_destroy(artifact);
+}
+
+/* The acquire loop's evaluate callback: verification and timing on the
+ * GPU (verify_build), with progress lines. */
+static lf_status_t eval_cb(const lf_acquire_task_t *task, void *artifact,
+                           void *user, lf_acquire_eval_t *out) {
+  build_ctx_t *ctx = user;
+  size_t i = (size_t)(task - ctx->tasks);
+  subgraph_t *sg = &ctx->run->subs[i];
+  const lf_build_result_t *b = artifact;
+  LF_LOG_INFO("[%zu/%zu] %s (%s): verifying kernel %s on the GPU", i + 1,
+              ctx->run->num_subs, sg->name, sg->cls, b->kernel_name);
+  double t0 = now_ms();
+  verify_build(ctx->run, sg, b, out);
+  double ms = now_ms() - t0;
+  sg->ms_verify += ms;
+  if (out->accepted)
+    LF_LOG_INFO("[%zu/%zu] %s: verified in %.0f ms: %.4g ms, %.2fx the "
+                "fallback, %.0f%% of the roofline",
+                i + 1, ctx->run->num_subs, sg->name, ms, out->time_ms,
+                out->time_ms > 0 ? out->fallback_ms / out->time_ms : 0,
+                100 * lf_acquire_eval_fraction(out));
+  else
+    LF_LOG_INFO("[%zu/%zu] %s: %s in %.0f ms (%s)", i + 1, ctx->run->num_subs,
+                sg->name, out->unjudged ? "not judged" : "rejected", ms,
+                out->reason ? out->reason : "?");
   return LF_OK;
 }
 
@@ -346,9 +583,7 @@ static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
 static lf_status_t build_from_cache(const lf_cache_entry_t *e,
                                     lf_build_result_t **out) {
   *out = NULL;
-  cJSON *rec = e->verification_json
-                   ? cJSON_Parse(e->verification_json)
-                   : NULL;
+  cJSON *rec = e->verification_json ? cJSON_Parse(e->verification_json) : NULL;
   cJSON *b = rec ? cJSON_GetObjectItemCaseSensitive(rec, "build") : NULL;
   char *text = b ? cJSON_PrintUnformatted(b) : NULL;
   cJSON_Delete(rec);
@@ -399,6 +634,8 @@ static lf_status_t open_cache(fuse_run_t *run) {
   return st;
 }
 
+static void probe_gpu(fuse_run_t *run);
+
 /* Fills each subgraph's candidate: sg->build (OK or the last failure),
  * sg->provider, sg->attempts, sg->attempt_log, or a reason. */
 static lf_status_t acquire_stage(fuse_run_t *run) {
@@ -420,6 +657,8 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
   ao.max_requests = (long)o->max_requests;
   ao.max_tokens = (long)o->max_tokens;
   ao.max_wall_ms = (long)(o->max_seconds * 1000.0);
+  ao.max_refinements = (int)o->max_refinements;
+  ao.client.total_timeout_ms = (long)(o->http_timeout * 1000.0);
   ao.toolchain = lf_build_toolchain();
   if (ao.provider != LF_PROVIDER_NONE) {
     lf_status_t st = open_cache(run);
@@ -437,12 +676,28 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   for (size_t i = 0; i < run->num_subs; ++i) {
     subgraph_t *sg = &run->subs[i];
-    tasks[i] = (lf_acquire_task_t){sg->name, sg->fingerprint, sg->cls,
-                                   sg->prompt_text, sg->signature, o->arch};
+    tasks[i] = (lf_acquire_task_t){sg->name,        sg->fingerprint, sg->cls,
+                                   sg->prompt_text, sg->signature,   o->arch};
   }
   build_ctx_t ctx = {run, tasks};
   ao.build = build_cb;
   ao.build_user = &ctx;
+  ao.release = release_cb;
+  /* With a GPU here (verify=auto), every candidate is verified and timed
+   * inside its subgraph's loop, so failures and speed go back to the
+   * model. */
+  if (!run->gpu_status && strcmp(o->verify, "auto") == 0) {
+    snprintf(run->stage_root, sizeof(run->stage_root),
+             "/tmp/llm-fuse-verify.XXXXXX");
+    if (!mkdtemp(run->stage_root)) {
+      free(tasks);
+      return LF_STATUS(LF_STATUS_UNAVAILABLE,
+                       "cannot create a staging folder under /tmp");
+    }
+    run->staged = true;
+    ao.evaluate = eval_cb;
+    ao.evaluate_user = &ctx;
+  }
   lf_acquire_report_t *rep = NULL;
   double t0 = now_ms();
   lf_status_t st = lf_acquire_run(tasks, run->num_subs, &ao, &rep);
@@ -459,31 +714,77 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     lf_acquire_result_t *r = &rep->results[i];
     sg->ms_acquire = (double)r->elapsed_ms;
     sg->attempts = (int)r->attempt_count;
+    sg->requests = r->requests;
+    sg->refinements = r->refinements;
+    sg->candidates = r->candidates;
+    /* The kept candidate's build; else the last failure, for the report. */
+    if (r->artifact) {
+      lf_build_result_destroy(sg->build);
+      sg->build = r->artifact;
+      r->artifact = NULL;
+    } else if (sg->failed_build && !sg->build) {
+      sg->build = sg->failed_build;
+      sg->failed_build = NULL;
+    }
+    if (r->evaluated) {
+      sg->evaluated = true;
+      sg->accepted = r->eval.accepted;
+      sg->unjudged = r->eval.unjudged;
+      sg->eval_reason = strdup(r->eval.reason ? r->eval.reason : "?");
+      sg->eval_message = strdup(r->eval.feedback ? r->eval.feedback : "");
+      sg->time_ms = r->eval.time_ms;
+      sg->fallback_ms = r->eval.fallback_ms;
+      sg->roofline_ms = r->eval.roofline_ms;
+      if (sg->time_ms > 0)
+        sg->speedup = sg->fallback_ms / sg->time_ms;
+      cJSON_Delete(sg->verification);
+      sg->verification =
+          r->eval.verdict_json ? cJSON_Parse(r->eval.verdict_json) : NULL;
+    }
     sg->acquire_outcome = r->outcome;
     free(sg->provider);
     sg->provider = r->provider && r->provider[0] ? strdup(r->provider) : NULL;
     free(sg->model);
     sg->model = r->model && r->model[0] ? strdup(r->model) : NULL;
-    snprintf(sg->cache_digest, sizeof(sg->cache_digest), "%s",
-             r->cache_digest);
+    snprintf(sg->cache_digest, sizeof(sg->cache_digest), "%s", r->cache_digest);
     sg->attempt_log = cJSON_CreateArray();
     for (size_t a = 0; a < r->attempt_count && sg->attempt_log; ++a) {
       const lf_acquire_attempt_t *at = &r->attempts[a];
       cJSON *ja = cJSON_CreateObject();
       cJSON_AddBoolToObject(ja, "repair", at->repair);
+      cJSON_AddStringToObject(ja, "kind",
+                              lf_acquire_request_kind_name(at->kind));
+      cJSON_AddNumberToObject(ja, "request", at->request);
+      cJSON_AddStringToObject(ja, "variant", at->variant ? at->variant : "");
+      cJSON_AddStringToObject(ja, "stage", lf_acquire_attempt_stage(at));
       cJSON_AddStringToObject(ja, "outcome",
                               lf_acquire_attempt_outcome_name(at->outcome));
       cJSON_AddNumberToObject(ja, "latency_ms", (double)at->latency_ms);
       cJSON_AddNumberToObject(ja, "build_ms", (double)at->build_ms);
+      cJSON_AddNumberToObject(ja, "verify_ms", (double)at->verify_ms);
       cJSON_AddNumberToObject(ja, "prompt_tokens", (double)at->prompt_tokens);
       cJSON_AddNumberToObject(ja, "completion_tokens",
                               (double)at->completion_tokens);
       cJSON_AddStringToObject(ja, "message", at->message ? at->message : "");
+      cJSON_AddStringToObject(ja, "verify_reason",
+                              at->verify_reason ? at->verify_reason : "");
+      if (at->time_ms > 0)
+        cJSON_AddNumberToObject(ja, "time_ms", at->time_ms);
+      else
+        cJSON_AddNullToObject(ja, "time_ms");
+      if (at->roofline_fraction > 0)
+        cJSON_AddNumberToObject(ja, "roofline_fraction", at->roofline_fraction);
+      else
+        cJSON_AddNullToObject(ja, "roofline_fraction");
+      cJSON_AddStringToObject(ja, "feedback", at->feedback ? at->feedback : "");
+      cJSON_AddBoolToObject(ja, "kept", at->kept);
       cJSON_AddItemToArray(sg->attempt_log, ja);
     }
     switch (r->outcome) {
     case LF_ACQUIRE_OK:
       break; /* sg->build holds the success */
+    case LF_ACQUIRE_REJECTED:
+      break; /* decided with the verification below */
     case LF_ACQUIRE_CACHED: {
       lf_build_result_t *b = NULL;
       lf_status_t cs = build_from_cache(r->cache_entry, &b);
@@ -517,12 +818,11 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
                  lf_acquire_budget_name(r->budget));
       break;
     case LF_ACQUIRE_FAILED:
-      set_reason(sg, "build-failed",
-                 "no candidate built in %d attempt(s); last: %s: %s",
-                 sg->attempts,
-                 sg->build ? lf_build_kind_name(sg->build->kind) : "?",
-                 sg->build && sg->build->message ? sg->build->message
-                                                 : r->message);
+      set_reason(
+          sg, "build-failed",
+          "no candidate built in %d attempt(s); last: %s: %s", sg->attempts,
+          sg->build ? lf_build_kind_name(sg->build->kind) : "?",
+          sg->build && sg->build->message ? sg->build->message : r->message);
       break;
     case LF_ACQUIRE_UNAVAILABLE:
       set_reason(sg, "no-candidate", "the provider gave no kernel: %s",
@@ -586,7 +886,7 @@ static void cache_record(fuse_run_t *run, subgraph_t *sg,
       sg->build->kind != LF_BUILD_OK)
     return;
   char *text = record_json(sg->build, verdict, sg->verification);
-  lf_cache_key_t key = {sg->fingerprint, run->o->arch, lf_build_toolchain(),
+  lf_cache_key_t key = {sg->fingerprint,  run->o->arch,  lf_build_toolchain(),
                         run->o->provider, run->o->model, run->prompt_version};
   lf_cache_entry_t e = {0};
   e.kernel = sg->kernel_text;
@@ -598,88 +898,20 @@ static void cache_record(fuse_run_t *run, subgraph_t *sg,
   e.provenance.provider = sg->provider;
   e.provenance.model = sg->model;
   e.provenance.attempts = sg->attempts;
-  lf_status_t st = text ? lf_cache_store(run->cache, &key, &e, NULL)
-                        : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  lf_status_t st =
+      text ? lf_cache_store(run->cache, &key, &e, NULL)
+           : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   if (st)
     lf_log_status(LF_LOG_WARN, "cache: cannot record the verdict", st);
   cJSON_free(text);
-}
-
-static double group_flops(const fuse_run_t *run, const char *name) {
-  const cJSON *g;
-  cJSON_ArrayForEach(g, run->groups) {
-    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(g, "function");
-    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(g, "flops");
-    if (cJSON_IsString(fn) && !strcmp(fn->valuestring, name) &&
-        cJSON_IsNumber(fl))
-      return fl->valuedouble;
-  }
-  return 0;
-}
-
-/* Verifies sg's candidate in the worker process. Fills sg->verification
- * and returns whether it was accepted (the reason is set otherwise). */
-static bool verify_candidate(fuse_run_t *run, subgraph_t *sg,
-                             const char *stage_root) {
-  char refdir[4200], canddir[4200], plan[4300], cand[4300];
-  snprintf(refdir, sizeof(refdir), "%s/%s/reference", stage_root, sg->name);
-  snprintf(canddir, sizeof(canddir), "%s/%s/candidate", stage_root, sg->name);
-  snprintf(plan, sizeof(plan), "%s/plan.json", refdir);
-  snprintf(cand, sizeof(cand), "%s/result.json", canddir);
-  char buf[1024];
-  double t0 = now_ms();
-
-  lf_reference_t ref = {0};
-  double ms_ref = 0;
-  lf_status_t st = lf_reference_lower(sg->func, &ref);
-  if (!st)
-    st = lf_make_dirs(refdir);
-  if (!st)
-    st = lf_reference_stage(&ref, run->o->arch, refdir, true, &ms_ref);
-  lf_reference_free(&ref);
-  if (!st)
-    st = lf_build_result_write_dir(sg->build, canddir, NULL);
-  if (st) {
-    set_reason(sg, "no-reference",
-               "the reference to verify against could not be built: %s",
-               lf_status_format(st, buf, sizeof(buf)));
-    lf_status_free(st);
-    sg->ms_verify = now_ms() - t0;
-    return false;
-  }
-
-  lf_verify_request_t req;
-  lf_verify_request_init(&req);
-  req.plan_path = plan;
-  req.candidate_path = cand;
-  req.flops = sg->flops;
-  req.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
-  req.min_speedup = 0; /* speed is the pass's decision: min-speedup */
-  lf_verdict_t v = {0};
-  st = lf_verify_candidate(&req, &v);
-  sg->ms_verify = now_ms() - t0;
-  if (st) {
-    set_reason(sg, "verify-error", "the verification worker could not run: %s",
-               lf_status_format(st, buf, sizeof(buf)));
-    lf_status_free(st);
-    return false;
-  }
-  cJSON_Delete(sg->verification);
-  sg->verification = v.json ? cJSON_Parse(v.json) : NULL;
-  sg->speedup = v.speedup;
-  bool ok = v.accepted;
-  if (!ok)
-    set_reason(sg, "rejected", "verification rejected the candidate (%s): %s",
-               v.reason ? v.reason : "?", v.message ? v.message : "");
-  lf_verdict_free(&v);
-  return ok;
 }
 
 static void swap_stage(fuse_run_t *run, subgraph_t *sg, const char *how) {
   char buf[1024];
   lf_status_t st = lf_swap_in(run->module, sg->func, sg->build);
   if (st) {
-    set_reason(sg, "swap-failed", "the verified kernel could not be swapped in: %s",
+    set_reason(sg, "swap-failed",
+               "the verified kernel could not be swapped in: %s",
                lf_status_format(st, buf, sizeof(buf)));
     lf_status_free(st);
     return;
@@ -700,7 +932,8 @@ static void defer_stage(fuse_run_t *run, subgraph_t *sg, size_t i, size_t n) {
   d.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
   d.keep_temps = o->keep_temps;
   double t0 = now_ms();
-  lf_status_t st = lf_defer_stage_and_guard(run->module, sg->func, sg->build, &d);
+  lf_status_t st =
+      lf_defer_stage_and_guard(run->module, sg->func, sg->build, &d);
   sg->ms_verify = now_ms() - t0;
   if (st) {
     char buf[1024];
@@ -721,40 +954,105 @@ static void defer_stage(fuse_run_t *run, subgraph_t *sg, size_t i, size_t n) {
               sg->name, sg->ms_verify);
 }
 
+static double roofline_fraction(const subgraph_t *sg) {
+  return sg->time_ms > 0 && sg->roofline_ms > 0 ? sg->roofline_ms / sg->time_ms
+                                                : 0;
+}
+
+/* Times from a verification record (a cached entry's "verdict"). */
+static void times_from_verdict(subgraph_t *sg, const cJSON *verdict) {
+  const cJSON *t =
+      verdict ? cJSON_GetObjectItemCaseSensitive(verdict, "timing") : NULL;
+  const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "candidate_ms");
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(t, "reference_ms");
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "roofline_ms");
+  sg->time_ms = cJSON_IsNumber(c) ? c->valuedouble : 0;
+  sg->fallback_ms = cJSON_IsNumber(r) ? r->valuedouble : 0;
+  sg->roofline_ms = cJSON_IsNumber(f) ? f->valuedouble : 0;
+  if (sg->time_ms > 0 && sg->fallback_ms > 0)
+    sg->speedup = sg->fallback_ms / sg->time_ms;
+}
+
+/* The speed gate, then the swap: min-speedup over the fallback and
+ * min-roofline (a fraction of the roofline floor). */
+static void gate_and_swap(fuse_run_t *run, subgraph_t *sg, const char *how) {
+  const lf_fuse_options_t *o = run->o;
+  if (sg->speedup > 0 && sg->speedup < o->min_speedup) {
+    set_reason(sg, "slower",
+               "verified, but %.2fx the fallback (%.4g ms against %.4g ms), "
+               "below min-speedup %.2f",
+               sg->speedup, sg->time_ms, sg->fallback_ms, o->min_speedup);
+    return;
+  }
+  double f = roofline_fraction(sg);
+  if (o->min_roofline > 0 && f < o->min_roofline) {
+    if (f > 0)
+      set_reason(sg, "below-roofline",
+                 "verified, but at %.1f%% of the roofline floor (%.4g ms "
+                 "against %.4g ms), below min-roofline %.2f",
+                 100 * f, sg->time_ms, sg->roofline_ms, o->min_roofline);
+    else
+      set_reason(sg, "below-roofline",
+                 "verified, but its roofline fraction is unknown and "
+                 "min-roofline is %.2f",
+                 o->min_roofline);
+    return;
+  }
+  swap_stage(run, sg, how);
+}
+
+/* Applies what each subgraph's loop found (verified, rejected, not judged)
+ * and, for the kernels the loops did not verify, the cache's verdict, a
+ * single verification (an unverified cache entry), or the no-GPU paths. */
 static lf_status_t verify_stage(fuse_run_t *run) {
   const lf_fuse_options_t *o = run->o;
-  probe_gpu(run);
-  char stage_root[] = "/tmp/llm-fuse-verify.XXXXXX";
-  bool staged = false;
   size_t n = run->num_subs;
   for (size_t i = 0; i < n; ++i) {
     subgraph_t *sg = &run->subs[i];
-    sg->flops = group_flops(run, sg->name);
+    if (sg->evaluated) {
+      if (sg->unjudged) {
+        set_reason(sg, sg->eval_reason ? sg->eval_reason : "verify-error", "%s",
+                   sg->eval_message ? sg->eval_message : "");
+        continue;
+      }
+      if (!sg->accepted) {
+        set_reason(sg, "rejected",
+                   "verification rejected %d candidate(s) in %d request(s); "
+                   "the last (%s): %.600s",
+                   sg->candidates, sg->requests,
+                   sg->eval_reason ? sg->eval_reason : "?",
+                   sg->eval_message ? sg->eval_message : "");
+        cache_record(run, sg, LF_CACHE_REJECTED);
+        continue;
+      }
+      cache_record(run, sg, LF_CACHE_VERIFIED);
+      char how[256];
+      snprintf(how, sizeof(how),
+               "verified; the fastest of %d candidate(s) in %d request(s) "
+               "(%d refinement(s)); not slower than the fallback",
+               sg->candidates, sg->requests, sg->refinements);
+      gate_and_swap(run, sg, how);
+      continue;
+    }
     if (!sg->build || sg->build->kind != LF_BUILD_OK || sg->reason_word)
       continue; /* no candidate: the reason is set */
     /* A kernel the cache records as verified (for this arch and
      * toolchain) is swapped as it is: the cache is the lockfile. */
     if (sg->acquire_outcome == LF_ACQUIRE_CACHED &&
         sg->cached_verdict == LF_CACHE_VERIFIED) {
-      const cJSON *vd = sg->verification
-                            ? cJSON_GetObjectItemCaseSensitive(sg->verification,
-                                                               "verdict")
-                            : NULL;
-      const cJSON *sp = vd ? cJSON_GetObjectItemCaseSensitive(vd, "speedup")
-                           : NULL;
-      sg->speedup = cJSON_IsNumber(sp) ? sp->valuedouble : 0;
-      if (sg->speedup > 0 && sg->speedup < o->min_speedup) {
-        set_reason(sg, "slower",
-                   "verified (cached), but %.2fx the reference, below "
-                   "min-speedup %.2f",
-                   sg->speedup, o->min_speedup);
-        continue;
-      }
-      LF_LOG_INFO("[%zu/%zu] %s: verified earlier (cache), swapping", i + 1, n,
-                  sg->name);
-      swap_stage(run, sg,
-                 "verified earlier (the cache records the verdict for this "
-                 "arch and toolchain); not slower than the reference");
+      const cJSON *vd =
+          sg->verification
+              ? cJSON_GetObjectItemCaseSensitive(sg->verification, "verdict")
+              : NULL;
+      times_from_verdict(sg, vd);
+      const cJSON *sp =
+          vd ? cJSON_GetObjectItemCaseSensitive(vd, "speedup") : NULL;
+      if (cJSON_IsNumber(sp))
+        sg->speedup = sp->valuedouble;
+      LF_LOG_INFO("[%zu/%zu] %s: verified earlier (cache)", i + 1, n, sg->name);
+      gate_and_swap(run, sg,
+                    "verified earlier (the cache records the verdict for this "
+                    "arch and toolchain); not slower than the fallback");
       continue;
     }
     if (run->gpu_status && strcmp(o->verify, "defer") == 0) {
@@ -771,38 +1069,43 @@ static lf_status_t verify_stage(fuse_run_t *run) {
                    run->gpu_status);
       continue;
     }
-    if (!staged) {
-      if (!mkdtemp(stage_root))
+    /* A cached kernel nobody verified yet (built on a machine without a
+     * GPU): verified once, here. */
+    if (!run->staged) {
+      snprintf(run->stage_root, sizeof(run->stage_root),
+               "/tmp/llm-fuse-verify.XXXXXX");
+      if (!mkdtemp(run->stage_root))
         return LF_STATUS(LF_STATUS_UNAVAILABLE,
                          "cannot create a staging folder under /tmp");
-      staged = true;
+      run->staged = true;
     }
     LF_LOG_INFO("[%zu/%zu] %s (%s): verifying kernel %s on the GPU", i + 1, n,
                 sg->name, sg->cls, sg->build->kernel_name);
-    bool ok = verify_candidate(run, sg, stage_root);
-    if (!ok) {
-      LF_LOG_INFO("[%zu/%zu] %s: rejected in %.0f ms: %s", i + 1, n, sg->name,
-                  sg->ms_verify, sg->reason);
-      if (!strcmp(sg->reason_word, "rejected"))
-        cache_record(run, sg, LF_CACHE_REJECTED);
-      continue;
+    lf_acquire_eval_t ev;
+    memset(&ev, 0, sizeof(ev));
+    double t0 = now_ms();
+    verify_build(run, sg, sg->build, &ev);
+    sg->ms_verify += now_ms() - t0;
+    cJSON_Delete(sg->verification);
+    sg->verification = ev.verdict_json ? cJSON_Parse(ev.verdict_json) : NULL;
+    sg->time_ms = ev.time_ms;
+    sg->fallback_ms = ev.fallback_ms;
+    sg->roofline_ms = ev.roofline_ms;
+    if (ev.time_ms > 0)
+      sg->speedup = ev.fallback_ms / ev.time_ms;
+    if (ev.unjudged) {
+      set_reason(sg, ev.reason, "%s", ev.feedback ? ev.feedback : "");
+    } else if (!ev.accepted) {
+      set_reason(sg, "rejected", "verification rejected the candidate (%s): %s",
+                 ev.reason, ev.feedback ? ev.feedback : "");
+      cache_record(run, sg, LF_CACHE_REJECTED);
+    } else {
+      cache_record(run, sg, LF_CACHE_VERIFIED);
+      gate_and_swap(run, sg, "verified and not slower than the fallback");
     }
-    cache_record(run, sg, LF_CACHE_VERIFIED);
-    LF_LOG_INFO("[%zu/%zu] %s: verified in %.0f ms, %.2fx the reference", i + 1,
-                n, sg->name, sg->ms_verify, sg->speedup);
-    if (sg->speedup < o->min_speedup) {
-      set_reason(sg, "slower",
-                 "verified, but %.2fx the reference, below min-speedup %.2f",
-                 sg->speedup, o->min_speedup);
-      continue;
-    }
-    swap_stage(run, sg, "verified and not slower than the reference");
-  }
-  if (staged) {
-    if (o->keep_temps)
-      LF_LOG_INFO("verification folders kept in %s", stage_root);
-    else
-      lf_remove_tree(stage_root);
+    LF_LOG_INFO("[%zu/%zu] %s: %s in %.0f ms", i + 1, n, sg->name,
+                sg->swapped ? "swapped" : sg->reason_word, sg->ms_verify);
+    lf_acquire_eval_clear(&ev);
   }
   return LF_OK;
 }
@@ -829,6 +1132,25 @@ static cJSON *subgraph_json(const subgraph_t *sg) {
   else
     cJSON_AddNullToObject(j, "provider");
   cJSON_AddNumberToObject(j, "attempts", sg->attempts);
+  cJSON_AddNumberToObject(j, "requests", sg->requests);
+  cJSON_AddNumberToObject(j, "refinements", sg->refinements);
+  cJSON_AddNumberToObject(j, "candidates", sg->candidates);
+  cJSON *perf = cJSON_AddObjectToObject(j, "performance");
+  if (sg->time_ms > 0) {
+    cJSON_AddNumberToObject(perf, "kernel_ms", sg->time_ms);
+    cJSON_AddNumberToObject(perf, "fallback_ms", sg->fallback_ms);
+  } else {
+    cJSON_AddNullToObject(perf, "kernel_ms");
+    cJSON_AddNullToObject(perf, "fallback_ms");
+  }
+  if (sg->roofline_ms > 0)
+    cJSON_AddNumberToObject(perf, "roofline_ms", sg->roofline_ms);
+  else
+    cJSON_AddNullToObject(perf, "roofline_ms");
+  if (roofline_fraction(sg) > 0)
+    cJSON_AddNumberToObject(perf, "roofline_fraction", roofline_fraction(sg));
+  else
+    cJSON_AddNullToObject(perf, "roofline_fraction");
   if (sg->attempt_log)
     cJSON_AddItemToObject(j, "attempt_log",
                           cJSON_Duplicate(sg->attempt_log, true));
@@ -860,7 +1182,8 @@ static cJSON *subgraph_json(const subgraph_t *sg) {
   }
   if (sg->model)
     cJSON_AddStringToObject(j, "model", sg->model);
-  cJSON_AddStringToObject(j, "acquire", lf_acquire_outcome_name(sg->acquire_outcome));
+  cJSON_AddStringToObject(j, "acquire",
+                          lf_acquire_outcome_name(sg->acquire_outcome));
   if (sg->cache_digest[0])
     cJSON_AddStringToObject(j, "cache_key", sg->cache_digest);
   if (sg->verification)
@@ -897,6 +1220,9 @@ static cJSON *options_json(const lf_fuse_options_t *o) {
   cJSON_AddNumberToObject(j, "min_speedup", o->min_speedup);
   cJSON_AddNumberToObject(j, "max_attempts", (double)o->max_attempts);
   cJSON_AddNumberToObject(j, "max_concurrency", (double)o->max_concurrency);
+  cJSON_AddNumberToObject(j, "max_refinements", (double)o->max_refinements);
+  cJSON_AddNumberToObject(j, "min_roofline", o->min_roofline);
+  cJSON_AddNumberToObject(j, "http_timeout", o->http_timeout);
   return j;
 }
 
@@ -936,16 +1262,19 @@ static void emit_remarks(const fuse_run_t *run) {
   for (size_t i = 0; i < run->num_subs; ++i) {
     const subgraph_t *sg = &run->subs[i];
     char msg[1400];
+    char roof[64] = "";
+    if (roofline_fraction(sg) > 0)
+      snprintf(roof, sizeof(roof), ", %.0f%% of the roofline",
+               100 * roofline_fraction(sg));
     if (sg->swapped && sg->speedup > 0)
       snprintf(msg, sizeof(msg),
                "llm-fuse: @%s (%s): swapped in kernel %s from %s, verified, "
-               "%.2fx the reference",
+               "%.2fx the fallback%s",
                sg->name, sg->cls, sg->build->kernel_name,
-               sg->provider ? sg->provider : "?", sg->speedup);
+               sg->provider ? sg->provider : "?", sg->speedup, roof);
     else if (sg->swapped)
-      snprintf(msg, sizeof(msg),
-               "llm-fuse: @%s (%s): swapped in kernel %s: %s", sg->name,
-               sg->cls, sg->build->kernel_name, sg->reason);
+      snprintf(msg, sizeof(msg), "llm-fuse: @%s (%s): swapped in kernel %s: %s",
+               sg->name, sg->cls, sg->build->kernel_name, sg->reason);
     else if (sg->deferred)
       snprintf(msg, sizeof(msg), "llm-fuse: @%s (%s): deferred: %s", sg->name,
                sg->cls, sg->reason);
@@ -961,16 +1290,21 @@ static void print_summary(const fuse_run_t *run) {
   if (!lf_log_enabled(LF_LOG_INFO))
     return;
   size_t swapped = 0, deferred = 0;
-  LF_LOG_INFO("summary: %-20s %-12s %-8s %8s %8s %8s  %s", "subgraph", "class",
-              "decision", "attempts", "build ms", "speedup", "reason");
+  LF_LOG_INFO("summary: %-20s %-12s %-8s %8s %6s %10s %8s %8s  %s", "subgraph",
+              "class", "decision", "attempts", "refine", "kernel ms", "speedup",
+              "roofline", "reason");
   for (size_t i = 0; i < run->num_subs; ++i) {
     const subgraph_t *sg = &run->subs[i];
-    char speed[32] = "-";
+    char speed[32] = "-", kms[32] = "-", roof[32] = "-";
     if (sg->speedup > 0)
       snprintf(speed, sizeof(speed), "%.2fx", sg->speedup);
-    LF_LOG_INFO("summary: %-20s %-12s %-8s %8d %8.0f %8s  %s", sg->name,
-                sg->cls, decision_word(sg), sg->attempts, sg->ms_build, speed,
-                sg->reason_word ? sg->reason_word : "");
+    if (sg->time_ms > 0)
+      snprintf(kms, sizeof(kms), "%.4g", sg->time_ms);
+    if (roofline_fraction(sg) > 0)
+      snprintf(roof, sizeof(roof), "%.0f%%", 100 * roofline_fraction(sg));
+    LF_LOG_INFO("summary: %-20s %-12s %-8s %8d %6d %10s %8s %8s  %s", sg->name,
+                sg->cls, decision_word(sg), sg->attempts, sg->refinements, kms,
+                speed, roof, sg->reason_word ? sg->reason_word : "");
     swapped += sg->swapped;
     deferred += sg->deferred;
   }
@@ -998,6 +1332,8 @@ static const char *fuse_pre_pipeline(MlirOperation op, const void *options) {
 static lf_status_t run_llm_fuse(MlirOperation module, const void *options) {
   const lf_fuse_options_t *o = options;
   fuse_run_t run = {.o = o, .module = module};
+  pthread_mutex_init(&run.mlir_lock, NULL);
+  pthread_mutex_init(&run.gpu_lock, NULL);
   lf_status_t st = LF_OK;
   double t0 = now_ms();
 
@@ -1015,11 +1351,15 @@ static lf_status_t run_llm_fuse(MlirOperation module, const void *options) {
   LF_LOG_INFO("%zu subgraph(s) outlined (%zu distinct) in %.1f ms", outlined,
               run.num_subs, run.ms_outline);
 
-  /* 2. Acquire and build. */
+  /* 2. One loop per subgraph: acquire, build, verify (with a GPU here),
+   * repair, refine. */
+  for (size_t i = 0; i < run.num_subs; ++i)
+    run.subs[i].flops = group_flops(&run, run.subs[i].name);
+  probe_gpu(&run);
   if ((st = acquire_stage(&run)))
     goto out;
 
-  /* 3. Verify, 4. swap. */
+  /* 3. Decide: swap, keep, or defer. */
   if ((st = verify_stage(&run)))
     goto out;
 

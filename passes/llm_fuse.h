@@ -33,11 +33,14 @@ typedef struct lf_fuse_options_s {
   int64_t max_requests; /* budgets per module; 0: no limit */
   int64_t max_tokens;
   double max_seconds;
-  char *record_dir;  /* openai: record exchanges here */
-  bool keep_temps;   /* keep the verification staging folders */
-  char *report;      /* JSON report path; "" for none */
-  bool remarks;      /* a remark on the IR per function/subgraph */
-  char *guard_record; /* verify=defer: default record file; "" runtime's */
+  char *record_dir;        /* openai: record exchanges here */
+  bool keep_temps;         /* keep the verification staging folders */
+  char *report;            /* JSON report path; "" for none */
+  bool remarks;            /* a remark on the IR per function/subgraph */
+  char *guard_record;      /* verify=defer: default record file; "" runtime's */
+  int64_t max_refinements; /* speed rounds after a verified kernel; 0 off */
+  double min_roofline;     /* swap only at or above this roofline fraction */
+  double http_timeout;     /* seconds per HTTP attempt (openai) */
 } lf_fuse_options_t;
 
 /// The `llm-fuse` pass.

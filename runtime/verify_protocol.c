@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,4 +496,219 @@ lf_status_t lf_verdict_reject(const char *reason, const char *message,
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   }
   return LF_OK;
+}
+
+/* ---- Feedback for the model ---------------------------------------------*/
+
+bool lf_verdict_reason_unjudged(const char *reason) {
+  static const char *const words[] = {
+      "no-worker",         "no-verdict",
+      "malformed-verdict", "degenerate-reference",
+      "no-reference",      "verify-error"};
+  for (size_t i = 0; reason && i < sizeof(words) / sizeof(words[0]); ++i)
+    if (strcmp(reason, words[i]) == 0)
+      return true;
+  return false;
+}
+
+/* Appends `text` without seeds: "seed 0x<hex>" (with a ", " or " " before
+ * it) is dropped, any other "0x" word of 9+ hex digits becomes "0x...". */
+static lf_status_t append_scrubbed(lf_strbuf_t *out, const char *text) {
+  const char *p = text ? text : "";
+  while (*p) {
+    if (strncmp(p, ", seed 0x", 9) == 0 || strncmp(p, " seed 0x", 8) == 0 ||
+        strncmp(p, "seed 0x", 7) == 0) {
+      const char *h = strstr(p, "0x") + 2;
+      while (isxdigit((unsigned char)*h))
+        ++h;
+      p = h;
+      continue;
+    }
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+      const char *h = p + 2;
+      while (isxdigit((unsigned char)*h))
+        ++h;
+      if (h - p - 2 >= 9) {
+        LF_RETURN_IF_ERROR(lf_strbuf_append_str(out, "0x..."));
+        p = h;
+        continue;
+      }
+    }
+    LF_RETURN_IF_ERROR(lf_strbuf_append(out, p, 1));
+    ++p;
+  }
+  return LF_OK;
+}
+
+static double num_of(const cJSON *o, const char *k, double dflt) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static const char *str_of(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
+}
+
+/* The failing trial: the first whose result is not "ok"/"skipped". */
+static const cJSON *failing_trial(const cJSON *root, int *out_n) {
+  const cJSON *trials = cJSON_GetObjectItemCaseSensitive(root, "trials");
+  const cJSON *t, *bad = NULL;
+  *out_n = cJSON_IsArray(trials) ? cJSON_GetArraySize(trials) : 0;
+  cJSON_ArrayForEach(t, trials) {
+    const char *r = str_of(t, "result");
+    if (!bad && r && strcmp(r, "ok") && strcmp(r, "skipped"))
+      bad = t;
+  }
+  return bad;
+}
+
+/* Appends "[i, j, k]" for flat index `idx` of `op`. */
+static lf_status_t append_coords(lf_strbuf_t *out, const lf_voperand_t *op,
+                                 uint64_t idx) {
+  if (op->rank < 1)
+    return LF_OK;
+  uint64_t c[8];
+  for (int d = op->rank - 1; d >= 0; --d) {
+    uint64_t n = op->dims[d] > 0 ? (uint64_t)op->dims[d] : 1;
+    c[d] = idx % n;
+    idx /= n;
+  }
+  LF_RETURN_IF_ERROR(lf_strbuf_append_str(out, " (coordinates ["));
+  for (int d = 0; d < op->rank; ++d)
+    LF_RETURN_IF_ERROR(lf_strbuf_appendf(out, "%s%llu", d ? ", " : "",
+                                         (unsigned long long)c[d]));
+  return lf_strbuf_append_str(out, "])");
+}
+
+static lf_status_t append_shape(lf_strbuf_t *out, const lf_voperand_t *op) {
+  for (int d = 0; d < op->rank; ++d)
+    LF_RETURN_IF_ERROR(
+        lf_strbuf_appendf(out, "%s%lld", d ? "x" : "", (long long)op->dims[d]));
+  return LF_OK;
+}
+
+/* One output's line of a failing trial. */
+static lf_status_t output_line(lf_strbuf_t *b, const cJSON *rec,
+                               const lf_voperand_t *outs, size_t nouts) {
+  int o = (int)num_of(rec, "index", 0);
+  double bad_a = num_of(rec, "bad_nan_poison", 0);
+  double bad_b = num_of(rec, "bad_sentinel_poison", 0);
+  double unwritten = num_of(rec, "unwritten", 0);
+  double differ = num_of(rec, "runs_differ", 0);
+  if (bad_a == 0 && bad_b == 0 && differ == 0)
+    return LF_OK;
+  const lf_voperand_t *op = o >= 0 && (size_t)o < nouts ? &outs[o] : NULL;
+  LF_RETURN_IF_ERROR(lf_strbuf_appendf(b, "- output %d", o));
+  if (op) {
+    LF_RETURN_IF_ERROR(
+        lf_strbuf_appendf(b, " (%s, ", lf_vdtype_name(op->dtype)));
+    LF_RETURN_IF_ERROR(append_shape(b, op));
+    LF_RETURN_IF_ERROR(lf_strbuf_appendf(b, ", %zu elements)", op->count));
+  }
+  double bad = bad_a > bad_b ? bad_a : bad_b;
+  if (bad > 0)
+    LF_RETURN_IF_ERROR(lf_strbuf_appendf(b, ": %.0f element(s) wrong", bad));
+  if (unwritten > 0)
+    LF_RETURN_IF_ERROR(lf_strbuf_appendf(
+        b,
+        ", %.0f still holding the value written before the launch "
+        "(never written)",
+        unwritten));
+  if (differ > 0)
+    LF_RETURN_IF_ERROR(lf_strbuf_appendf(
+        b, "%s%.0f element(s) differ between two runs on the same inputs",
+        bad > 0 ? "; " : ": ", differ));
+  const cJSON *fb =
+      cJSON_GetObjectItemCaseSensitive(rec, "first_bad_sentinel_poison");
+  if (!cJSON_IsObject(fb))
+    fb = cJSON_GetObjectItemCaseSensitive(rec, "first_bad_nan_poison");
+  if (cJSON_IsObject(fb)) {
+    double idx = num_of(fb, "index", 0);
+    LF_RETURN_IF_ERROR(
+        lf_strbuf_appendf(b, "; first wrong at flat index %.0f", idx));
+    if (op)
+      LF_RETURN_IF_ERROR(append_coords(b, op, (uint64_t)idx));
+    const cJSON *got = cJSON_GetObjectItemCaseSensitive(fb, "candidate");
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(fb, "reference");
+    if (cJSON_IsNumber(got) && cJSON_IsNumber(want))
+      LF_RETURN_IF_ERROR(lf_strbuf_appendf(
+          b, ": got %.6g, want %.6g", got->valuedouble, want->valuedouble));
+    else
+      LF_RETURN_IF_ERROR(lf_strbuf_appendf(
+          b, ": got %s, want %s",
+          str_of(fb, "candidate") ? str_of(fb, "candidate") : "?",
+          str_of(fb, "reference") ? str_of(fb, "reference") : "?"));
+    double rtol = num_of(rec, "rtol", -1), atol = num_of(rec, "atol", -1);
+    if (rtol >= 0 && atol >= 0)
+      LF_RETURN_IF_ERROR(lf_strbuf_appendf(
+          b, " (allowed: |got - want| <= %.3g*|want| + %.3g)", rtol, atol));
+  }
+  return lf_strbuf_append_str(b, "\n");
+}
+
+lf_status_t lf_verdict_feedback(const char *verdict_json, lf_strbuf_t *out) {
+  cJSON *root = verdict_json ? cJSON_Parse(verdict_json) : NULL;
+  if (!cJSON_IsObject(root)) {
+    cJSON_Delete(root);
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "the verdict is not a JSON object");
+  }
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 1 << 16);
+  lf_voperand_t *ins = NULL, *outs = NULL;
+  size_t nins = 0, nouts = 0;
+  const char *sig = str_of(root, "signature");
+  if (sig) {
+    lf_status_t s = lf_vsignature_parse(sig, &ins, &nins, &outs, &nouts);
+    if (s) {
+      lf_status_free(s);
+      nouts = 0;
+    }
+  }
+  const char *reason = str_of(root, "reason");
+  lf_status_t s =
+      lf_strbuf_appendf(&b, "verification rejected the kernel: %s\n",
+                        reason ? reason : "unknown reason");
+  int ntrials = 0;
+  const cJSON *t = failing_trial(root, &ntrials);
+  if (!s && t) {
+    const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(t, "outputs");
+    const cJSON *rec;
+    cJSON_ArrayForEach(rec, outputs) {
+      if (s)
+        break;
+      s = output_line(&b, rec, outs, nouts);
+    }
+    const char *dist = str_of(t, "distribution");
+    if (!s && dist)
+      s = lf_strbuf_appendf(&b,
+                            "- failing trial: inputs drawn from the %s "
+                            "distribution (trial %.0f of %d)\n",
+                            dist, num_of(t, "index", 0) + 1, ntrials);
+  }
+  const char *message = str_of(root, "message");
+  if (!s && message && message[0]) {
+    s = lf_strbuf_append_str(&b, "- the verifier says: ");
+    if (!s)
+      s = append_scrubbed(&b, message);
+    if (!s)
+      s = lf_strbuf_append_str(&b, "\n");
+  }
+  if (!s) {
+    size_t n = lf_strbuf_len(&b);
+    if (n > LF_VERDICT_FEEDBACK_MAX) {
+      n = LF_VERDICT_FEEDBACK_MAX - 16;
+      while (n > 0 && ((unsigned char)b.data[n] & 0xC0) == 0x80)
+        --n;
+    }
+    s = lf_strbuf_append(out, b.data, n);
+    if (!s && n < lf_strbuf_len(&b))
+      s = lf_strbuf_append_str(out, "\n[... cut]");
+  }
+  free(ins);
+  free(outs);
+  lf_strbuf_free(&b);
+  cJSON_Delete(root);
+  return s;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "base/strbuf.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -202,6 +203,26 @@ lf_status_t lf_verdict_reject(const char *reason, const char *message,
 
 /// Frees what `v` owns and zeroes it. Accepts NULL.
 void lf_verdict_free(lf_verdict_t *v);
+
+/// Most bytes of a verdict's feedback for a model.
+#define LF_VERDICT_FEEDBACK_MAX 2048
+
+/// True when a rejection's `reason` is no fault of the candidate (the
+/// reference, the worker or the inputs could not be used): "no-worker",
+/// "no-verdict", "malformed-verdict", "degenerate-reference",
+/// "no-reference", "verify-error".
+bool lf_verdict_reason_unjudged(const char *reason);
+
+/// Appends the short located summary of a rejected verdict that goes back
+/// to the model (at most LF_VERDICT_FEEDBACK_MAX bytes): the reason word;
+/// for wrong values the failing output (type, shape), how many elements are
+/// wrong or unwritten, the first wrong flat index with its coordinates and
+/// the got/want pair, the tolerance; the failing trial's input
+/// distribution; the worker's sentence. Never the seeds (any "seed 0x..."
+/// and any hex word of 9 or more digits are removed), never tensors, never
+/// a reference value beyond that one pair. `verdict_json` is the worker's
+/// verdict text (LF_VERDICT_SCHEMA); INVALID_ARGUMENT if it does not parse.
+lf_status_t lf_verdict_feedback(const char *verdict_json, lf_strbuf_t *out);
 
 #ifdef __cplusplus
 }

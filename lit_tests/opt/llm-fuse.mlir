@@ -48,7 +48,7 @@ func.func @scalar(%x: f32) -> f32 {
 // DIAG: llm-fuse: info: 1 subgraph(s) outlined (1 distinct)
 // DIAG: remark: llm-fuse: @[[SG]] (contraction): kept original ops: provider=none: no candidate kernel was asked for
 // DIAG: summary: subgraph
-// DIAG: summary: [[SG]] contraction kept 0 0 - no-provider
+// DIAG: summary: [[SG]] contraction kept 0 0 - - - no-provider
 // DIAG: summary: 1 subgraph(s), 0 swapped, 1 kept with their original ops
 
 // REPORT:      "schema": "llm-fuse-report/1"

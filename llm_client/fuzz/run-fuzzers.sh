@@ -14,7 +14,8 @@
 #
 # Environment:
 #   LF_FUZZ_SECONDS  time per target (default 20)
-#   LF_FUZZ_TARGETS  which targets (default: reply chat_response cache_entry)
+#   LF_FUZZ_TARGETS  which targets (default: reply chat_response cache_entry
+#                    tune)
 #   LF_FUZZ_CC       the compiler (default: clang-22, else
 #                    /usr/lib/llvm-22/bin/clang)
 #
@@ -37,7 +38,7 @@ while (($#)); do
   esac
 done
 seconds=${LF_FUZZ_SECONDS:-20}
-targets=${LF_FUZZ_TARGETS:-reply chat_response cache_entry}
+targets=${LF_FUZZ_TARGETS:-reply chat_response cache_entry tune}
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   echo "run-fuzzers: LF_FUZZ_SECONDS must be a positive number of seconds" >&2
   exit 1
@@ -79,6 +80,7 @@ sources_of() {
     reply) echo "$root/llm_client/reply.c" ;;
     chat_response) echo "$root/llm_client/http_client.c" ;;
     cache_entry) echo "$root/llm_client/cache.c" ;;
+    tune) echo "$root/llm_client/tune.c" ;;
   esac
 }
 libs_of() {

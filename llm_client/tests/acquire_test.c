@@ -9,6 +9,7 @@
  */
 #include <cjson/cJSON.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,9 +23,9 @@
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/testing.h"
-#include "llm_client/tests/loopback_server.h"
 #include "llm_client/acquire.h"
 #include "llm_client/cache.h"
+#include "llm_client/tests/loopback_server.h"
 
 static lf_test_server_t server = {.pid = -1, .stdin_fd = -1};
 static char base_url[64];
@@ -179,6 +180,269 @@ static lf_acquire_report_t *run(size_t n, const lf_acquire_options_t *o) {
   return r;
 }
 
+/* ---- The closed loop: a fake verifier
+ * --------------------------------------*/
+
+/* Judges a kernel by the markers kernel_server.py writes into it: WRONG is a
+ * mismatch, UNJUDGED cannot be judged, FAKE_MS X verifies at X ms; the
+ * fallback takes 10 ms and the roofline floor is 1 ms. At most one
+ * evaluation runs at a time (one GPU queue); each takes eval_sleep_ms. */
+static atomic_int evals, evals_running, evals_overlap;
+static int eval_sleep_ms;
+static pthread_mutex_t gpu = PTHREAD_MUTEX_INITIALIZER;
+
+static lf_status_t fake_eval(const lf_acquire_task_t *task, void *artifact,
+                             void *user, lf_acquire_eval_t *out) {
+  (void)task, (void)user;
+  const char *kernel = artifact;
+  pthread_mutex_lock(&gpu);
+  if (atomic_fetch_add(&evals_running, 1) > 0)
+    atomic_fetch_add(&evals_overlap, 1);
+  atomic_fetch_add(&evals, 1);
+  if (eval_sleep_ms)
+    usleep((useconds_t)eval_sleep_ms * 1000);
+  atomic_fetch_sub(&evals_running, 1);
+  pthread_mutex_unlock(&gpu);
+  out->fallback_ms = 10;
+  out->roofline_ms = 1;
+  out->roofline_basis = strdup("1 MB at 1000 GB/s");
+  if (strstr(kernel, "UNJUDGED")) {
+    out->unjudged = true;
+    out->reason = strdup("no-reference");
+    out->feedback = strdup("the reference could not be built");
+    return LF_OK;
+  }
+  if (strstr(kernel, "WRONG")) {
+    out->reason = strdup("mismatch");
+    out->feedback = strdup(
+        "verification rejected the kernel: mismatch\n- output 0 (f32, 4, 4 "
+        "elements): 3 element(s) wrong; first wrong at flat index 1: got 2, "
+        "want 1 E_VERIFY_77");
+    return LF_OK;
+  }
+  const char *ms = strstr(kernel, "FAKE_MS ");
+  out->accepted = true;
+  out->reason = strdup("ok");
+  out->time_ms = ms ? atof(ms + 8) : 5.0;
+  return LF_OK;
+}
+
+/* The artifact is a copy of the kernel text: what fake_eval reads. */
+static lf_status_t text_build(const lf_acquire_task_t *task, const char *kernel,
+                              size_t line_offset, void *user,
+                              lf_acquire_build_t *out) {
+  LF_RETURN_IF_ERROR(fake_build(task, kernel, line_offset, user, out));
+  if (out->ok)
+    out->artifact = strdup(kernel);
+  return LF_OK;
+}
+
+static atomic_int released;
+static void text_release(void *artifact, void *user) {
+  (void)user;
+  atomic_fetch_add(&released, 1);
+  free(artifact);
+}
+
+static lf_acquire_options_t loop_options(int max_refinements) {
+  lf_acquire_options_t o = options();
+  o.build = text_build;
+  o.evaluate = fake_eval;
+  o.release = text_release;
+  o.max_refinements = max_refinements;
+  atomic_store(&evals, 0);
+  atomic_store(&evals_overlap, 0);
+  eval_sleep_ms = 0;
+  return o;
+}
+
+static lf_acquire_report_t *run_script(const char *replies, int refinements,
+                                       int max_attempts, cJSON **out_log) {
+  make_tasks(1);
+  char cfg[512];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[%s]}]}", names[0],
+           replies);
+  if (!start_server(cfg))
+    return NULL;
+  lf_acquire_options_t o = loop_options(refinements);
+  o.max_attempts = max_attempts;
+  lf_acquire_report_t *r = run(1, &o);
+  stop_server();
+  *out_log = server_log();
+  return r;
+}
+
+static const char *kept_text(const lf_acquire_report_t *r) {
+  return r && r->results[0].artifact ? r->results[0].artifact : "";
+}
+
+LF_TEST(loop_wrong_then_right) {
+  cJSON *log = NULL;
+  lf_acquire_report_t *r = run_script("\"wrong\",\"ms:4\"", 0, 4, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].evaluated && r->results[0].eval.accepted);
+  LF_EXPECT(r && r->results[0].eval.time_ms == 4);
+  LF_EXPECT(r && r->results[0].attempt_count == 2);
+  LF_EXPECT(r && r->results[0].attempts[0].outcome == LF_ATTEMPT_REJECTED);
+  LF_EXPECT(r && strcmp(lf_acquire_attempt_stage(&r->results[0].attempts[0]),
+                        "verify") == 0);
+  LF_EXPECT(r && r->results[0].attempts[1].kind == LF_REQUEST_REPAIR);
+  LF_EXPECT(r && r->results[0].attempts[1].outcome == LF_ATTEMPT_VERIFIED);
+  LF_EXPECT(r && r->results[0].attempts[1].kept);
+  LF_EXPECT(strstr(kept_text(r), "FAKE_MS 4"));
+  /* The mismatch went back to the model as a repair. */
+  const char *repair = last_user_of(log, names[0], 1);
+  LF_EXPECT(strstr(repair, "E_VERIFY_77"));
+  LF_EXPECT(strstr(repair, "Attempt 1 of 4 failed"));
+  LF_EXPECT(r && strstr(r->results[0].attempts[0].feedback, "E_VERIFY_77"));
+  LF_EXPECT(r && r->results[0].attempts[1].feedback[0] == '\0');
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_slow_then_faster) {
+  cJSON *log = NULL;
+  atomic_store(&released, 0);
+  lf_acquire_report_t *r = run_script("\"ms:8\",\"ms:4\",\"ms:2\"", 2, 4, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].requests == 3 && r->results[0].refinements == 2);
+  LF_EXPECT(r && r->results[0].eval.time_ms == 2);
+  LF_EXPECT(r && r->results[0].attempts[2].kept);
+  LF_EXPECT(r && !r->results[0].attempts[0].kept);
+  LF_EXPECT(strstr(kept_text(r), "FAKE_MS 2"));
+  /* The two slower kernels were released. */
+  LF_EXPECT(atomic_load(&released) == 2);
+  /* The refinement requests carry the time, the fallback, the floor. */
+  const char *r1 = last_user_of(log, names[0], 1);
+  LF_EXPECT(strstr(r1, "Speed round 1 of 2"));
+  LF_EXPECT(strstr(r1, "fastest verified kernel so far: 8 ms"));
+  LF_EXPECT(strstr(r1, "fallback (the default MLIR lowering): 10 ms"));
+  LF_EXPECT(strstr(r1, "roofline floor: 1 ms (1 MB at 1000 GB/s)"));
+  LF_EXPECT(strstr(r1, "reaches 12.5%"));
+  LF_EXPECT(strstr(r1, "passed verification and ran in 8 ms"));
+  const char *r2 = last_user_of(log, names[0], 2);
+  LF_EXPECT(strstr(r2, "Speed round 2 of 2"));
+  LF_EXPECT(strstr(r2, "so far: 4 ms"));
+  LF_EXPECT(r && r->results[0].attempts[1].kind == LF_REQUEST_REFINE);
+  LF_EXPECT(r && strstr(r->results[0].attempts[0].feedback, "Speed round 1"));
+  char *json = NULL;
+  lf_status_free(lf_acquire_report_to_json(r, tasks, false, &json));
+  LF_EXPECT(json && strstr(json, "\"stage\":\t\"refine\""));
+  LF_EXPECT(json && strstr(json, "\"roofline_fraction\":\t0.5"));
+  free(json);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_faster_but_wrong_never_replaces) {
+  cJSON *log = NULL;
+  lf_acquire_report_t *r =
+      run_script("\"ms:8\",\"wrong\",\"ms:9\"", 2, 4, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].eval.time_ms == 8);
+  LF_EXPECT(strstr(kept_text(r), "FAKE_MS 8"));
+  LF_EXPECT(r && r->results[0].attempts[0].kept);
+  LF_EXPECT(r && r->results[0].attempts[1].outcome == LF_ATTEMPT_REJECTED);
+  LF_EXPECT(r && r->results[0].attempts[2].outcome == LF_ATTEMPT_VERIFIED);
+  LF_EXPECT(r && !r->results[0].attempts[2].kept);
+  /* The failed refinement's error reached the model, with the best time. */
+  const char *r2 = last_user_of(log, names[0], 2);
+  LF_EXPECT(strstr(r2, "E_VERIFY_77"));
+  LF_EXPECT(strstr(r2, "stays in place"));
+  LF_EXPECT(strstr(r2, "so far: 8 ms"));
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_refinement_that_fails_to_build) {
+  cJSON *log = NULL;
+  lf_acquire_report_t *r = run_script("\"ms:8\",\"broken\"", 1, 4, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].eval.accepted &&
+            r->results[0].eval.time_ms == 8);
+  LF_EXPECT(r && r->results[0].attempt_count == 2);
+  LF_EXPECT(r && r->results[0].attempts[1].outcome == LF_ATTEMPT_BUILD_FAILED);
+  LF_EXPECT(requests_of(log, names[0]) == 2);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_that_never_converges) {
+  cJSON *log = NULL;
+  lf_acquire_report_t *r = run_script("\"wrong\"", 2, 3, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_REJECTED);
+  LF_EXPECT(r && r->results[0].requests == 3);
+  LF_EXPECT(r && r->results[0].evaluated && !r->results[0].eval.accepted);
+  LF_EXPECT(r && strcmp(r->results[0].eval.reason, "mismatch") == 0);
+  LF_EXPECT(r && strstr(r->results[0].message, "no kernel passed verification "
+                                               "in 3"));
+  LF_EXPECT(r && r->results[0].attempts[2].kept);
+  LF_EXPECT(requests_of(log, names[0]) == 3);
+  LF_EXPECT(strstr(last_user_of(log, names[0], 2), "Attempt 2 of 3 failed"));
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_stops_near_the_roofline) {
+  cJSON *log = NULL;
+  /* 1.05 ms against a 1 ms floor: 95%, within 10%: no refinement. */
+  lf_acquire_report_t *r = run_script("\"ms:1.05\",\"ms:1\"", 2, 4, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].requests == 1);
+  LF_EXPECT(requests_of(log, names[0]) == 1);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_unjudged_ends_without_feedback) {
+  cJSON *log = NULL;
+  lf_acquire_report_t *r = run_script("\"unjudged\",\"ms:1\"", 2, 4, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].evaluated && r->results[0].eval.unjudged);
+  LF_EXPECT(r && r->results[0].attempts[0].outcome == LF_ATTEMPT_UNJUDGED);
+  LF_EXPECT(requests_of(log, names[0]) == 1);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_tunes_declared_variants) {
+  cJSON *log = NULL;
+  /* BLOCK 256, 64, 128: FAKE_MS BLOCK/32 = 8, 2, 4: the fastest is 64. */
+  lf_acquire_report_t *r = run_script("\"tuned:256,64,128\"", 0, 4, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].candidates == 3);
+  LF_EXPECT(r && r->results[0].attempt_count == 3);
+  LF_EXPECT(r && r->results[0].eval.time_ms == 2);
+  LF_EXPECT(strstr(kept_text(r), "FAKE_MS 2"));
+  LF_EXPECT(r && strcmp(r->results[0].attempts[1].variant, "BLOCK=64") == 0);
+  LF_EXPECT(r && r->results[0].attempts[1].kept);
+  LF_EXPECT(r && r->results[0].attempts[1].request == 1);
+  LF_EXPECT(atomic_load(&evals) == 3);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
+LF_TEST(loop_requests_overlap_verification) {
+  /* 8 subgraphs, 0.5 s per reply, 0.1 s per verification on one queue:
+   * pipelined, about 0.5 + 8 x 0.1 s; 8 serial round trips would be 4.8 s. */
+  make_tasks(8);
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"delay\":0.5,"
+                         "\"replies\":[\"ms:5\"]}]}"));
+  lf_acquire_options_t o = loop_options(0);
+  eval_sleep_ms = 100;
+  long t0 = mono_ms();
+  lf_acquire_report_t *r = run(8, &o);
+  long took = mono_ms() - t0;
+  stop_server();
+  LF_EXPECT(took >= 1200 && took < 2800);
+  LF_EXPECT(atomic_load(&evals) == 8);
+  for (size_t i = 0; r && i < 8; ++i)
+    LF_EXPECT(r->results[i].outcome == LF_ACQUIRE_OK &&
+              r->results[i].eval.accepted);
+  lf_acquire_report_destroy(r);
+}
+
 /* ---- Cases ---------------------------------------------------------------*/
 
 LF_TEST(repair_loop_fixes_a_broken_kernel) {
@@ -283,7 +547,7 @@ LF_TEST(request_budget_runs_out_mid_module) {
            names[0], names[1], names[2], names[3]);
   LF_EXPECT(start_server(cfg));
   lf_acquire_options_t o = options();
-  o.max_requests = 5; /* round 1: 4; round 2: one of the two repairs */
+  o.max_requests = 5; /* 4 first requests, then one of the two repairs */
   lf_acquire_report_t *r = run(4, &o);
   stop_server();
   cJSON *log = server_log();
@@ -294,9 +558,12 @@ LF_TEST(request_budget_runs_out_mid_module) {
   LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_OK);
   LF_EXPECT(r && r->results[2].outcome == LF_ACQUIRE_BUDGET);
   LF_EXPECT(r && r->results[2].budget == LF_BUDGET_REQUESTS);
-  LF_EXPECT(r && r->results[2].attempt_count == 2);
   LF_EXPECT(r && r->results[3].outcome == LF_ACQUIRE_BUDGET);
-  LF_EXPECT(r && r->results[3].attempt_count == 1);
+  /* The loops run concurrently: which of the two got the fifth request is
+   * not fixed, but exactly one did. */
+  LF_EXPECT(r &&
+            r->results[2].attempt_count + r->results[3].attempt_count == 3);
+  LF_EXPECT(r && strstr(r->results[2].message, "request budget"));
   LF_EXPECT(r && strstr(r->results[3].message, "request budget"));
   cJSON_Delete(log);
   lf_acquire_report_destroy(r);
@@ -312,17 +579,22 @@ LF_TEST(token_budget_runs_out_mid_module) {
            names[0]);
   LF_EXPECT(start_server(cfg));
   lf_acquire_options_t o = options();
-  o.max_tokens = 2500; /* round 1 spends 3000: no repairs */
+  o.max_tokens = 2500;
+  o.max_concurrency = 1; /* one loop at a time: a fixed order */
   lf_acquire_report_t *r = run(3, &o);
   stop_server();
   cJSON *log = server_log();
+  /* sg0 spends 1000 and ends; sg1 spends 1000, repairs (2000 < 2500) and
+   * spends 1000 more; then 3000 >= 2500 stops sg1 and sg2 before asking. */
   LF_EXPECT(cJSON_GetArraySize(log) == 3);
   LF_EXPECT(r && r->exhausted == LF_BUDGET_TOKENS);
   LF_EXPECT(r && r->prompt_tokens + r->completion_tokens == 3000);
   LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
   LF_EXPECT(r && r->results[1].outcome == LF_ACQUIRE_BUDGET);
   LF_EXPECT(r && r->results[1].budget == LF_BUDGET_TOKENS);
+  LF_EXPECT(r && r->results[1].attempt_count == 2);
   LF_EXPECT(r && r->results[2].budget == LF_BUDGET_TOKENS);
+  LF_EXPECT(r && r->results[2].attempt_count == 0);
   cJSON_Delete(log);
   lf_acquire_report_destroy(r);
 }
@@ -613,6 +885,15 @@ int main(void) {
   LF_RUN(token_budget_runs_out_mid_module);
   LF_RUN(wall_budget_cuts_requests_in_flight);
   LF_RUN(wall_budget_between_rounds);
+  LF_RUN(loop_wrong_then_right);
+  LF_RUN(loop_slow_then_faster);
+  LF_RUN(loop_faster_but_wrong_never_replaces);
+  LF_RUN(loop_refinement_that_fails_to_build);
+  LF_RUN(loop_that_never_converges);
+  LF_RUN(loop_stops_near_the_roofline);
+  LF_RUN(loop_unjudged_ends_without_feedback);
+  LF_RUN(loop_tunes_declared_variants);
+  LF_RUN(loop_requests_overlap_verification);
   LF_RUN(requests_run_concurrently_within_the_cap);
   LF_RUN(record_then_replay_round_trip);
   LF_RUN(shipped_replay_set_answers_offline);

@@ -27,6 +27,13 @@ request of a rule (0-based) gets replies[min(n, len - 1)]:
     echo-auth-file:PATH  the same with the Authorization header value in
                    a comment before it
     http401 / http500 / http429   that status with an OpenAI-style error body
+    ms:X           a good kernel with the comment "FAKE_MS X" (the tests' fake
+                   verifier accepts it and times it at X ms)
+    wrong          a good kernel with the comment "WRONG" (the fake verifier
+                   rejects it as a mismatch)
+    unjudged       a good kernel the fake verifier cannot judge
+    tuned:A,B,C    a good kernel declaring BLOCK = A, B, C with the comment
+                   "FAKE_MS {{BLOCK / 32}}" (one variant per value)
 
 "usage": [prompt, completion] tokens to report (omitted when absent).
 Every request is appended to LOG as one JSON line: rule, n, the messages,
@@ -61,6 +68,15 @@ def reply_text(kind, name, messages, auth):
         return kernel(name)
     if kind == "broken":
         return kernel(name, "    // BROKEN\n")
+    if kind.startswith("ms:"):
+        return kernel(name, "    // FAKE_MS %s\n" % kind[3:])
+    if kind == "wrong":
+        return kernel(name, "    // WRONG\n")
+    if kind == "unjudged":
+        return kernel(name, "    // UNJUDGED\n")
+    if kind.startswith("tuned:"):
+        return kernel(name, "    // llm-fuse.tune BLOCK = %s\n"
+                      "    // FAKE_MS {{BLOCK / 32}}\n" % kind[6:])
     if kind == "none":
         return "I cannot write this kernel, sorry."
     if kind == "two":
