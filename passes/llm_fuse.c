@@ -391,13 +391,13 @@ static void eval_from_verdict(const lf_verdict_t *v, lf_acquire_eval_t *out) {
   if (t) {
     out->time_ms = NUM("candidate_ms");
     out->fallback_ms = NUM("reference_ms");
-    out->roofline_ms = NUM("roofline_ms");
+    out->roofline_ms = NUM("dense_roofline_ms");
     char basis[256];
     snprintf(basis, sizeof(basis),
              "%.4g MB at the measured %.0f GB/s; %.4g GFLOP at %.0f TFLOP/s",
              (NUM("bytes_in") + NUM("bytes_out")) / 1e6,
              NUM("measured_bandwidth_gbs"), NUM("flops") / 1e9,
-             NUM("peak_flops") / 1e12);
+             NUM("dense_peak_flops") / 1e12);
     out->roofline_basis = strdup(basis);
   }
 #undef NUM
@@ -965,7 +965,7 @@ static void times_from_verdict(subgraph_t *sg, const cJSON *verdict) {
       verdict ? cJSON_GetObjectItemCaseSensitive(verdict, "timing") : NULL;
   const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "candidate_ms");
   const cJSON *r = cJSON_GetObjectItemCaseSensitive(t, "reference_ms");
-  const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "roofline_ms");
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "dense_roofline_ms");
   sg->time_ms = cJSON_IsNumber(c) ? c->valuedouble : 0;
   sg->fallback_ms = cJSON_IsNumber(r) ? r->valuedouble : 0;
   sg->roofline_ms = cJSON_IsNumber(f) ? f->valuedouble : 0;

@@ -393,6 +393,28 @@ double lf_vpeak_flops(int cc_major, int multiprocessors, int clock_khz,
   return 1.5 * per_clock * multiprocessors * clock_khz * 1e3;
 }
 
+double lf_vroofline_peak_flops(int cc_major, int multiprocessors, int clock_khz,
+                               lf_vdtype_t dt) {
+  double per_clock;
+  switch (dt) {
+  case LF_VDT_F16:
+  case LF_VDT_BF16:
+    per_clock = cc_major >= 9 ? 4096 : 2048;
+    break;
+  case LF_VDT_I8:
+  case LF_VDT_I1:
+    per_clock = cc_major >= 9 ? 8192 : 4096;
+    break;
+  case LF_VDT_F64:
+    per_clock = cc_major >= 9 ? 128 : 64;
+    break;
+  default: /* f32 and the integers: the CUDA cores */
+    per_clock = 256;
+    break;
+  }
+  return per_clock * multiprocessors * clock_khz * 1e3;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

@@ -176,6 +176,15 @@ double lf_vroofline_ms(double in_bytes, double out_bytes, double l2_bytes,
 double lf_vpeak_flops(int cc_major, int multiprocessors, int clock_khz,
                       lf_vdtype_t dt);
 
+/// The yardstick of the roofline the report and the model see: the dense
+/// rate of the unit an element type's contraction runs on, per SM per
+/// clock, without slack: 16-bit types on tensor cores (4096 FLOP on 9.x,
+/// 2048 on 8.x), i8 twice that, f32 on the CUDA cores (256: 128 FMA; exact
+/// f32 has no tensor-core path), f64 at 128 on 9.x and 64 on 8.x. Lower than
+/// lf_vpeak_flops(), which is an upper bound for the plausibility test.
+double lf_vroofline_peak_flops(int cc_major, int multiprocessors, int clock_khz,
+                               lf_vdtype_t dt);
+
 /// Median of `n` values (sorts `v` in place); 0 for n == 0.
 double lf_vmedian(double *v, size_t n);
 

@@ -1140,9 +1140,16 @@ static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
   }
   for (size_t o = 0; o < w->nout; ++o)
     out_bytes += (double)w->outs[o].bytes;
+  /* Two floors: the plausibility test's, with a generous peak (a time
+   * under it cannot be real), and the roofline the report and the model
+   * see, with the unit's dense rate. */
   double peak = lf_vpeak_flops(w->cc_major, w->sms, w->clock_khz, peak_dt);
   double floor_ms =
       lf_vroofline_ms(in_bytes, out_bytes, w->l2_bytes, opt->flops, bw, peak);
+  double rpeak =
+      lf_vroofline_peak_flops(w->cc_major, w->sms, w->clock_khz, peak_dt);
+  double roof_ms =
+      lf_vroofline_ms(in_bytes, out_bytes, w->l2_bytes, opt->flops, bw, rpeak);
   cJSON *t = cJSON_AddObjectToObject(verdict, "timing");
   add_num(t, "candidate_ms", cm);
   add_num(t, "reference_ms", rm);
@@ -1154,10 +1161,12 @@ static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
   cJSON_AddNumberToObject(t, "l2_flush_bytes", (double)w->flush_bytes);
   add_num(t, "measured_bandwidth_gbs", bw / 1e9);
   add_num(t, "peak_flops", peak);
+  add_num(t, "dense_peak_flops", rpeak);
   add_num(t, "bytes_in", in_bytes);
   add_num(t, "bytes_out", out_bytes);
   add_num(t, "flops", opt->flops);
   add_num(t, "roofline_ms", floor_ms);
+  add_num(t, "dense_roofline_ms", roof_ms);
   if (cm < LF_VROOFLINE_SLACK * floor_ms)
     fail(out, "implausible-time",
          "the candidate's median time %.4f ms is under %.1f x the roofline "

@@ -235,6 +235,114 @@ LF_TEST(verdict_round_trip) {
   }
 }
 
+#define LF_EXPECT_OK(expr)                                                     \
+  do {                                                                         \
+    lf_status_t lf_s_ = (expr);                                                \
+    LF_EXPECT(lf_s_ == LF_OK);                                                 \
+    lf_status_free(lf_s_);                                                     \
+  } while (0)
+
+/* The summary a model gets for a rejected verdict: located, capped, and
+ * without seeds. */
+LF_TEST(verdict_feedback_for_the_model) {
+  const char *v =
+      "{\"schema\":\"llm-fuse-verdict/0\",\"accepted\":false,\"reason\":"
+      "\"mismatch\",\"message\":\"trial 2 (spike, seed 0x00c0ffee12345678): "
+      "output 1: 7 of 96 element(s) out of tolerance (checksum "
+      "0xdeadbeefcafe0001)\",\"signature\":\"(tensor<4x8xf32>) -> "
+      "(tensor<4x8xf32>, tensor<3x4x8xf16>)\",\"trials\":["
+      "{\"index\":0,\"distribution\":\"normal\",\"seed\":\"0x1111222233334444\""
+      ",\"result\":\"ok\"},"
+      "{\"index\":1,\"distribution\":\"heavy-tailed\",\"seed\":"
+      "\"0x1111222233335555\",\"result\":\"ok\"},"
+      "{\"index\":2,\"distribution\":\"spike\",\"seed\":\"0x00c0ffee12345678\","
+      "\"result\":\"mismatch\",\"outputs\":["
+      "{\"index\":0,\"dtype\":\"f32\",\"bad_nan_poison\":0,"
+      "\"bad_sentinel_poison\":0,\"unwritten\":0,\"runs_differ\":0},"
+      "{\"index\":1,\"dtype\":\"f16\",\"rtol\":0.001,\"atol\":0.0005,"
+      "\"bad_nan_poison\":7,\"bad_sentinel_poison\":7,\"unwritten\":2,"
+      "\"runs_differ\":0,\"first_bad_nan_poison\":{\"index\":41,"
+      "\"reference\":0.25,\"candidate\":1000.5}}]}]}";
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 1 << 16);
+  LF_EXPECT_OK(lf_verdict_feedback(v, &b));
+  const char *t = lf_strbuf_cstr(&b);
+  LF_EXPECT(strstr(t, "verification rejected the kernel: mismatch\n"));
+  /* Output 1 (3x4x8 f16): flat 41 = [1, 1, 1]. Output 0 is not named. */
+  LF_EXPECT(strstr(t, "- output 1 (f16, 3x4x8, 96 elements): 7 element(s) "
+                      "wrong, 2 still holding the value written before the "
+                      "launch (never written); first wrong at flat index 41 "
+                      "(coordinates [1, 1, 1]): got 1000.5, want 0.25 "
+                      "(allowed: |got - want| <= 0.001*|want| + 0.0005)"));
+  LF_EXPECT(!strstr(t, "- output 0"));
+  LF_EXPECT(strstr(t, "inputs drawn from the spike distribution (trial 3 of "
+                      "3)"));
+  LF_EXPECT(strstr(t, "the verifier says: trial 2 (spike): output 1"));
+  /* No seed, in any form; long hex words are cut. */
+  LF_EXPECT(!strstr(t, "c0ffee"));
+  LF_EXPECT(!strstr(t, "1111222233"));
+  LF_EXPECT(!strstr(t, "seed"));
+  LF_EXPECT(strstr(t, "(checksum 0x...)"));
+  LF_EXPECT(b.len <= LF_VERDICT_FEEDBACK_MAX);
+  lf_strbuf_free(&b);
+
+  /* A rejection without trials (made outside the worker). */
+  lf_verdict_t r = {0};
+  LF_EXPECT_OK(lf_verdict_reject("timeout",
+                                 "the candidate ran for more than "
+                                 "2000 ms",
+                                 &r));
+  lf_strbuf_init(&b, 4096);
+  LF_EXPECT_OK(lf_verdict_feedback(r.json, &b));
+  LF_EXPECT(strstr(lf_strbuf_cstr(&b), "rejected the kernel: timeout\n- the "
+                                       "verifier says: the candidate ran for "
+                                       "more than 2000 ms"));
+  lf_strbuf_free(&b);
+  lf_verdict_free(&r);
+
+  /* A huge message is capped. */
+  lf_strbuf_t big;
+  lf_strbuf_init(&big, 1 << 20);
+  LF_EXPECT_OK(lf_strbuf_append_str(
+      &big, "{\"reason\":\"crash\",\"trials\":[],\"message\":\""));
+  for (int i = 0; i < 10000; ++i)
+    LF_EXPECT_OK(lf_strbuf_append_str(&big, "xy"));
+  LF_EXPECT_OK(lf_strbuf_append_str(&big, "\"}"));
+  lf_strbuf_init(&b, 1 << 16);
+  LF_EXPECT_OK(lf_verdict_feedback(lf_strbuf_cstr(&big), &b));
+  LF_EXPECT(b.len <= LF_VERDICT_FEEDBACK_MAX);
+  LF_EXPECT(strstr(lf_strbuf_cstr(&b), "[... cut]"));
+  lf_strbuf_free(&b);
+  lf_strbuf_free(&big);
+
+  /* Not JSON: an error, nothing appended. */
+  lf_strbuf_init(&b, 64);
+  lf_status_t s = lf_verdict_feedback("not json", &b);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT);
+  lf_status_free(s);
+  LF_EXPECT(b.len == 0);
+  lf_strbuf_free(&b);
+
+  LF_EXPECT(lf_verdict_reason_unjudged("degenerate-reference"));
+  LF_EXPECT(lf_verdict_reason_unjudged("no-worker"));
+  LF_EXPECT(!lf_verdict_reason_unjudged("mismatch"));
+  LF_EXPECT(!lf_verdict_reason_unjudged("crash"));
+  LF_EXPECT(!lf_verdict_reason_unjudged(NULL));
+}
+
+/* The report's yardstick: realistic dense rates, below the plausibility
+ * test's generous peak. H200: 132 SMs at 1980 MHz. */
+LF_TEST(dense_roofline_peaks) {
+  double f32 = lf_vroofline_peak_flops(9, 132, 1980000, LF_VDT_F32);
+  double bf16 = lf_vroofline_peak_flops(9, 132, 1980000, LF_VDT_BF16);
+  LF_EXPECT(f32 > 66e12 && f32 < 68e12);       /* 256 FLOP/clk/SM */
+  LF_EXPECT(bf16 > 1.06e15 && bf16 < 1.08e15); /* 4096 FLOP/clk/SM */
+  LF_EXPECT(lf_vroofline_peak_flops(8, 108, 1410000, LF_VDT_F16) < bf16 / 2);
+  for (int dt = 0; dt < LF_VDT_COUNT_; ++dt)
+    LF_EXPECT(lf_vroofline_peak_flops(9, 132, 1980000, (lf_vdtype_t)dt) <=
+              lf_vpeak_flops(9, 132, 1980000, (lf_vdtype_t)dt));
+}
+
 int main(void) {
   LF_RUN(signature_is_parsed);
   LF_RUN(bad_signatures_are_explained);
@@ -245,5 +353,7 @@ int main(void) {
   LF_RUN(degenerate_reference_is_detected);
   LF_RUN(roofline_and_median);
   LF_RUN(verdict_round_trip);
+  LF_RUN(verdict_feedback_for_the_model);
+  LF_RUN(dense_roofline_peaks);
   return lf_test_finish();
 }

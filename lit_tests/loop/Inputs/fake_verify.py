@@ -63,7 +63,8 @@ if name.startswith("wrong_"):
 ms = float(name.split("_")[1]) / 10 if name.startswith("ms_") else 5.0
 verdict.update(accepted=True, reason="ok", message="verified", timing={
     "candidate_ms": ms, "reference_ms": 10.0, "speedup": 10.0 / ms,
-    "roofline_ms": 1.0, "bytes_in": 134225920, "bytes_out": 134217728,
-    "measured_bandwidth_gbs": 268.4, "flops": 0, "peak_flops": 9.9e14})
+    "roofline_ms": 0.5, "dense_roofline_ms": 1.0, "bytes_in": 134225920,
+    "bytes_out": 134217728, "measured_bandwidth_gbs": 268.4, "flops": 0,
+    "peak_flops": 1.5e15, "dense_peak_flops": 9.9e14})
 print(json.dumps(verdict))
 sys.exit(0)

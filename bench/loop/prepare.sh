@@ -1,0 +1,16 @@
+#!/bin/bash
+# prepare.sh - the build-machine half of bench/loop/run-device.sh: stripped
+# tools and the MLIR runtime pack in .device/loop, small enough to carry.
+#   bash bench/loop/prepare.sh [BUILD]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build}
+stage=$root/.device/loop
+rm -rf "$stage" && mkdir -p "$stage/bin"
+for t in llm-fuse-opt llm-fuse-build-kernel llm-fuse-verify llm-fuse-device-info; do
+  strip -o "$stage/bin/$t" "$build/bin/$t"
+done
+[ -f "$root/.device/mlir-runtime.tar.xz" ] ||
+  (cd "$root" && bash "$root/../shared/device/pack-mlir-runtime.sh" .device)
+cp "$root/.device/mlir-runtime.tar.xz" "$stage/"
+du -sh "$stage"
