@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <curl/curl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -265,10 +266,12 @@ void lf_llm_client_options_init(lf_llm_client_options_t *o) {
   o->api_key_env = "OPENAI_API_KEY";
   o->temperature = 0.2;
   o->max_tokens = 0;
+  o->stream = true;
   o->connect_timeout_ms = 10000;
-  o->total_timeout_ms = 600000;
-  o->low_speed_limit_bps = 1;
-  o->low_speed_time_s = 300;
+  o->total_timeout_ms = 1200000;
+  o->stream_idle_timeout_ms = 300000;
+  o->low_speed_limit_bps = 0;
+  o->low_speed_time_s = 0;
   o->max_response_bytes = 8u << 20;
   o->max_redirects = 3;
   o->max_attempts = 5;
@@ -287,6 +290,8 @@ static lf_status_t validate_options(const lf_llm_client_options_t *o) {
   LF_CHECK_OPT_(o->max_tokens >= 0, "max_tokens must be >= 0 (0: not sent)");
   LF_CHECK_OPT_(o->connect_timeout_ms > 0, "connect timeout must be > 0");
   LF_CHECK_OPT_(o->total_timeout_ms > 0, "total timeout must be > 0");
+  LF_CHECK_OPT_(o->stream_idle_timeout_ms >= 0,
+                "stream idle timeout must be >= 0 (0: off)");
   LF_CHECK_OPT_(o->low_speed_limit_bps >= 0 && o->low_speed_time_s >= 0,
                 "low-speed limit and time must be >= 0 (0: off)");
   LF_CHECK_OPT_(o->max_response_bytes > 0, "response cap must be > 0");
@@ -332,8 +337,11 @@ static lf_status_t load_key_and_headers(lf_llm_client_t *client) {
                      "empty, and %s is not a loopback endpoint",
                      client->api_key_env, client->endpoint);
   }
-  static const char *const fixed[] = {"Content-Type: application/json",
-                                      "Accept: application/json", "Expect:"};
+  const char *const fixed[] = {
+      "Content-Type: application/json",
+      client->opts.stream ? "Accept: text/event-stream, application/json"
+                          : "Accept: application/json",
+      "Expect:"};
   for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); ++i) {
     struct curl_slist *next = curl_slist_append(client->headers, fixed[i]);
     if (!next)
@@ -464,6 +472,12 @@ typedef struct job_s {
   size_t payload_len;
   lf_strbuf_t body;
   lf_llm_response_headers_t hdr; /* what the response headers said */
+  bool in_headers;               /* between an "HTTP/" line and its blank */
+  lf_llm_sse_parser_t *sse;      /* set when the reply is an event stream */
+  lf_status_t sse_error;         /* why the parser stopped the transfer */
+  bool sse_retryable;
+  bool idle_expired;    /* the stream sent nothing for the idle timeout */
+  int64_t last_byte_ms; /* of the stream: its headers, then each byte */
   int64_t first_start_ms, attempt_start_ms, ready_at_ms;
   char errbuf[CURL_ERROR_SIZE];
 } job_t;
@@ -507,6 +521,24 @@ static const cJSON *json_member(const cJSON *object, const char *name) {
                                 : NULL;
 }
 
+/* Reads usage.prompt_tokens and usage.completion_tokens when both are
+ * numbers, clamped to [0, LONG_MAX] (a hostile 1e70 must not overflow). */
+static void json_usage(const cJSON *usage, lf_llm_usage_t *out) {
+  const cJSON *prompt = json_member(usage, "prompt_tokens");
+  const cJSON *completion = json_member(usage, "completion_tokens");
+  if (!cJSON_IsNumber(prompt) || !cJSON_IsNumber(completion))
+    return;
+  const cJSON *items[2] = {prompt, completion};
+  long *counts[2] = {&out->prompt_tokens, &out->completion_tokens};
+  for (int i = 0; i < 2; ++i) {
+    double v = items[i]->valuedouble;
+    *counts[i] = !(v > 0)                ? 0 /* NaN too */
+                 : v >= (double)LONG_MAX ? LONG_MAX
+                                         : (long)v;
+  }
+  out->present = true;
+}
+
 /* ---- Request and response bodies -----------------------------------------*/
 
 static lf_status_t build_payload(const lf_llm_client_t *client, job_t *job) {
@@ -546,8 +578,13 @@ static lf_status_t build_payload(const lf_llm_client_t *client, job_t *job) {
   if (client->opts.max_tokens > 0 &&
       !cJSON_AddNumberToObject(root, "max_tokens", client->opts.max_tokens))
     goto out_oom;
-  if (!cJSON_AddFalseToObject(root, "stream"))
-    goto out_oom;
+  if (client->opts.stream) {
+    cJSON *stream_options = NULL;
+    if (!cJSON_AddTrueToObject(root, "stream") ||
+        !(stream_options = cJSON_AddObjectToObject(root, "stream_options")) ||
+        !cJSON_AddTrueToObject(stream_options, "include_usage"))
+      goto out_oom;
+  }
   job->payload = cJSON_PrintUnformatted(root);
   if (!job->payload)
     goto out_oom;
@@ -601,14 +638,7 @@ static lf_status_t parse_completion(const lf_llm_client_t *client,
     status = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
     goto out_delete_root;
   }
-  const cJSON *usage = json_member(root, "usage");
-  const cJSON *prompt = json_member(usage, "prompt_tokens");
-  const cJSON *completion = json_member(usage, "completion_tokens");
-  if (cJSON_IsNumber(prompt) && cJSON_IsNumber(completion)) {
-    result->usage.present = true;
-    result->usage.prompt_tokens = (long)prompt->valuedouble;
-    result->usage.completion_tokens = (long)completion->valuedouble;
-  }
+  json_usage(json_member(root, "usage"), &result->usage);
 
 out_delete_root:
   cJSON_Delete(root);
@@ -761,11 +791,340 @@ static lf_status_t curl_code_status(const lf_llm_client_t *client, CURLcode rc,
                    detail && *detail ? ": " : "", detail ? detail : "");
 }
 
+/* ---- Event streams -------------------------------------------------------*/
+
+/* A streamed reply is a text/event-stream: lines that end in CRLF, LF or
+ * CR, grouped into events by blank lines. Only "data" fields matter here;
+ * ":" lines are keep-alive comments. Each event's data is one JSON chunk of
+ * the completion, or "[DONE]". Bytes arrive in arbitrary pieces, so a line
+ * cut by a piece boundary is carried over in `line`. */
+struct lf_llm_sse_parser_s {
+  const lf_llm_client_t *client;
+  size_t cap;          /* max_response_bytes */
+  lf_strbuf_t line;    /* the unterminated line carried between feeds */
+  lf_strbuf_t data;    /* the event's data lines, each ending in '\n' */
+  lf_strbuf_t content; /* choices[0].delta.content so far */
+  char *finish_reason;
+  lf_llm_usage_t usage;
+  size_t events;    /* events with data seen, [DONE] included */
+  bool got_content; /* some chunk had a delta.content string */
+  bool in_comment;  /* the carried line is a comment: dropped, not kept */
+  bool after_cr;    /* the last line ended in CR: a next LF belongs to it */
+  bool done;        /* [DONE] seen: the rest is ignored */
+  bool finished;
+  lf_status_t error; /* the first failure, returned again on every call */
+  bool error_retryable;
+};
+
+lf_status_t lf_llm_sse_parser_create(const lf_llm_client_t *client,
+                                     lf_llm_sse_parser_t **out_parser) {
+  if (!out_parser)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "out_parser is NULL");
+  *out_parser = NULL;
+  if (!client)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "the parser needs a client");
+  lf_llm_sse_parser_t *p = calloc(1, sizeof(*p));
+  if (!p)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  p->client = client;
+  p->cap = client->opts.max_response_bytes;
+  lf_strbuf_init(&p->line, p->cap);
+  lf_strbuf_init(&p->data, p->cap);
+  lf_strbuf_init(&p->content, p->cap);
+  *out_parser = p;
+  return LF_OK;
+}
+
+void lf_llm_sse_parser_destroy(lf_llm_sse_parser_t *p) {
+  if (!p)
+    return;
+  lf_strbuf_free(&p->line);
+  lf_strbuf_free(&p->data);
+  lf_strbuf_free(&p->content);
+  free(p->finish_reason);
+  lf_status_free(p->error);
+  free(p);
+}
+
+bool lf_llm_sse_parser_done(const lf_llm_sse_parser_t *p) {
+  return p && p->done;
+}
+
+/* A copy of the sticky error, for the caller to own. */
+static lf_status_t sse_error_copy(const lf_llm_sse_parser_t *p,
+                                  bool *out_retryable) {
+  if (out_retryable)
+    *out_retryable = p->error_retryable;
+  return LF_STATUS(lf_status_code(p->error), "%s", lf_status_message(p->error));
+}
+
+static lf_status_t sse_over_cap(const lf_llm_sse_parser_t *p,
+                                const char *what) {
+  return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
+                   "POST %s: %s exceeds the cap of %zu bytes (transfer "
+                   "aborted)",
+                   p->client->endpoint, what, p->cap);
+}
+
+/* An "error" chunk: the server gave up mid-stream, as with a 5xx. */
+static lf_status_t sse_error_event(const lf_llm_sse_parser_t *p,
+                                   const char *text, size_t len) {
+  server_error_t err;
+  parse_error_body(p->client, text, len, &err);
+  const char *label = err.code ? err.code : err.type;
+  lf_status_t status = LF_STATUS(
+      LF_STATUS_UNAVAILABLE,
+      "POST %s: the stream carried an error event%s%s%s%s%s (after %zu bytes "
+      "of content)",
+      p->client->endpoint, label ? " [" : "", label ? label : "",
+      label ? "]" : "", err.message ? ": " : "", err.message ? err.message : "",
+      lf_strbuf_len(&p->content));
+  server_error_free(&err);
+  return status;
+}
+
+/* Reads one JSON chunk into the parser's state. */
+static lf_status_t sse_chunk(lf_llm_sse_parser_t *p, const char *text,
+                             size_t len, bool *retryable) {
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  if (!root) {
+    char *excerpt = scrub_server_text(p->client, text, len, 80);
+    lf_status_t status =
+        LF_STATUS(LF_STATUS_DATA_LOSS,
+                  "POST %s: event %zu of the stream is not valid JSON: \"%s\"",
+                  p->client->endpoint, p->events, excerpt ? excerpt : "");
+    free(excerpt);
+    return status;
+  }
+  lf_status_t status = LF_OK;
+  const cJSON *error = json_member(root, "error");
+  if (cJSON_IsObject(error) || cJSON_IsString(error)) {
+    *retryable = true;
+    status = sse_error_event(p, text, len);
+    goto out_delete_root;
+  }
+  const cJSON *choices = json_member(root, "choices");
+  const cJSON *choice =
+      cJSON_IsArray(choices) ? cJSON_GetArrayItem(choices, 0) : NULL;
+  const cJSON *content = json_member(json_member(choice, "delta"), "content");
+  if (cJSON_IsString(content) && content->valuestring) {
+    size_t n = strlen(content->valuestring);
+    if (n > p->cap - lf_strbuf_len(&p->content)) {
+      status = sse_over_cap(p, "the streamed content");
+      goto out_delete_root;
+    }
+    status = lf_strbuf_append(&p->content, content->valuestring, n);
+    if (status)
+      goto out_delete_root;
+    p->got_content = true;
+  }
+  const cJSON *finish = json_member(choice, "finish_reason");
+  if (cJSON_IsString(finish) && finish->valuestring) {
+    char *copy = strdup(finish->valuestring);
+    if (!copy) {
+      status = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+      goto out_delete_root;
+    }
+    free(p->finish_reason);
+    p->finish_reason = copy;
+  }
+  json_usage(json_member(root, "usage"), &p->usage);
+
+out_delete_root:
+  cJSON_Delete(root);
+  return status;
+}
+
+/* True when the event data `text` is the end marker. */
+static bool sse_is_done(const char *text, size_t len) {
+  while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+    --len;
+  return len == 6 && memcmp(text, "[DONE]", 6) == 0;
+}
+
+/* A blank line: the event collected so far is complete. */
+static lf_status_t sse_dispatch(lf_llm_sse_parser_t *p, bool *retryable) {
+  size_t n = lf_strbuf_len(&p->data);
+  if (n == 0)
+    return LF_OK;                    /* no data field: nothing to dispatch */
+  lf_strbuf_truncate(&p->data, --n); /* the last data line's '\n' */
+  const char *text = lf_strbuf_cstr(&p->data);
+  lf_status_t status = LF_OK;
+  ++p->events;
+  if (sse_is_done(text, n))
+    p->done = true;
+  else if (n > 0) /* "data:" alone: an empty event, ignored */
+    status = sse_chunk(p, text, n, retryable);
+  lf_strbuf_reset(&p->data);
+  return status;
+}
+
+/* One complete line, without its line end. */
+static lf_status_t sse_line(lf_llm_sse_parser_t *p, const char *s, size_t n,
+                            bool *retryable) {
+  if (n == 0)
+    return sse_dispatch(p, retryable);
+  if (s[0] == ':')
+    return LF_OK; /* a comment: a keep-alive */
+  const char *colon = memchr(s, ':', n);
+  size_t name_len = colon ? (size_t)(colon - s) : n;
+  if (name_len != 4 || memcmp(s, "data", 4) != 0)
+    return LF_OK; /* event, id, retry and unknown fields */
+  const char *value = colon ? colon + 1 : s + n;
+  size_t value_len = (size_t)(s + n - value);
+  if (value_len > 0 && *value == ' ')
+    ++value, --value_len;
+  if (value_len >= p->cap - lf_strbuf_len(&p->data))
+    return sse_over_cap(p, "one event of the stream");
+  lf_status_t status = lf_strbuf_append(&p->data, value, value_len);
+  return status ? status : lf_strbuf_append(&p->data, "\n", 1);
+}
+
+/* Keeps the start of a line cut by the end of a piece. */
+static lf_status_t sse_carry(lf_llm_sse_parser_t *p, const char *s, size_t n) {
+  if (n == 0 || p->in_comment)
+    return LF_OK;
+  if (lf_strbuf_len(&p->line) == 0 && s[0] == ':') {
+    p->in_comment = true; /* its bytes need not be kept */
+    return LF_OK;
+  }
+  size_t used = lf_strbuf_len(&p->line) + lf_strbuf_len(&p->data);
+  if (used > p->cap || n > p->cap - used)
+    return sse_over_cap(p, "one event of the stream");
+  return lf_strbuf_append(&p->line, s, n);
+}
+
+lf_status_t lf_llm_sse_parser_feed(lf_llm_sse_parser_t *p, const char *data,
+                                   size_t len, bool *out_retryable) {
+  if (out_retryable)
+    *out_retryable = false;
+  if (!p || (len > 0 && !data))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "sse_parser_feed needs a parser and data");
+  if (p->error)
+    return sse_error_copy(p, out_retryable);
+  if (p->finished)
+    return LF_STATUS(LF_STATUS_FAILED_PRECONDITION,
+                     "the event-stream parser has already finished");
+  lf_status_t status = LF_OK;
+  bool retryable = false;
+  size_t i = 0;
+  while (i < len && !p->done) {
+    if (p->after_cr) {
+      p->after_cr = false;
+      if (data[i] == '\n') { /* the LF of a CRLF cut between pieces */
+        ++i;
+        continue;
+      }
+    }
+    size_t end = i;
+    while (end < len && data[end] != '\n' && data[end] != '\r')
+      ++end;
+    if (end == len) {
+      status = sse_carry(p, data + i, end - i);
+      break;
+    }
+    if (lf_strbuf_len(&p->line) == 0 && !p->in_comment) {
+      /* Whole in this piece: the same cap as for a line carried over. */
+      size_t n = end - i;
+      if (n > 0 && data[i] != ':' && n > p->cap - lf_strbuf_len(&p->data))
+        status = sse_over_cap(p, "one event of the stream");
+      else
+        status = sse_line(p, data + i, n, &retryable);
+    } else {
+      status = sse_carry(p, data + i, end - i);
+      if (!status && !p->in_comment)
+        status = sse_line(p, lf_strbuf_cstr(&p->line), lf_strbuf_len(&p->line),
+                          &retryable);
+      lf_strbuf_reset(&p->line);
+      p->in_comment = false;
+    }
+    if (status)
+      break;
+    p->after_cr = data[end] == '\r';
+    i = end + 1;
+  }
+  if (!status)
+    return LF_OK;
+  p->error = status;
+  p->error_retryable = retryable;
+  return sse_error_copy(p, out_retryable);
+}
+
+lf_status_t lf_llm_sse_parser_finish(lf_llm_sse_parser_t *p,
+                                     lf_llm_result_t *result,
+                                     bool *out_retryable) {
+  if (out_retryable)
+    *out_retryable = false;
+  if (!p || !result)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "sse_parser_finish needs a parser and a result");
+  if (p->error)
+    return sse_error_copy(p, out_retryable);
+  if (p->finished)
+    return LF_STATUS(LF_STATUS_FAILED_PRECONDITION,
+                     "the event-stream parser has already finished");
+  p->finished = true;
+  if (!p->done && !p->in_comment && lf_strbuf_len(&p->line) > 0) {
+    /* The last line lacks its line end: it can still say [DONE]. */
+    bool unused = false;
+    lf_status_free(sse_line(p, lf_strbuf_cstr(&p->line),
+                            lf_strbuf_len(&p->line), &unused));
+  }
+  size_t pending = lf_strbuf_len(&p->data);
+  if (!p->done && pending > 0 &&
+      sse_is_done(lf_strbuf_cstr(&p->data), pending - 1))
+    p->done = true; /* "data: [DONE]" without the blank line after it */
+  if (!p->done && !p->finish_reason) {
+    if (out_retryable)
+      *out_retryable = true;
+    return LF_STATUS(LF_STATUS_UNAVAILABLE,
+                     "POST %s: stream ended before [DONE], without a "
+                     "finish_reason (%zu events, %zu bytes of content); "
+                     "treated as broken",
+                     p->client->endpoint, p->events,
+                     lf_strbuf_len(&p->content));
+  }
+  if (!p->got_content) {
+    char detail[96] = "";
+    if (p->finish_reason) {
+      char *reason = scrub_server_text(p->client, p->finish_reason,
+                                       strlen(p->finish_reason), 40);
+      snprintf(detail, sizeof(detail), " (finish_reason: %s)",
+               reason ? reason : "?");
+      free(reason);
+    }
+    return LF_STATUS(LF_STATUS_DATA_LOSS,
+                     "POST %s: the stream has no choices[0].delta.content "
+                     "string%s",
+                     p->client->endpoint, detail);
+  }
+  char *content = lf_strbuf_take(&p->content);
+  if (!content)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  result->content = content;
+  result->finish_reason = p->finish_reason;
+  p->finish_reason = NULL;
+  result->usage = p->usage;
+  return LF_OK;
+}
+
 /* ---- Transfer callbacks --------------------------------------------------*/
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
   job_t *job = user;
   size_t n = size * nmemb;
+  if (job->sse) {
+    job->last_byte_ms = now_ms();
+    bool retryable = false;
+    lf_status_t s = lf_llm_sse_parser_feed(job->sse, data, n, &retryable);
+    if (!s)
+      return n;
+    lf_status_free(job->sse_error);
+    job->sse_error = s;
+    job->sse_retryable = retryable;
+    return 0; /* aborts the transfer; attempt_status reports sse_error */
+  }
   if (n > job->client->opts.max_response_bytes - lf_strbuf_len(&job->body)) {
     job->hdr.too_large = true;
     return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
@@ -806,6 +1165,13 @@ bool lf_llm_parse_response_header(const lf_llm_client_t *client,
     /* A new response (after a redirect or a 1xx): forget the last one's. */
     hdr->retry_after_ms = -1;
     hdr->retry_after_ms_header = -1;
+    hdr->event_stream = false;
+  } else if (header_value(data, n, "content-type", value, sizeof(value))) {
+    static const char sse_type[] = "text/event-stream";
+    size_t k = sizeof(sse_type) - 1;
+    hdr->event_stream = strncasecmp(value, sse_type, k) == 0 &&
+                        (value[k] == '\0' || value[k] == ';' ||
+                         value[k] == ' ' || value[k] == '\t');
   } else if (header_value(data, n, "retry-after-ms", value, sizeof(value))) {
     char *end;
     double ms = strtod(value, &end);
@@ -838,16 +1204,47 @@ bool lf_llm_parse_response_header(const lf_llm_client_t *client,
   return true;
 }
 
+/* At the blank line that ends a response's headers: a 2xx event stream
+ * gets a parser, and its idle clock starts. False stops the transfer. */
+static bool begin_body(job_t *job) {
+  lf_llm_sse_parser_destroy(job->sse);
+  job->sse = NULL;
+  long http = 0;
+  if (!job->hdr.event_stream ||
+      curl_easy_getinfo(job->easy, CURLINFO_RESPONSE_CODE, &http) != CURLE_OK ||
+      http < 200 || http > 299)
+    return true;
+  lf_status_t s = lf_llm_sse_parser_create(job->client, &job->sse);
+  if (s) {
+    lf_status_free(job->sse_error);
+    job->sse_error = s;
+    job->sse_retryable = false;
+    return false;
+  }
+  job->last_byte_ms = now_ms();
+  return true;
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *user) {
   job_t *job = user;
   size_t n = size * nmemb;
-  return lf_llm_parse_response_header(job->client, data, n, &job->hdr) ? n : 0;
+  if (!lf_llm_parse_response_header(job->client, data, n, &job->hdr))
+    return 0;
+  if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
+    job->in_headers = true;
+  else if (job->in_headers && (n == 0 || data[0] == '\r' || data[0] == '\n')) {
+    job->in_headers = false; /* a blank line after trailers is not this */
+    if (!begin_body(job))
+      return 0;
+  }
+  return n;
 }
 
 void lf_llm_response_headers_init(lf_llm_response_headers_t *hdr) {
   hdr->retry_after_ms = -1;
   hdr->retry_after_ms_header = -1;
   hdr->too_large = false;
+  hdr->event_stream = false;
 }
 
 lf_status_t lf_llm_parse_chat_response(const lf_llm_client_t *client,
@@ -927,6 +1324,12 @@ static lf_status_t start_attempt(job_t *job, int64_t now) {
   lf_strbuf_reset(&job->body);
   lf_llm_response_headers_init(&job->hdr);
   job->errbuf[0] = '\0';
+  /* A retry starts from scratch: what a broken stream sent is dropped. */
+  lf_llm_sse_parser_destroy(job->sse);
+  job->sse = NULL;
+  lf_status_free(job->sse_error);
+  job->sse_error = NULL;
+  job->sse_retryable = job->idle_expired = job->in_headers = false;
   CURLMcode mc = curl_multi_add_handle(job->client->multi, job->easy);
   if (mc != CURLM_OK)
     return LF_STATUS(LF_STATUS_INTERNAL, "curl_multi_add_handle: %s",
@@ -954,12 +1357,59 @@ static void finish_job(job_t *job, lf_status_t status, int64_t now) {
   cJSON_free(job->payload);
   job->payload = NULL;
   lf_strbuf_free(&job->body);
+  lf_llm_sse_parser_destroy(job->sse);
+  job->sse = NULL;
+  lf_status_free(job->sse_error);
+  job->sse_error = NULL;
+}
+
+/* Classifies a transfer whose reply was an event stream. A stream is
+ * complete with [DONE] or a finish_reason, however its transfer ended;
+ * otherwise what broke it is reported (the parser's error, the idle
+ * timeout, the transport's error, or the early end), retryable. */
+static lf_status_t stream_status(job_t *job, CURLcode rc, bool *retryable) {
+  const lf_llm_client_t *client = job->client;
+  if (job->sse_error) {
+    lf_status_t status = job->sse_error;
+    job->sse_error = NULL;
+    *retryable = job->sse_retryable;
+    return status;
+  }
+  lf_status_t transport = LF_OK;
+  bool transport_retryable = false;
+  if (job->idle_expired) {
+    transport =
+        LF_STATUS(LF_STATUS_DEADLINE_EXCEEDED,
+                  "POST %s: the stream sent no byte for %ld ms (the "
+                  "stream idle timeout); treated as broken",
+                  client->endpoint, client->opts.stream_idle_timeout_ms);
+    transport_retryable = true;
+  } else if (rc != CURLE_OK) {
+    transport = curl_code_status(client, rc, job->errbuf, &transport_retryable);
+  }
+  if (transport && !transport_retryable)
+    return transport;
+  lf_status_t status =
+      lf_llm_sse_parser_finish(job->sse, job->result, retryable);
+  if (!status || !transport || !*retryable) {
+    lf_status_free(transport);
+    return status;
+  }
+  lf_status_free(status); /* "ended before [DONE]": the transport says why */
+  return transport;
 }
 
 /* Classifies a finished transfer. */
 static lf_status_t attempt_status(job_t *job, CURLcode rc, long http,
                                   bool *retryable) {
   *retryable = false;
+  if (job->sse)
+    return stream_status(job, rc, retryable);
+  if (job->sse_error) { /* no parser could be made for the stream */
+    lf_status_t status = job->sse_error;
+    job->sse_error = NULL;
+    return status;
+  }
   if (rc != CURLE_OK) {
     if (job->hdr.too_large)
       return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
@@ -1200,6 +1650,26 @@ lf_status_t lf_llm_client_run_batch_within(lf_llm_client_t *client,
       if (job->state == JOB_DONE)
         --remaining;
     }
+    /* Streams that went quiet after their headers are broken, whatever the
+     * total timeout still allows. Checked here, per job, rather than left
+     * to curl's progress callback, whose calls on an idle transfer depend
+     * on how curl schedules the multi handle. */
+    const long idle = client->opts.stream_idle_timeout_ms;
+    if (idle > 0) {
+      now = now_ms();
+      for (size_t i = 0; i < count; ++i) {
+        job_t *job = &jobs[i];
+        if (job->state != JOB_RUNNING || !job->sse ||
+            now - job->last_byte_ms < idle)
+          continue;
+        job->idle_expired = true;
+        --running;
+        progressed = true;
+        complete_attempt(job, CURLE_OK, now);
+        if (job->state == JOB_DONE)
+          --remaining;
+      }
+    }
     if (remaining == 0)
       break;
     if (progressed)
@@ -1214,6 +1684,15 @@ lf_status_t lf_llm_client_run_batch_within(lf_llm_client_t *client,
       for (size_t i = 0; i < count; ++i)
         if (jobs[i].state == JOB_WAITING) {
           int64_t left = jobs[i].ready_at_ms - now;
+          if (left < timeout)
+            timeout = left < 0 ? 0 : (long)left;
+        }
+    }
+    if (running > 0 && idle > 0) {
+      now = now_ms();
+      for (size_t i = 0; i < count; ++i)
+        if (jobs[i].state == JOB_RUNNING && jobs[i].sse) {
+          int64_t left = jobs[i].last_byte_ms + idle - now;
           if (left < timeout)
             timeout = left < 0 ? 0 : (long)left;
         }

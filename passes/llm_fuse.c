@@ -140,6 +140,11 @@ static const lf_option_def_t fuse_options[] = {
      "Seconds one HTTP request to the endpoint may take in all (streamed "
      "replies are also cut after 300 s without a byte)",
      NULL, 1, 86400, OPT(http_timeout)},
+    {"stream", LF_OPTION_BOOL, "true",
+     "Ask the endpoint for a streamed reply (server-sent events); a server "
+     "that answers with plain JSON is read as well. Turn off for servers "
+     "that reject stream requests",
+     NULL, 0, 0, OPT(stream)},
 };
 #undef OPT
 
@@ -659,6 +664,7 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
   ao.max_wall_ms = (long)(o->max_seconds * 1000.0);
   ao.max_refinements = (int)o->max_refinements;
   ao.client.total_timeout_ms = (long)(o->http_timeout * 1000.0);
+  ao.client.stream = o->stream;
   ao.toolchain = lf_build_toolchain();
   if (ao.provider != LF_PROVIDER_NONE) {
     lf_status_t st = open_cache(run);
@@ -1223,6 +1229,7 @@ static cJSON *options_json(const lf_fuse_options_t *o) {
   cJSON_AddNumberToObject(j, "max_refinements", (double)o->max_refinements);
   cJSON_AddNumberToObject(j, "min_roofline", o->min_roofline);
   cJSON_AddNumberToObject(j, "http_timeout", o->http_timeout);
+  cJSON_AddBoolToObject(j, "stream", o->stream);
   return j;
 }
 

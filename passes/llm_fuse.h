@@ -41,6 +41,7 @@ typedef struct lf_fuse_options_s {
   int64_t max_refinements; /* speed rounds after a verified kernel; 0 off */
   double min_roofline;     /* swap only at or above this roofline fraction */
   double http_timeout;     /* seconds per HTTP attempt (openai) */
+  bool stream;             /* ask for streamed replies (openai) */
 } lf_fuse_options_t;
 
 /// The `llm-fuse` pass.

@@ -14,8 +14,8 @@
 #
 # Environment:
 #   LF_FUZZ_SECONDS  time per target (default 20)
-#   LF_FUZZ_TARGETS  which targets (default: reply chat_response cache_entry
-#                    tune)
+#   LF_FUZZ_TARGETS  which targets (default: reply chat_response sse_stream
+#                    cache_entry tune)
 #   LF_FUZZ_CC       the compiler (default: clang-22, else
 #                    /usr/lib/llvm-22/bin/clang)
 #
@@ -38,7 +38,7 @@ while (($#)); do
   esac
 done
 seconds=${LF_FUZZ_SECONDS:-20}
-targets=${LF_FUZZ_TARGETS:-reply chat_response cache_entry tune}
+targets=${LF_FUZZ_TARGETS:-reply chat_response sse_stream cache_entry tune}
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   echo "run-fuzzers: LF_FUZZ_SECONDS must be a positive number of seconds" >&2
   exit 1
@@ -78,14 +78,14 @@ base=("$root"/base/status.c "$root"/base/strbuf.c "$root"/base/log.c
 sources_of() {
   case "$1" in
     reply) echo "$root/llm_client/reply.c" ;;
-    chat_response) echo "$root/llm_client/http_client.c" ;;
+    chat_response|sse_stream) echo "$root/llm_client/http_client.c" ;;
     cache_entry) echo "$root/llm_client/cache.c" ;;
     tune) echo "$root/llm_client/tune.c" ;;
   esac
 }
 libs_of() {
   case "$1" in
-    chat_response) echo "-lcurl -lcjson -lcrypto -lm -lpthread" ;;
+    chat_response|sse_stream) echo "-lcurl -lcjson -lcrypto -lm -lpthread" ;;
     *) echo "-lcjson -lcrypto -lm" ;;
   esac
 }

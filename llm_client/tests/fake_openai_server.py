@@ -12,11 +12,16 @@ GET /stats returns, per model string: hits, the Authorization headers seen,
 the most requests in flight at once, whether the client hung up on a reply
 ("aborted") and the last request body.
 
+The scenarios named sse-* answer with an event stream (text/event-stream,
+chunked or ended by closing the connection) whatever the request asked;
+the others answer JSON, as a server that ignores "stream" does.
+
 Python standard library only.
 """
 import http.server
 import json
 import os
+import random
 import socket
 import struct
 import sys
@@ -43,6 +48,14 @@ TWO_MODULES = (
 )
 
 NO_KERNEL = "I am sorry, but I cannot write a kernel for this subgraph."
+
+# What the event-stream scenarios deliver, in pieces of a few characters;
+# the tests compare the client's content with it byte for byte.
+STREAM_TEXT = (
+    "```mlir\ngpu.module @streamed {\n}\n```\n"
+    "caf\u00e9 \u2192 \U0001F600 \"q\" \\ end\n"
+)
+STREAM_USAGE = {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}
 
 LOCK = threading.Lock()
 STATS = {}
@@ -85,6 +98,40 @@ def completion(model, content, usage=True, finish="stop"):
     return body
 
 
+def stream_chunk(model, delta=None, finish=None, usage=None, empty=False):
+    """One chat.completion.chunk; "usage": null except in the usage chunk,
+    which has empty choices, as OpenAI sends with include_usage."""
+    body = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [] if empty else [
+            {"index": 0, "delta": delta or {}, "finish_reason": finish}],
+        "usage": usage,
+    }
+    return body
+
+
+def stream_chunks(model, text=STREAM_TEXT, finish="stop", usage=True,
+                  piece=9):
+    """The chunks of a whole completion: a role chunk, the text in pieces,
+    a finish chunk, and (optionally) a usage-only chunk."""
+    chunks = [stream_chunk(model, {"role": "assistant", "content": ""})]
+    for i in range(0, len(text), piece):
+        chunks.append(stream_chunk(model, {"content": text[i:i + piece]}))
+    if finish:
+        chunks.append(stream_chunk(model, {}, finish=finish))
+    if usage:
+        chunks.append(stream_chunk(model, usage=STREAM_USAGE, empty=True))
+    return chunks
+
+
+def sse_event(obj, eol=b"\n"):
+    # ensure_ascii=False: multi-byte UTF-8 goes on the wire as is.
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + eol * 2
+
+
 def openai_error(message, etype, code=None):
     return {"error": {"message": message, "type": etype, "param": None,
                       "code": code}}
@@ -115,6 +162,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def ok(self, content=KERNEL, usage=True):
         self.send_json(200, completion(self.model, content, usage))
+
+    # -- event streams -----------------------------------------------------
+    def sse_start(self, chunked=True):
+        """Sends the headers of an event stream: chunked, or ended by
+        closing the connection."""
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.chunked = chunked
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.flush()
+
+    def sse_send(self, data):
+        if self.chunked:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        else:
+            self.wfile.write(data)
+        self.wfile.flush()
+
+    def sse_end(self):
+        if self.chunked:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    def sse_whole(self, chunked=True, **kwargs):
+        """A complete, healthy stream, one event per write."""
+        self.sse_start(chunked)
+        for chunk in stream_chunks(self.model, **kwargs):
+            self.sse_send(sse_event(chunk))
+        self.sse_send(b"data: [DONE]\n\n")
+        self.sse_end()
 
     # -- scenarios ---------------------------------------------------------
     def sc_ok(self, hit, entry):
@@ -262,6 +346,132 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def sc_delay_2s(self, hit, entry):
         time.sleep(2)
         self.ok()
+
+    def sc_sse_ok(self, hit, entry):
+        self.sse_whole()
+
+    def sc_sse_keepalive(self, hit, entry):
+        # A model that thinks for 3 s before its first token, sending an
+        # SSE comment every 0.5 s meanwhile.
+        self.sse_start()
+        for _ in range(6):
+            self.sse_send(b": keep-alive\n\n")
+            time.sleep(0.5)
+        for chunk in stream_chunks(self.model):
+            self.sse_send(sse_event(chunk))
+        self.sse_send(b"data: [DONE]\n\n")
+        self.sse_end()
+
+    def sc_sse_silent(self, hit, entry):
+        # First hit: headers and a role chunk, then 4 s of nothing at all.
+        if hit == 1:
+            self.sse_start()
+            self.sse_send(sse_event(stream_chunk(
+                self.model, {"role": "assistant", "content": ""})))
+            time.sleep(4)
+            self.sse_send(b"data: [DONE]\n\n")
+            self.sse_end()
+            return
+        self.sse_whole()
+
+    def sc_sse_late_headers(self, hit, entry):
+        # Thinks 2 s before even the headers, then streams.
+        time.sleep(2)
+        self.sse_whole()
+
+    def sc_json_slow_body(self, hit, entry):
+        # JSON headers at once, the body 2 s later.
+        body = json.dumps(completion(self.model, KERNEL)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(2)
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def sc_sse_split(self, hit, entry):
+        # CRLF line ends, an event field, an id, "data:" without its space,
+        # one event in two data lines with a comment between them; sent in
+        # 1-7 byte writes, cut inside "data:", inside each multi-byte UTF-8
+        # character and between a CR and its LF; ended by closing.
+        eol = b"\r\n"
+        body = b""
+        for i, chunk in enumerate(stream_chunks(self.model)):
+            line = json.dumps(chunk, ensure_ascii=False).encode()
+            if i == 1:
+                body += b"event: message" + eol + b"id: 1" + eol
+                body += b"data:" + line + eol + eol
+            elif i == 2:
+                k = line.index(b'"delta"')
+                body += b"data: " + line[:k] + eol
+                body += b": a comment inside an event" + eol
+                body += b"data: " + line[k:] + eol + eol
+            else:
+                body += b"data: " + line + eol + eol
+        body += b"data: [DONE]" + eol + eol
+        cuts = {body.index(b"data:") + 2, body.index(b"\r\n\r\n") + 1}
+        for ch in ("\u00e9", "\u2192", "\U0001F600"):
+            encoded = ch.encode()
+            at = body.index(encoded)
+            cuts.update(range(at + 1, at + len(encoded)))
+        rng = random.Random(20240611)
+        pos, pieces = 0, []
+        while pos < len(body):
+            end = min(len(body), pos + rng.randint(1, 7))
+            inside = [c for c in sorted(cuts) if pos < c < end]
+            if inside:
+                end = inside[0]
+            pieces.append(body[pos:end])
+            pos = end
+        self.sse_start(chunked=False)
+        for piece in pieces:
+            self.sse_send(piece)
+            time.sleep(0.002)
+
+    def sc_sse_no_done_finish(self, hit, entry):
+        # A finish_reason, then the connection closes without [DONE].
+        self.sse_start(chunked=False)
+        for chunk in stream_chunks(self.model, usage=False):
+            self.sse_send(sse_event(chunk))
+
+    def sc_sse_no_done(self, hit, entry):
+        # First hit: some content, then the connection closes with neither
+        # a finish_reason nor [DONE].
+        if hit == 1:
+            self.sse_start(chunked=False)
+            for chunk in stream_chunks(self.model, text="PARTIAL-ATTEMPT ",
+                                       finish=None, usage=False):
+                self.sse_send(sse_event(chunk))
+            return
+        self.sse_whole()
+
+    def sc_sse_error(self, hit, entry):
+        # First hit: content, then an error event that quotes the key.
+        if hit == 1:
+            auth = self.headers.get("Authorization") or ""
+            key = auth[len("Bearer "):] if auth.startswith("Bearer ") else auth
+            self.sse_start()
+            for chunk in stream_chunks(self.model, text="PARTIAL-ATTEMPT ",
+                                       finish=None, usage=False):
+                self.sse_send(sse_event(chunk))
+            self.sse_send(sse_event(openai_error(
+                "The server had an error while processing your request "
+                "(key %s)." % key, "server_error")))
+            self.sse_end()
+            return
+        self.sse_whole()
+
+    def sc_sse_big(self, hit, entry):
+        # 64 deltas of 1 KiB each.
+        self.sse_start()
+        for _ in range(64):
+            self.sse_send(sse_event(stream_chunk(self.model,
+                                                 {"content": "z" * 1024})))
+        self.sse_send(sse_event(stream_chunk(self.model, {}, finish="stop")))
+        self.sse_send(b"data: [DONE]\n\n")
+        self.sse_end()
 
     # -- dispatch ----------------------------------------------------------
     def do_GET(self):

@@ -2,19 +2,23 @@
  *
  * Starts tests/fake_openai_server.py (LF_PYTHON3 and LF_FAKE_SERVER come
  * from CMake), reads its port, and runs one scenario per test: retries and
- * their waits, refusals, timeouts, caps, redirects, concurrency and the
- * API-key canary. Each test uses a fresh "#n" model suffix so the server's
- * hit counters start at zero.
+ * their waits, refusals, timeouts, caps, redirects, concurrency, the
+ * API-key canary, and streamed replies (event streams split anywhere, keep-
+ * alives, idle and broken streams, error events). Each test uses a fresh
+ * "#n" model suffix so the server's hit counters start at zero. The
+ * event-stream parser is also tested alone, without the network.
  */
 #include "llm_client/http_client.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -25,8 +29,8 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "base/testing.h"
-#include "llm_client/tests/loopback_server.h"
 #include "llm_client/reply.h"
+#include "llm_client/tests/loopback_server.h"
 
 #define CANARY_ENV "LF_TEST_API_KEY"
 #define CANARY_KEY "sk-canary-3f9a7c1e5b2d4f6081aa"
@@ -109,6 +113,7 @@ typedef struct record_s {
   long http_code;
   lf_status_code_t code;
   long wait_ms;
+  long elapsed_ms;
   long at_ms;
   char message[600];
 } record_t;
@@ -127,6 +132,7 @@ static void record_hook(const lf_llm_attempt_t *a, void *user) {
   r->http_code = a->http_code;
   r->code = a->status_code;
   r->wait_ms = a->wait_ms;
+  r->elapsed_ms = a->elapsed_ms;
   r->at_ms = mono_ms();
   snprintf(r->message, sizeof(r->message), "%s", a->message);
 }
@@ -149,8 +155,7 @@ static void test_options(lf_llm_client_options_t *o) {
   o->api_key_env = "LF_TEST_KEY_THAT_IS_NOT_SET";
   o->connect_timeout_ms = 2000;
   o->total_timeout_ms = 10000;
-  o->low_speed_limit_bps = 100;
-  o->low_speed_time_s = 5;
+  o->stream_idle_timeout_ms = 5000;
   o->backoff_base_ms = 10;
   o->backoff_max_ms = 50;
   o->max_attempts = 5;
@@ -246,7 +251,11 @@ LF_TEST(ok_returns_content_usage_and_sends_the_chat_request) {
                 cJSON_GetObjectItemCaseSensitive(req, "temperature")) == 0.5);
   LF_EXPECT(cJSON_GetNumberValue(
                 cJSON_GetObjectItemCaseSensitive(req, "max_tokens")) == 1234);
-  LF_EXPECT(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(req, "stream")));
+  /* Streaming is asked for (the server ignores it and answers JSON). */
+  LF_EXPECT(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "stream")));
+  LF_EXPECT(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(req, "stream_options"),
+      "include_usage")));
   /* No key set and a loopback server: no Authorization header at all. */
   LF_EXPECT(cJSON_GetArraySize(auth) == 1 &&
             cJSON_IsNull(cJSON_GetArrayItem(auth, 0)));
@@ -767,6 +776,594 @@ LF_TEST(api_key_is_sent_but_never_logged_or_reported) {
   unsetenv(CANARY_ENV);
 }
 
+/* ---- Streamed replies
+ * ---------------------------------------------------------*/
+
+/* What the sse-* scenarios stream: fake_openai_server.py's STREAM_TEXT. */
+static const char stream_text[] = "```mlir\ngpu.module @streamed {\n}\n```\n"
+                                  "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80 "
+                                  "\"q\" \\ end\n";
+
+LF_TEST(defaults_never_cut_a_slow_generation) {
+  lf_llm_client_options_t o;
+  lf_llm_client_options_init(&o);
+  LF_EXPECT(o.stream);
+  LF_EXPECT(o.total_timeout_ms == 1200000);
+  LF_EXPECT(o.stream_idle_timeout_ms == 300000);
+  LF_EXPECT(o.low_speed_limit_bps == 0 && o.low_speed_time_s == 0);
+  test_options(&o);
+  o.stream_idle_timeout_ms = -1;
+  lf_llm_client_t *client = NULL;
+  lf_status_t s = lf_llm_client_create(&o, &client);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT && !client);
+  EXPECT_CONTAINS(lf_status_message(s), "stream idle timeout");
+  lf_status_free(s);
+}
+
+LF_TEST(stream_accumulates_deltas_and_takes_usage_from_the_last_chunk) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  const char *model = fresh_model("sse-ok");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT(r.http_code == 200 && r.attempts == 1);
+  LF_EXPECT_STREQ(r.content, stream_text);
+  LF_EXPECT_STREQ(r.finish_reason, "stop");
+  /* Only the last chunk (empty choices) has usage; the others say null. */
+  LF_EXPECT(r.usage.present && r.usage.prompt_tokens == 7 &&
+            r.usage.completion_tokens == 5);
+  LF_EXPECT(stat_of(model, "hits") == 1);
+  cJSON *root = fetch_stats();
+  const cJSON *req = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(root, model), "last_request");
+  LF_EXPECT(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "stream")));
+  LF_EXPECT(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(req, "stream_options"),
+      "include_usage")));
+  cJSON_Delete(root);
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(first_token_after_a_long_silence_with_keepalives_succeeds) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.stream_idle_timeout_ms = 1500; /* the server is silent but for ": "
+                                      comments, every 0.5 s, for 3 s */
+  const char *model = fresh_model("sse-keepalive");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT(r.attempts == 1);
+  LF_EXPECT(stat_of(model, "hits") == 1);
+  LF_EXPECT(r.elapsed_ms >= 3000);
+  LF_EXPECT_STREQ(r.content, stream_text);
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(silent_stream_is_broken_by_the_idle_timeout_and_retried) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.stream_idle_timeout_ms = 1000; /* the first reply then says nothing
+                                      for 4 s */
+  const char *model = fresh_model("sse-silent");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT(r.attempts == 2);
+  LF_EXPECT(stat_of(model, "hits") == 2);
+  LF_EXPECT_STREQ(r.content, stream_text);
+  LF_EXPECT(record_count == 2);
+  LF_EXPECT(records[0].outcome == LF_LLM_ATTEMPT_RETRY &&
+            records[0].code == LF_STATUS_DEADLINE_EXCEEDED &&
+            records[0].http_code == 200);
+  EXPECT_CONTAINS(records[0].message, "the stream sent no byte for 1000 ms");
+  LF_EXPECT(records[0].elapsed_ms >= 950 && records[0].elapsed_ms < 2500);
+  LF_EXPECT(r.elapsed_ms < 3500); /* not the server's 4 s */
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(events_split_at_odd_byte_boundaries_are_reassembled) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  const char *model = fresh_model("sse-split");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT(r.attempts == 1);
+  LF_EXPECT_STREQ(r.content, stream_text);
+  LF_EXPECT_STREQ(r.finish_reason, "stop");
+  LF_EXPECT(r.usage.present && r.usage.prompt_tokens == 7 &&
+            r.usage.completion_tokens == 5);
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(stream_closed_without_done_after_a_finish_reason_is_complete) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  const char *model = fresh_model("sse-no-done-finish");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT(r.attempts == 1);
+  LF_EXPECT(stat_of(model, "hits") == 1);
+  LF_EXPECT_STREQ(r.content, stream_text);
+  LF_EXPECT_STREQ(r.finish_reason, "stop");
+  LF_EXPECT(!r.usage.present);
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(stream_closed_without_done_or_finish_reason_is_retried_afresh) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  const char *model = fresh_model("sse-no-done");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT(r.attempts == 2);
+  LF_EXPECT(stat_of(model, "hits") == 2);
+  /* The broken attempt's "PARTIAL-ATTEMPT " is not kept. */
+  LF_EXPECT_STREQ(r.content, stream_text);
+  LF_EXPECT(record_count == 2 && records[0].outcome == LF_LLM_ATTEMPT_RETRY &&
+            records[0].code == LF_STATUS_UNAVAILABLE);
+  EXPECT_CONTAINS(records[0].message, "stream ended before [DONE]");
+  lf_llm_result_clear(&r);
+
+  o.max_attempts = 1;
+  run_one(&o, fresh_model("sse-no-done"), &r);
+  LF_EXPECT(lf_status_code(r.status) == LF_STATUS_UNAVAILABLE);
+  LF_EXPECT(r.content == NULL && r.attempts == 1);
+  EXPECT_CONTAINS(lf_status_message(r.status),
+                  "stream ended before [DONE], without a finish_reason (3 "
+                  "events, 16 bytes of content)");
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(error_event_mid_stream_is_retried_and_scrubbed) {
+  setenv(CANARY_ENV, CANARY_KEY, 1);
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.api_key_env = CANARY_ENV;
+  const char *model = fresh_model("sse-error");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  unsetenv(CANARY_ENV);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT(r.attempts == 2);
+  LF_EXPECT(stat_of(model, "hits") == 2);
+  LF_EXPECT_STREQ(r.content, stream_text);
+  LF_EXPECT(record_count == 2 && records[0].outcome == LF_LLM_ATTEMPT_RETRY &&
+            records[0].code == LF_STATUS_UNAVAILABLE);
+  EXPECT_CONTAINS(records[0].message,
+                  "the stream carried an error event [server_error]: The "
+                  "server had an error while processing your request (key "
+                  "[REDACTED]).");
+  LF_EXPECT(!leaks_key(records[0].message));
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(stream_request_to_a_server_that_answers_json_reads_the_json) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  LF_EXPECT(o.stream);
+  lf_llm_result_t r;
+  run_one(&o, fresh_model("ok"), &r);
+  LF_EXPECT(r.status == LF_OK && r.attempts == 1);
+  EXPECT_CONTAINS(r.content, "gpu.module @kernels {");
+  LF_EXPECT_STREQ(r.finish_reason, "stop");
+  /* 11/22 are the JSON reply's counts (a stream reports 7/5). */
+  LF_EXPECT(r.usage.present && r.usage.prompt_tokens == 11 &&
+            r.usage.completion_tokens == 22);
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(idle_timeout_applies_only_to_streams_after_their_headers) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.stream_idle_timeout_ms = 500;
+  /* Each server is silent for 2 s: before its JSON headers, between JSON
+   * headers and body, before an event stream's headers. */
+  lf_llm_request_t requests[3] = {
+      {chat_messages, 2, fresh_model("delay-2s"), "json-late"},
+      {chat_messages, 2, fresh_model("json-slow-body"), "json-slow-body"},
+      {chat_messages, 2, fresh_model("sse-late-headers"), "sse-late"},
+  };
+  lf_llm_result_t results[3];
+  lf_llm_client_t *client = NULL;
+  LF_EXPECT(lf_llm_client_create(&o, &client) == LF_OK);
+  record_count = 0;
+  LF_EXPECT(lf_llm_client_run_batch(client, requests, 3, results) == LF_OK);
+  lf_llm_client_destroy(client);
+  for (int i = 0; i < 3; ++i) {
+    LF_EXPECT(results[i].status == LF_OK);
+    LF_EXPECT(results[i].attempts == 1);
+    LF_EXPECT(results[i].elapsed_ms >= 1950);
+    if (results[i].status)
+      fprintf(stderr, "  %s: %s\n", requests[i].tag,
+              lf_status_message(results[i].status));
+  }
+  EXPECT_CONTAINS(results[0].content, "gpu.module @kernels {");
+  EXPECT_CONTAINS(results[1].content, "gpu.module @kernels {");
+  LF_EXPECT_STREQ(results[2].content, stream_text);
+  for (int i = 0; i < 3; ++i)
+    lf_llm_result_clear(&results[i]);
+}
+
+LF_TEST(stream_option_off_sends_no_stream_member) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.stream = false;
+  const char *model = fresh_model("ok");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(r.status == LF_OK);
+  cJSON *root = fetch_stats();
+  const cJSON *req = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(root, model), "last_request");
+  LF_EXPECT(req != NULL);
+  LF_EXPECT(!cJSON_HasObjectItem(req, "stream"));
+  LF_EXPECT(!cJSON_HasObjectItem(req, "stream_options"));
+  cJSON_Delete(root);
+  lf_llm_result_clear(&r);
+  /* The reply's Content-Type decides: an event stream is still read. */
+  run_one(&o, fresh_model("sse-ok"), &r);
+  LF_EXPECT(r.status == LF_OK);
+  LF_EXPECT_STREQ(r.content, stream_text);
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(streamed_content_over_the_cap_is_refused) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.max_response_bytes = 16 << 10; /* the server streams 64 KiB */
+  const char *model = fresh_model("sse-big");
+  lf_llm_result_t r;
+  run_one(&o, model, &r);
+  LF_EXPECT(lf_status_code(r.status) == LF_STATUS_RESOURCE_EXHAUSTED);
+  LF_EXPECT(r.attempts == 1 && r.content == NULL);
+  LF_EXPECT(stat_of(model, "hits") == 1);
+  EXPECT_CONTAINS(lf_status_message(r.status),
+                  "the streamed content exceeds the cap of 16384 bytes");
+  lf_llm_result_clear(&r);
+}
+
+LF_TEST(idle_timeouts_are_per_transfer_in_a_batch) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.stream_idle_timeout_ms = 1500;
+  lf_llm_request_t requests[4];
+  for (int i = 0; i < 4; ++i)
+    requests[i] = (lf_llm_request_t){
+        chat_messages, 2, fresh_model(i % 2 ? "sse-silent" : "sse-keepalive"),
+        i % 2 ? "silent" : "keepalive"};
+  lf_llm_result_t results[4];
+  lf_llm_client_t *client = NULL;
+  LF_EXPECT(lf_llm_client_create(&o, &client) == LF_OK);
+  record_count = 0;
+  long start = mono_ms();
+  LF_EXPECT(lf_llm_client_run_batch(client, requests, 4, results) == LF_OK);
+  long elapsed = mono_ms() - start;
+  lf_llm_client_destroy(client);
+  for (int i = 0; i < 4; ++i) {
+    LF_EXPECT(results[i].status == LF_OK);
+    LF_EXPECT_STREQ(results[i].content, stream_text);
+    /* The quiet ones were cut and retried; the kept-alive ones not. */
+    LF_EXPECT(results[i].attempts == (i % 2 ? 2 : 1));
+    lf_llm_result_clear(&results[i]);
+  }
+  LF_EXPECT(elapsed >= 3000 && elapsed < 5000);
+}
+
+/* ---- The event-stream parser alone (no network)
+ * -------------------------------*/
+
+/* A recorded OpenAI-style stream, with what servers do besides: comments
+ * (keep-alives), CRLF, LF and CR line ends, event and id fields, "data:"
+ * without its space, one event in two data lines with a comment between
+ * them, multi-byte UTF-8, usage in a last chunk with empty choices, and
+ * bytes after [DONE]. */
+static const char recorded_stream[] =
+    ": OPENROUTER PROCESSING\r\n\r\n"
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":"
+    "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+    "\"finish_reason\":null}],\"usage\":null}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"```mlir\\n"
+    "gpu.module\"},\"finish_reason\":null}],\"usage\":null}\r\n\r\n"
+    "event: message\nid: 3\nretry: 100\n"
+    "data:{\"choices\":[{\"index\":0,\"delta\":\r\n"
+    ": keep-alive inside an event\r\n"
+    "data: {\"content\":\" @k {\\n}\\n```\\n\"}}]}\r\n\r\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"caf\xc3\xa9 "
+    "\xe2\x86\x92 \xf0\x9f\x98\x80\"},\"finish_reason\":null}]}\r\r"
+    ":\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+    "\"stop\"}]}\r\n\r\n"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":31,"
+    "\"completion_tokens\":9,\"total_tokens\":40}}\n\n"
+    "data: [DONE]\n\n"
+    "data: {\"choices\":[{\"delta\":{\"content\":\"IGNORED\"}}]}\n\n"
+    "garbage after the end";
+
+static const char recorded_content[] =
+    "```mlir\ngpu.module @k {\n}\n```\ncaf\xc3\xa9 \xe2\x86\x92 "
+    "\xf0\x9f\x98\x80";
+
+static lf_llm_client_t *parser_client(size_t cap, const char *key_env) {
+  lf_llm_client_options_t o;
+  test_options(&o);
+  o.max_response_bytes = cap;
+  if (key_env)
+    o.api_key_env = key_env;
+  lf_llm_client_t *client = NULL;
+  lf_status_t s = lf_llm_client_create(&o, &client);
+  LF_EXPECT(s == LF_OK);
+  lf_status_free(s);
+  return client;
+}
+
+typedef struct parsed_s {
+  lf_status_code_t code; /* of the first failing feed, else of finish */
+  bool retryable;
+  char message[600];
+  lf_llm_result_t result;
+} parsed_t;
+
+/* Feeds `text` in pieces and finishes: `piece` bytes at a time, or, when
+ * `piece` is 0, pieces of 1-16 bytes drawn from `seed`. Each piece is a
+ * copy of its exact size, so a read past it is a real overread. */
+static void parse_in_pieces(lf_llm_client_t *client, const char *text,
+                            size_t len, size_t piece, uint32_t seed,
+                            parsed_t *out) {
+  memset(out, 0, sizeof(*out));
+  lf_llm_sse_parser_t *p = NULL;
+  lf_status_t s = lf_llm_sse_parser_create(client, &p);
+  LF_EXPECT(s == LF_OK);
+  size_t at = 0;
+  while (!s && at < len) {
+    size_t n = piece;
+    if (n == 0) {
+      seed = seed * 1664525u + 1013904223u;
+      n = 1 + (seed >> 16) % 16;
+    }
+    if (n > len - at)
+      n = len - at;
+    char *copy = malloc(n);
+    memcpy(copy, text + at, n);
+    s = lf_llm_sse_parser_feed(p, copy, n, &out->retryable);
+    free(copy);
+    at += n;
+  }
+  if (!s)
+    s = lf_llm_sse_parser_finish(p, &out->result, &out->retryable);
+  out->code = lf_status_code(s);
+  snprintf(out->message, sizeof(out->message), "%s", lf_status_message(s));
+  lf_status_free(s);
+  lf_llm_sse_parser_destroy(p);
+}
+
+static bool parsed_recording(const parsed_t *r) {
+  return r->code == LF_STATUS_OK && r->result.content &&
+         strcmp(r->result.content, recorded_content) == 0 &&
+         r->result.finish_reason &&
+         strcmp(r->result.finish_reason, "stop") == 0 &&
+         r->result.usage.present && r->result.usage.prompt_tokens == 31 &&
+         r->result.usage.completion_tokens == 9;
+}
+
+LF_TEST(sse_parser_gives_one_result_for_any_split) {
+  lf_llm_client_t *client = parser_client(1 << 20, NULL);
+  size_t len = sizeof(recorded_stream) - 1;
+  parsed_t r;
+  parse_in_pieces(client, recorded_stream, len, len, 0, &r);
+  LF_EXPECT(parsed_recording(&r));
+  LF_EXPECT_STREQ(r.result.content, recorded_content);
+  lf_llm_result_clear(&r.result);
+  int bad = 0, runs = 0;
+  for (size_t piece = 1; piece <= 9; ++piece, ++runs) {
+    parse_in_pieces(client, recorded_stream, len, piece, 0, &r);
+    bad += !parsed_recording(&r);
+    lf_llm_result_clear(&r.result);
+  }
+  for (uint32_t seed = 1; seed <= 300; ++seed, ++runs) {
+    parse_in_pieces(client, recorded_stream, len, 0, seed, &r);
+    bad += !parsed_recording(&r);
+    lf_llm_result_clear(&r.result);
+  }
+  printf("  recorded stream: %d splits, %d differ\n", runs, bad);
+  LF_EXPECT(bad == 0);
+  lf_llm_client_destroy(client);
+}
+
+static void expect_parse(lf_llm_client_t *client, const char *text,
+                         lf_status_code_t code, bool retryable,
+                         const char *needle, const char *content) {
+  for (size_t piece = 1; piece <= strlen(text); piece += strlen(text) - 1) {
+    parsed_t r;
+    parse_in_pieces(client, text, strlen(text), piece, 0, &r);
+    if (r.code != code || r.retryable != retryable)
+      fprintf(stderr, "  for \"%s\" in %zu-byte pieces: code %d, %s\n", text,
+              piece, (int)r.code, r.message);
+    LF_EXPECT(r.code == code);
+    LF_EXPECT(r.retryable == retryable);
+    if (needle)
+      EXPECT_CONTAINS(r.message, needle);
+    if (content)
+      LF_EXPECT_STREQ(r.result.content, content);
+    else
+      LF_EXPECT(r.result.content == NULL);
+    lf_llm_result_clear(&r.result);
+    if (strlen(text) < 2)
+      break;
+  }
+}
+
+#define SSE_DELTA(text, finish)                                                \
+  "data: {\"choices\":[{\"delta\":{\"content\":\"" text "\"},"                 \
+  "\"finish_reason\":" finish "}]}\n\n"
+
+LF_TEST(sse_parser_end_of_stream_rules) {
+  lf_llm_client_t *client = parser_client(1 << 20, NULL);
+  /* A finish_reason without [DONE]: complete. */
+  expect_parse(client, SSE_DELTA("a", "\"length\""), LF_STATUS_OK, false, NULL,
+               "a");
+  /* Neither: broken, retryable. */
+  expect_parse(client, SSE_DELTA("a", "null"), LF_STATUS_UNAVAILABLE, true,
+               "stream ended before [DONE], without a finish_reason (1 "
+               "events, 1 bytes of content)",
+               NULL);
+  /* A cut-off last event is dropped, not parsed. */
+  expect_parse(client, SSE_DELTA("a", "null") "data: {\"choi",
+               LF_STATUS_UNAVAILABLE, true, "stream ended before [DONE]", NULL);
+  /* [DONE] without its blank line, or without any line end. */
+  expect_parse(client, SSE_DELTA("a", "null") "data: [DONE]\n", LF_STATUS_OK,
+               false, NULL, "a");
+  expect_parse(client, SSE_DELTA("a", "null") "data: [DONE]", LF_STATUS_OK,
+               false, NULL, "a");
+  /* [DONE] with no content at all: no reply. */
+  expect_parse(client,
+               "data: {\"choices\":[{\"delta\":{},\"finish_reason\":"
+               "\"content_filter\"}]}\n\ndata: [DONE]\n\n",
+               LF_STATUS_DATA_LOSS, false,
+               "the stream has no choices[0].delta.content string "
+               "(finish_reason: content_filter)",
+               NULL);
+  /* Bytes after [DONE] are never looked at. */
+  expect_parse(client, SSE_DELTA("a", "null") "data: [DONE]\n\ndata: {{{\n\n",
+               LF_STATUS_OK, false, NULL, "a");
+
+  /* Hostile token counts are clamped, not overflowed. */
+  parsed_t huge;
+  const char huge_usage[] =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":"
+      "\"stop\"}],\"usage\":{\"prompt_tokens\":1e70,\"completion_tokens\":"
+      "-5}}\n\n";
+  parse_in_pieces(client, huge_usage, strlen(huge_usage), 4, 0, &huge);
+  LF_EXPECT(huge.code == LF_STATUS_OK && huge.result.usage.present);
+  LF_EXPECT(huge.result.usage.prompt_tokens == LONG_MAX &&
+            huge.result.usage.completion_tokens == 0);
+  lf_llm_result_clear(&huge.result);
+
+  /* A parser is finished once; an empty feed is fine. */
+  lf_llm_sse_parser_t *p = NULL;
+  LF_EXPECT(lf_llm_sse_parser_create(client, &p) == LF_OK);
+  LF_EXPECT(lf_llm_sse_parser_feed(p, NULL, 0, NULL) == LF_OK);
+  LF_EXPECT(!lf_llm_sse_parser_done(p));
+  const char done[] = SSE_DELTA("b", "null") "data: [DONE]\n\n";
+  LF_EXPECT(lf_llm_sse_parser_feed(p, done, strlen(done), NULL) == LF_OK);
+  LF_EXPECT(lf_llm_sse_parser_done(p));
+  lf_llm_result_t r = {0};
+  LF_EXPECT(lf_llm_sse_parser_finish(p, &r, NULL) == LF_OK);
+  LF_EXPECT_STREQ(r.content, "b");
+  lf_llm_result_t again = {0};
+  lf_status_t s = lf_llm_sse_parser_finish(p, &again, NULL);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_FAILED_PRECONDITION);
+  LF_EXPECT(again.content == NULL);
+  lf_status_free(s);
+  lf_llm_result_clear(&r);
+  lf_llm_sse_parser_destroy(p);
+  lf_llm_sse_parser_destroy(NULL);
+  lf_llm_client_destroy(client);
+}
+
+LF_TEST(sse_parser_errors_are_sticky_scrubbed_and_capped) {
+  setenv(CANARY_ENV, CANARY_KEY, 1);
+  lf_llm_client_t *client = parser_client(1 << 20, CANARY_ENV);
+  unsetenv(CANARY_ENV);
+  const char error_event[] =
+      SSE_DELTA("a", "null") "data: {\"error\":{\"message\":\"overloaded; "
+                             "your key " CANARY_KEY " was fine\",\"type\":"
+                             "\"server_error\",\"code\":null}}\n\n";
+  expect_parse(client, error_event, LF_STATUS_UNAVAILABLE, true,
+               "the stream carried an error event [server_error]: "
+               "overloaded; your key [REDACTED] was fine (after 1 bytes of "
+               "content)",
+               NULL);
+  parsed_t pr;
+  parse_in_pieces(client, error_event, strlen(error_event), 3, 0, &pr);
+  LF_EXPECT(!leaks_key(pr.message));
+  /* Sticky: later feeds and finish return the same failure. */
+  lf_llm_sse_parser_t *p = NULL;
+  LF_EXPECT(lf_llm_sse_parser_create(client, &p) == LF_OK);
+  bool retryable = false;
+  lf_status_t s =
+      lf_llm_sse_parser_feed(p, error_event, strlen(error_event), &retryable);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_UNAVAILABLE && retryable);
+  lf_status_free(s);
+  const char more[] = SSE_DELTA("b", "\"stop\"") "data: [DONE]\n\n";
+  retryable = false;
+  s = lf_llm_sse_parser_feed(p, more, strlen(more), &retryable);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_UNAVAILABLE && retryable);
+  lf_status_free(s);
+  lf_llm_result_t r = {0};
+  s = lf_llm_sse_parser_finish(p, &r, &retryable);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_UNAVAILABLE && retryable);
+  LF_EXPECT(r.content == NULL);
+  lf_status_free(s);
+  lf_llm_sse_parser_destroy(p);
+  /* {"error": "text"} too; a chunk that is not JSON is not retried. */
+  expect_parse(client, "data: {\"error\": \"model is loading\"}\n\n",
+               LF_STATUS_UNAVAILABLE, true,
+               "error event: model is loading (after 0 bytes", NULL);
+  expect_parse(client, SSE_DELTA("a", "null") "data: {\"choices\": [\n\n",
+               LF_STATUS_DATA_LOSS, false,
+               "event 2 of the stream is not valid JSON", NULL);
+  lf_llm_client_destroy(client);
+
+  /* Caps: the content, one event, and comments that need no buffer. */
+  /* Each event below is 95 bytes; four deltas make 120 bytes of content. */
+#define DIGITS30 "012345678901234567890123456789"
+  client = parser_client(100, NULL);
+  expect_parse(client,
+               SSE_DELTA(DIGITS30, "null") SSE_DELTA(DIGITS30, "null")
+                   SSE_DELTA(DIGITS30, "null") SSE_DELTA(DIGITS30, "null"),
+               LF_STATUS_RESOURCE_EXHAUSTED, false,
+               "the streamed content exceeds the cap of 100 bytes", NULL);
+  expect_parse(client,
+               "data: {\"choices\":[{\"delta\":{\"content\":\"a line that "
+               "never ends" DIGITS30 DIGITS30 DIGITS30,
+               LF_STATUS_RESOURCE_EXHAUSTED, false,
+               "one event of the stream exceeds the cap of 100 bytes", NULL);
+  /* Three data lines of one event, each short, 113 bytes together. */
+  expect_parse(client,
+               "data: {\"choices\":[{\"delta\":\ndata: {\"content\":\"0123456"
+               "789\"}}]}\ndata: \"" DIGITS30 DIGITS30 "\"\n\n",
+               LF_STATUS_RESOURCE_EXHAUSTED, false,
+               "one event of the stream exceeds the cap of 100 bytes", NULL);
+#undef DIGITS30
+  char comment[2048];
+  memset(comment, 'k', sizeof(comment));
+  comment[0] = ':';
+  snprintf(comment + 1500, sizeof(comment) - 1500,
+           "\r\n\r\n" SSE_DELTA("ok", "\"stop\"") "data: [DONE]\n\n");
+  expect_parse(client, comment, LF_STATUS_OK, false, NULL, "ok");
+  lf_llm_client_destroy(client);
+}
+
+LF_TEST(response_headers_say_when_the_reply_is_an_event_stream) {
+  lf_llm_client_t *client = parser_client(1 << 20, NULL);
+  lf_llm_response_headers_t h;
+  lf_llm_response_headers_init(&h);
+  LF_EXPECT(!h.event_stream);
+  const char *yes[] = {"Content-Type: text/event-stream\r\n",
+                       "content-type: Text/Event-Stream; charset=utf-8\r\n",
+                       "Content-Type:text/event-stream"};
+  const char *no[] = {"Content-Type: application/json\r\n",
+                      "Content-Type: text/event-streamed\r\n",
+                      "X-Content-Type: text/event-stream\r\n"};
+  for (int i = 0; i < 3; ++i) {
+    h.event_stream = false;
+    LF_EXPECT(lf_llm_parse_response_header(client, yes[i], strlen(yes[i]), &h));
+    LF_EXPECT(h.event_stream);
+    LF_EXPECT(lf_llm_parse_response_header(client, no[i], strlen(no[i]), &h));
+    LF_EXPECT(h.event_stream == (i == 2)); /* another header changes none */
+  }
+  h.event_stream = true;
+  LF_EXPECT(
+      lf_llm_parse_response_header(client, "HTTP/1.1 200 OK\r\n", 17, &h));
+  LF_EXPECT(!h.event_stream); /* a new response */
+  lf_llm_client_destroy(client);
+}
+
 /* ---- Endpoint rules (no network I/O: create only)
  * ---------------------------*/
 
@@ -908,6 +1505,23 @@ int main(void) {
   LF_RUN(api_key_is_sent_but_never_logged_or_reported);
   LF_RUN(https_is_required_except_to_loopback);
   LF_RUN(bad_options_are_rejected);
+  LF_RUN(defaults_never_cut_a_slow_generation);
+  LF_RUN(stream_accumulates_deltas_and_takes_usage_from_the_last_chunk);
+  LF_RUN(first_token_after_a_long_silence_with_keepalives_succeeds);
+  LF_RUN(silent_stream_is_broken_by_the_idle_timeout_and_retried);
+  LF_RUN(events_split_at_odd_byte_boundaries_are_reassembled);
+  LF_RUN(stream_closed_without_done_after_a_finish_reason_is_complete);
+  LF_RUN(stream_closed_without_done_or_finish_reason_is_retried_afresh);
+  LF_RUN(error_event_mid_stream_is_retried_and_scrubbed);
+  LF_RUN(stream_request_to_a_server_that_answers_json_reads_the_json);
+  LF_RUN(idle_timeout_applies_only_to_streams_after_their_headers);
+  LF_RUN(stream_option_off_sends_no_stream_member);
+  LF_RUN(streamed_content_over_the_cap_is_refused);
+  LF_RUN(idle_timeouts_are_per_transfer_in_a_batch);
+  LF_RUN(sse_parser_gives_one_result_for_any_split);
+  LF_RUN(sse_parser_end_of_stream_rules);
+  LF_RUN(sse_parser_errors_are_sticky_scrubbed_and_capped);
+  LF_RUN(response_headers_say_when_the_reply_is_an_event_stream);
   printf("  wall time: %ld ms\n", mono_ms() - start);
   stop_server();
   curl_global_cleanup();

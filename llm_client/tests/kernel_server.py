@@ -24,6 +24,7 @@ request of a rule (0-based) gets replies[min(n, len - 1)]:
     echo-auth      a good kernel with the request's Authorization header
                    value in a comment (a hostile server echoing the key)
     file:PATH      the kernel in file PATH, fenced, with prose around it
+    raw:PATH       the file PATH as it is (a recorded reply)
     echo-auth-file:PATH  the same with the Authorization header value in
                    a comment before it
     http401 / http500 / http429   that status with an OpenAI-style error body
@@ -83,6 +84,8 @@ def reply_text(kind, name, messages, auth):
         return kernel(name) + kernel(name)
     if kind == "echo-auth":
         return kernel(name, "    // you sent: %s\n" % auth)
+    if kind.startswith("raw:"):
+        return open(kind[4:]).read()
     if kind.startswith("file:") or kind.startswith("echo-auth-file:"):
         text = open(kind.split(":", 1)[1]).read()
         if kind.startswith("echo-auth"):
