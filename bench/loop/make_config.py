@@ -14,6 +14,11 @@ Cases:
                 with every wrong kernel of the corpus in turn (repairs)
   corpus-refine each subgraph first gets its good kernel, then every wrong
                 kernel as a "faster" refinement
+  real-MODEL    bench/loop/models/MODEL.mlir answered with the replies a
+                real model wrote (bench/loop/real/MODEL/NN.reply.txt, in
+                order), then HTTP 401: the loop verifies and times every
+                reply and ends; the server's log holds the next request
+                (with its measured times) for the model to answer
 """
 import glob
 import json
@@ -76,6 +81,13 @@ def main():
         opts = ("max-attempts=%d max-refinements=0" % most
                 if case == "corpus-bad" else
                 "max-attempts=1 max-refinements=%d" % most)
+    elif case.startswith("real-"):
+        d = os.path.join("bench/loop/real", case[5:])
+        replies = sorted(f for f in os.listdir(os.path.join(ROOT, d))
+                         if f.endswith(".reply.txt"))
+        rules.append({"match": "*", "replies": [
+            "raw:%s/%s" % (d, f) for f in replies] + ["http401"]})
+        opts = "max-refinements=%d" % len(replies)
     else:
         sys.exit("unknown case " + case)
     json.dump({"rules": rules}, open(os.path.join(out, "config.json"), "w"),

@@ -32,6 +32,7 @@ for c in $cases; do
   case $base in
     gemm) model=examples/gemm_epilogue.mlir ;;
     corpus-*) model=lit_tests/verify/Inputs/corpus-model.mlir ;;
+    real-*) model=bench/loop/models/${base#real-}.mlir ;;
   esac
   extra=""
   [ "$c" = block-serial ] && extra="max-concurrency=1"
