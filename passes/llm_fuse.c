@@ -322,10 +322,12 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
   return LF_OK;
 }
 
+/* The subgraph's FLOPs from the outline records (matched by the outlined
+ * function's name; "function" is the function it was outlined from). */
 static double group_flops(const fuse_run_t *run, const char *name) {
   const cJSON *g;
   cJSON_ArrayForEach(g, run->groups) {
-    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(g, "function");
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(g, "name");
     const cJSON *fl = cJSON_GetObjectItemCaseSensitive(g, "flops");
     if (cJSON_IsString(fn) && !strcmp(fn->valuestring, name) &&
         cJSON_IsNumber(fl))

@@ -34,7 +34,8 @@ seed = opt.get("--seed", "?")
 log = os.environ.get("FAKE_VERIFY_LOG")
 if log:
     with open(log, "a") as f:
-        f.write("seed %s kernel %s\n" % (seed, name))
+        f.write("seed %s kernel %s flops %s\n" % (seed, name,
+                                                  opt.get("--flops", "?")))
 
 sig = "(tensor<16384x4096xbf16>, tensor<4096xbf16>) -> tensor<16384x4096xbf16>"
 trials = [{"index": k, "distribution": "normal", "seed": "0x%016x" % (k + 1),
