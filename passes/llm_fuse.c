@@ -399,12 +399,17 @@ static void eval_from_verdict(const lf_verdict_t *v, lf_acquire_eval_t *out) {
     out->time_ms = NUM("candidate_ms");
     out->fallback_ms = NUM("reference_ms");
     out->roofline_ms = NUM("dense_roofline_ms");
-    char basis[256];
+    char basis[320];
+    double bytes = NUM("bytes_in") + NUM("bytes_out");
+    double gbs = NUM("measured_bandwidth_gbs"), peak = NUM("dense_peak_flops");
+    double t_bytes = gbs > 0 ? bytes / (gbs * 1e6) : 0;
+    double t_flops = peak > 0 ? NUM("flops") / peak * 1e3 : 0;
     snprintf(basis, sizeof(basis),
-             "%.4g MB at the measured %.0f GB/s; %.4g GFLOP at %.0f TFLOP/s",
-             (NUM("bytes_in") + NUM("bytes_out")) / 1e6,
-             NUM("measured_bandwidth_gbs"), NUM("flops") / 1e9,
-             NUM("dense_peak_flops") / 1e12);
+             "%.4g MB at the measured %.0f GB/s; %.4g GFLOP at %.0f TFLOP/s; "
+             "%s",
+             bytes / 1e6, gbs, NUM("flops") / 1e9, peak / 1e12,
+             t_flops > t_bytes ? "the FLOP term is the larger: compute-bound"
+                               : "the bytes term is the larger: memory-bound");
     out->roofline_basis = strdup(basis);
   }
 #undef NUM
