@@ -846,6 +846,7 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
   lf_status_t es = o->evaluate(j->task, built.artifact, o->evaluate_user, &ev);
   ev.verify_ms = (long)(now_ms() - t0);
   a->verify_ms = ev.verify_ms;
+  a->queue_ms = ev.queue_ms;
   void *artifact = built.artifact;
   built.artifact = NULL;
   built_clear(&built);
@@ -1389,6 +1390,8 @@ lf_status_t lf_acquire_report_to_json(const lf_acquire_report_t *report,
       ok = ok &&
            cJSON_AddStringToObject(x, "message", a->message ? a->message : "");
       ok = ok && cJSON_AddNumberToObject(x, "verify_ms", (double)a->verify_ms);
+      ok =
+          ok && cJSON_AddNumberToObject(x, "gpu_queue_ms", (double)a->queue_ms);
       ok = ok &&
            cJSON_AddStringToObject(x, "verify_reason",
                                    a->verify_reason ? a->verify_reason : "");

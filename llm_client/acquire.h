@@ -116,6 +116,7 @@ typedef struct lf_acquire_eval_s {
   char *roofline_basis; /* how the floor was computed, one line; or NULL */
   char *verdict_json;   /* the worker's verdict for the report, or NULL */
   long verify_ms;       /* set by acquire: the callback's wall time */
+  long queue_ms;        /* of which the callback waited for the GPU */
 } lf_acquire_eval_t;
 
 /// Frees what `eval` owns and zeroes it. Accepts NULL.
@@ -274,7 +275,8 @@ typedef struct lf_acquire_attempt_s {
   long http_code;        /* openai: of the last HTTP attempt; else 0 */
   char *message;         /* why it failed (short, key-free); "" if built */
   /* Verification (with an evaluate callback). */
-  long verify_ms;
+  long verify_ms;      /* the evaluate callback, GPU queue included */
+  long queue_ms;       /* of which waiting for the GPU */
   char *verify_reason; /* the verdict's word; "" when not evaluated */
   double time_ms, fallback_ms, roofline_fraction; /* 0 when unknown */
   char *feedback; /* what this attempt told the model in the next request

@@ -468,7 +468,9 @@ static void verify_build(fuse_run_t *run, subgraph_t *sg,
   req.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
   req.min_speedup = 0; /* speed is the pass's decision: min-speedup */
   lf_verdict_t v = {0};
+  double q0 = now_ms();
   pthread_mutex_lock(&run->gpu_lock);
+  out->queue_ms = (long)(now_ms() - q0);
   st = lf_verify_candidate(&req, &v);
   pthread_mutex_unlock(&run->gpu_lock);
   if (st) {
@@ -775,6 +777,7 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
       cJSON_AddNumberToObject(ja, "latency_ms", (double)at->latency_ms);
       cJSON_AddNumberToObject(ja, "build_ms", (double)at->build_ms);
       cJSON_AddNumberToObject(ja, "verify_ms", (double)at->verify_ms);
+      cJSON_AddNumberToObject(ja, "gpu_queue_ms", (double)at->queue_ms);
       cJSON_AddNumberToObject(ja, "prompt_tokens", (double)at->prompt_tokens);
       cJSON_AddNumberToObject(ja, "completion_tokens",
                               (double)at->completion_tokens);
