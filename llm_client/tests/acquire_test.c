@@ -423,6 +423,30 @@ LF_TEST(loop_tunes_declared_variants) {
   lf_acquire_report_destroy(r);
 }
 
+LF_TEST(loop_budget_keeps_the_best_verified) {
+  make_tasks(1);
+  char cfg[256];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[\"ms:8\",\"ms:4\","
+           "\"ms:2\"]}]}",
+           names[0]);
+  LF_EXPECT(start_server(cfg));
+  lf_acquire_options_t o = loop_options(2);
+  o.max_requests = 2; /* the second refinement is never asked */
+  lf_acquire_report_t *r = run(1, &o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(cJSON_GetArraySize(log) == 2);
+  LF_EXPECT(r && r->exhausted == LF_BUDGET_REQUESTS);
+  /* The budget ran out during refinement: the best kernel stays. */
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].eval.accepted &&
+            r->results[0].eval.time_ms == 4);
+  LF_EXPECT(strstr(kept_text(r), "FAKE_MS 4"));
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+}
+
 LF_TEST(loop_requests_overlap_verification) {
   /* 8 subgraphs, 0.5 s per reply, 0.1 s per verification on one queue:
    * pipelined, about 0.5 + 8 x 0.1 s; 8 serial round trips would be 4.8 s. */
@@ -893,6 +917,7 @@ int main(void) {
   LF_RUN(loop_stops_near_the_roofline);
   LF_RUN(loop_unjudged_ends_without_feedback);
   LF_RUN(loop_tunes_declared_variants);
+  LF_RUN(loop_budget_keeps_the_best_verified);
   LF_RUN(loop_requests_overlap_verification);
   LF_RUN(requests_run_concurrently_within_the_cap);
   LF_RUN(record_then_replay_round_trip);
