@@ -6,7 +6,9 @@
 # .device/loop:
 #   bash bench/loop/run-device.sh OUT [CASE...]
 # Cases (bench/loop/make_config.py): gemm block block-serial corpus-bad
-# corpus-refine. Prints the table of bench/loop/summarize.py last.
+# corpus-refine real-MODEL, and replay-EXAMPLE (examples/EXAMPLE.mlir on
+# the offline default: the shipped kernels with their tune variants).
+# Prints the table of bench/loop/summarize.py last.
 set -uo pipefail
 root=$(pwd)
 out=$(mkdir -p "${1:?usage: run-device.sh OUT [CASE...]}" && cd "$1" && pwd)
@@ -27,8 +29,24 @@ llm-fuse-device-info || true
 for c in $cases; do
   d=$out/$c && mkdir -p "$d"
   base=${c%-serial}
-  opts=$(python3 bench/loop/make_config.py "$base" "$d") || exit 1
   model=examples/minigpt_block.mlir
+  case $base in
+    replay-*) # the offline default (the shipped kernels, their declared
+              # tune variants timed here), no model server
+      model=examples/${base#replay-}.mlir
+      echo '{"rules": []}' > "$d/config.json"
+      w=/tmp/lf-loop/$c && rm -rf "$w" && mkdir -p "$w"
+      echo "== $c: $model (provider=replay)"
+      t0=$(date +%s.%N)
+      timeout 540 llm-fuse-opt --llm-fuse="arch=sm_90a cache-dir=$w/cache report=$d/report.json" \
+        "$model" -o "$w/out.mlir" 2> "$d/err"
+      echo "exit $?" >> "$d/err"
+      t1=$(date +%s.%N)
+      python3 -c "print('%.1f' % ($t1 - $t0))" > "$d/wall"
+      grep -E "summary:|verified in|variant" "$d/err" | tail -30
+      continue ;;
+  esac
+  opts=$(python3 bench/loop/make_config.py "$base" "$d") || exit 1
   case $base in
     gemm) model=examples/gemm_epilogue.mlir ;;
     corpus-*) model=lit_tests/verify/Inputs/corpus-model.mlir ;;

@@ -112,7 +112,7 @@ def generate(cfg, g):
     sa_ty = g.memref_ty([S, BM, LDA], "f32", g.WG)
     sb_ty = g.memref_ty([S, BK, BN], "f32", g.WG)
 
-    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d" % (gm, gn, GROUP_M))
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
     pid = em.op("gpu.block_id x", "pid")
     tid = em.op("gpu.thread_id x", "tid")
     pid_m, pid_n = g.grouped_raster(em, pid, gm, gn, GROUP_M)
@@ -332,7 +332,7 @@ def generate(cfg, g):
             S, BM, BK, PAD, S, BK, BN),
         "pipeline: %d-stage cp.async.cg ring (16 B copies, no register staging), one barrier per k-tile, %d k-tiles%s" % (
             S, KT, "; fragments of k-step 0 of tile kt+1 loaded before the last k-step of kt (PF)" if PF else ""),
-        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
             grid, gm, gn, GROUP_M, T, smem),
     ]
     return g.finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])

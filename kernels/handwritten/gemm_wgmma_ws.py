@@ -338,7 +338,7 @@ def generate(cfg, g):
         "and empty[s] (consumer warps after wgmma.wait_group 1); %d k-tiles per tile" % (S, KT),
         "smem: stage-major [A 128x64 | B_j 64x%d ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), "
         "B MN-major (LBO %d, SBO %d), base aligned to 1024 B" % (BN, sw_lbo, sw_sbo),
-        "launch: grid (%d,1,1)%s over %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+        "launch: grid (%d,1,1)%s over %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
             grid, " persistent CTAs striding" if persistent else " = one CTA per tile", gm, gn, GROUP_M, T, smem),
     ]
     return g.finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])

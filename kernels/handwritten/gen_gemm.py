@@ -65,6 +65,16 @@ class Emitter:
         self.const_lines = []
         self.n = 0
         self.indent = 4
+        self.tune = []  # (knob, values, requirement) declared in the module
+
+    def sym_idx(self, name, expr):
+        """An index constant whose value is a tune placeholder {{expr}}: the
+        pass instantiates it per declared variant (llm_client/tune.h)."""
+        key = ("sym", name)
+        if key not in self.consts:
+            self.consts[key] = "%%c_%s" % name
+            self.const_lines.append("%%c_%s = arith.constant {{%s}} : index" % (name, expr))
+        return self.consts[key]
 
     def fresh(self, hint="v"):
         self.n += 1
@@ -232,10 +242,38 @@ def operands(em, cfg, ins, outs, names):
     return A, Bs, C, bias, res
 
 
+def group_m_variants(group_m, gm):
+    """The GROUP_M values a kernel declares as tune variants: the
+    configured one first (what a build without a GPU uses), then half and
+    double, where they divide the row tiles."""
+    out = [group_m]
+    for v in (group_m // 2, group_m * 2):
+        if v >= 1 and gm % v == 0 and v not in out:
+            out.append(v)
+    return out
+
+
 def grouped_raster(em, pid, gm, gn, group_m):
     """Triton-style grouped tile order: GROUP_M row tiles sweep the N tiles
-    together so that their A panels and B panels stay in L2."""
+    together so that their A panels and B panels stay in L2.
+
+    GROUP_M is the kernels' tune knob (docs/kernel-contract.md section 9):
+    with more than one admissible value it becomes the placeholder
+    {{GROUP_M}}, declared on the module, and the pass times each variant
+    where a GPU is there."""
     assert gm % group_m == 0
+    values = group_m_variants(group_m, gm)
+    if len(values) > 1:
+        if not any(t[0] == "GROUP_M" for t in em.tune):
+            em.tune.append(("GROUP_M", values, "%d %% GROUP_M == 0" % gm))
+        g = em.sym_idx("GROUP_M", "GROUP_M")
+        per_group = em.sym_idx("GROUP_M_GN", "GROUP_M * %d" % gn)
+        gid = em.div(pid, per_group)
+        first_m = em.mul(gid, g)
+        in_group = em.rem(pid, per_group)
+        pid_m = em.add(first_m, em.rem(in_group, g))
+        pid_n = em.div(in_group, g)
+        return pid_m, pid_n
     per_group = group_m * gn
     gid = em.div(pid, per_group)
     first_m = em.mul(gid, group_m)
@@ -475,7 +513,7 @@ def gen_bf16_mma(cfg):
     A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
     helper = EpilogueHelper(cfg, 2, nb, bias.dt if bias else None, res.dt if res else None, C.dt)
 
-    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d" % (gm, gn, GROUP_M))
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
     pid = em.op("gpu.block_id x", "pid")
     tid = em.op("gpu.thread_id x", "tid")
     pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
@@ -621,7 +659,7 @@ def gen_bf16_mma(cfg):
         "pipeline: %d-stage cp.async.cg ring (16 B copies), one barrier per k-tile, %d k-tiles" % (S, KT),
         "smem: XOR-swizzled 16-byte chunks (A: chunk ^ %s, B: chunk ^ (k %% 8)), conflict-free ldmatrix" % (
             "((row >> 1) & 3)" if kchunks == 4 else "(row & 7)"),
-        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
             grid, gm, gn, GROUP_M, T, smem),
     ]
     return finish(cfg, em, ins, outs, names, launch, header, [mma_helper(), "\n".join(helper.text)])
@@ -710,7 +748,7 @@ def gen_bf16_wgmma(cfg):
     A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
     helper = EpilogueHelper(cfg, 2, nb, bias.dt if bias else None, res.dt if res else None, C.dt)
 
-    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d" % (gm, gn, GROUP_M))
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
     pid = em.op("gpu.block_id x", "pid")
     tid = em.op("gpu.thread_id x", "tid")
     pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
@@ -836,7 +874,7 @@ def gen_bf16_wgmma(cfg):
             S, S - 2, KT),
         "smem: 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO %d, SBO %d), base aligned to 1024 B" % (
             sw_lbo, sw_sbo),
-        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
             grid, gm, gn, GROUP_M, T, smem),
     ]
     return finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
@@ -881,7 +919,7 @@ def gen_f32_simt(cfg):
     v8 = "vector<8xf32>"
     q_ty = "vector<8x8xf32>"
 
-    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d" % (gm, gn, GROUP_M))
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
     pid = em.op("gpu.block_id x", "pid")
     tid = em.op("gpu.thread_id x", "tid")
     pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
@@ -1045,7 +1083,7 @@ def gen_f32_simt(cfg):
             WX, 32 // WX, TX // WX, TY // (32 // WX)))
     if KS > 1:
         header.append("split-K in the CTA: slice s sums k-tiles [s*%d, (s+1)*%d); partials added in slice order in shared memory" % (KT, KT))
-    header.append("launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d), block (%d,1,1), dynamic smem %d B" % (
+    header.append("launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
         grid, gm, gn, GROUP_M, TT, smem))
     return finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
 
@@ -1066,6 +1104,9 @@ def finish(cfg, em, ins, outs, names, launch, header, helpers):
     for a in cfg.get("assumptions", []):
         lines.append("// assumes: " + a)
     lines.append("gpu.module @%s {" % cfg["sg"])
+    for knob, values, require in em.tune:
+        lines.append("  // llm-fuse.tune %s = %s" % (knob, ", ".join(str(v) for v in values)))
+        lines.append("  // llm-fuse.tune-require %s" % require)
     for h in helpers:
         lines.append(h)
     args = ", ".join("%s: %s" % (nm, memref_ty(shape, dt)) for (shape, dt), nm in zip(ins + outs, names))

@@ -8,10 +8,12 @@
 // tiling: CTA 128x128x64, 8 warps (2x4), warp tile 64x32 = 4x4 m16n8k16 tiles
 // pipeline: 3-stage cp.async.cg ring (16 B copies), one barrier per k-tile, 12 k-tiles
 // smem: XOR-swizzled 16-byte chunks (A: chunk ^ (row & 7), B: chunk ^ (k % 8)), conflict-free ldmatrix
-// launch: grid (768,1,1) = 32 x 24 tiles (grouped raster, GROUP_M=8), block (256,1,1), dynamic smem 98304 B
+// launch: grid (768,1,1) = 32 x 24 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (256,1,1), dynamic smem 98304 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
 gpu.module @sg_439a925e4900df20 {
+  // llm-fuse.tune GROUP_M = 8, 4, 16
+  // llm-fuse.tune-require 32 % GROUP_M == 0
   // One mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32.  a = ldmatrix.x4 result
   // (rows = the 32-bit registers a0..a3), b = b0,b1, c = d = c0..c3 of the
   // m16n8 f32 tile ((g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1); g = lane/4,
@@ -74,14 +76,15 @@ gpu.module @sg_439a925e4900df20 {
       attributes {known_block_size = array<i32: 256, 1, 1>,
                   known_grid_size = array<i32: 768, 1, 1>,
                   llm_fuse.dynamic_shared_memory = 98304 : i32, nvvm.minctasm = 2 : i32} {
-    %c192 = arith.constant 192 : index
-    %c8 = arith.constant 8 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 24}} : index
     %c128 = arith.constant 128 : index
     %c32 = arith.constant 32 : index
     %c4 = arith.constant 4 : index
     %c64 = arith.constant 64 : index
     %c0 = arith.constant 0 : index
     %c49152 = arith.constant 49152 : index
+    %c8 = arith.constant 8 : index
     %c7 = arith.constant 7 : index
     %c256 = arith.constant 256 : index
     %c512 = arith.constant 512 : index
@@ -98,15 +101,15 @@ gpu.module @sg_439a925e4900df20 {
     %c24 = arith.constant 24 : index
     %c40 = arith.constant 40 : index
     %c56 = arith.constant 56 : index
-    // CTA tile (pid_m, pid_n): grouped raster over 32x24 tiles, GROUP_M=8
+    // CTA tile (pid_m, pid_n): grouped raster over 32x24 tiles, GROUP_M=8 by default (a tune knob)
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
-    %i_3 = arith.divui %pid_1, %c192 : index
-    %i_4 = arith.muli %i_3, %c8 : index
-    %i_5 = arith.remui %pid_1, %c192 : index
-    %i_6 = arith.remui %i_5, %c8 : index
+    %i_3 = arith.divui %pid_1, %c_GROUP_M_GN : index
+    %i_4 = arith.muli %i_3, %c_GROUP_M : index
+    %i_5 = arith.remui %pid_1, %c_GROUP_M_GN : index
+    %i_6 = arith.remui %i_5, %c_GROUP_M : index
     %i_7 = arith.addi %i_4, %i_6 : index
-    %i_8 = arith.divui %i_5, %c8 : index
+    %i_8 = arith.divui %i_5, %c_GROUP_M : index
     %i_9 = arith.muli %i_7, %c128 : index
     %i_10 = arith.muli %i_8, %c128 : index
     %i_11 = arith.remui %tid_2, %c32 : index

@@ -9,10 +9,12 @@
 // pipeline: A^T [2][16][128+4 pad] (transposed on the way in), B [2][16][128] per slice, double-buffered;
 //   k-tile kt+1 prefetched into registers (float4) while kt is multiplied; 512 k-tiles per slice
 // warp layout: each warp 4 (n) x 8 (m) threads, 4 x 2 warps per slice
-// launch: grid (512,1,1) = 8 x 64 tiles (grouped raster, GROUP_M=8), block (256,1,1), dynamic smem 33280 B
+// launch: grid (512,1,1) = 8 x 64 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (256,1,1), dynamic smem 33280 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for float4 loads and stores
 gpu.module @sg_5beaf48efb3a6ac0 {
+  // llm-fuse.tune GROUP_M = 8, 4
+  // llm-fuse.tune-require 8 % GROUP_M == 0
   // the subgraph's elementwise tail on 4 adjacent output columns: y = maximumf((acc - 0.5) * 2.0, 0.0)
   func.func private @epilogue(%acc: vector<4xf32>) -> vector<4xf32> {
     %k_half = arith.constant dense<5.000000e-01> : vector<4xf32>
@@ -27,11 +29,12 @@ gpu.module @sg_5beaf48efb3a6ac0 {
       attributes {known_block_size = array<i32: 256, 1, 1>,
                   known_grid_size = array<i32: 512, 1, 1>,
                   llm_fuse.dynamic_shared_memory = 33280 : i32, nvvm.minctasm = 2 : i32} {
-    %c512 = arith.constant 512 : index
-    %c8 = arith.constant 8 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 64}} : index
     %c128 = arith.constant 128 : index
     %c32 = arith.constant 32 : index
     %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
     %c0 = arith.constant 0 : index
     %c16896 = arith.constant 16896 : index
     %c256 = arith.constant 256 : index
@@ -40,6 +43,7 @@ gpu.module @sg_5beaf48efb3a6ac0 {
     %c3 = arith.constant 3 : index
     %c64 = arith.constant 64 : index
     %k_zero88 = arith.constant dense<0.000000e+00> : vector<8x8xf32>
+    %c512 = arith.constant 512 : index
     %c511 = arith.constant 511 : index
     %c16 = arith.constant 16 : index
     %c5 = arith.constant 5 : index
@@ -52,15 +56,15 @@ gpu.module @sg_5beaf48efb3a6ac0 {
     %c13 = arith.constant 13 : index
     %c14 = arith.constant 14 : index
     %c15 = arith.constant 15 : index
-    // CTA tile (pid_m, pid_n): grouped raster over 8x64 tiles, GROUP_M=8
+    // CTA tile (pid_m, pid_n): grouped raster over 8x64 tiles, GROUP_M=8 by default (a tune knob)
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
-    %i_3 = arith.divui %pid_1, %c512 : index
-    %i_4 = arith.muli %i_3, %c8 : index
-    %i_5 = arith.remui %pid_1, %c512 : index
-    %i_6 = arith.remui %i_5, %c8 : index
+    %i_3 = arith.divui %pid_1, %c_GROUP_M_GN : index
+    %i_4 = arith.muli %i_3, %c_GROUP_M : index
+    %i_5 = arith.remui %pid_1, %c_GROUP_M_GN : index
+    %i_6 = arith.remui %i_5, %c_GROUP_M : index
     %i_7 = arith.addi %i_4, %i_6 : index
-    %i_8 = arith.divui %i_5, %c8 : index
+    %i_8 = arith.divui %i_5, %c_GROUP_M : index
     %i_9 = arith.muli %i_7, %c128 : index
     %i_10 = arith.muli %i_8, %c128 : index
     %i_11 = arith.remui %tid_2, %c32 : index

@@ -9,10 +9,12 @@
 // pipeline: A^T [2][8][64+4 pad] (transposed on the way in), B [2][8][64] per slice, double-buffered;
 //   k-tile kt+1 prefetched into registers (float4) while kt is multiplied; 192 k-tiles per slice
 // split-K in the CTA: slice s sums k-tiles [s*192, (s+1)*192); partials added in slice order in shared memory
-// launch: grid (12288,1,1) = 1024 x 12 tiles (grouped raster, GROUP_M=8), block (128,1,1), dynamic smem 32768 B
+// launch: grid (12288,1,1) = 1024 x 12 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (128,1,1), dynamic smem 32768 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for float4 loads and stores
 gpu.module @sg_606c0e1c9184d8b4 {
+  // llm-fuse.tune GROUP_M = 8, 4, 16
+  // llm-fuse.tune-require 1024 % GROUP_M == 0
   // the subgraph's elementwise tail on 4 adjacent output columns: y = (acc + bias[n]) + res[m,n]
   func.func private @epilogue(%acc: vector<4xf32>, %bias: vector<4xf32>, %res: vector<4xf32>) -> vector<4xf32> {
     %x_1 = arith.addf %acc, %bias : vector<4xf32>
@@ -23,9 +25,10 @@ gpu.module @sg_606c0e1c9184d8b4 {
       attributes {known_block_size = array<i32: 128, 1, 1>,
                   known_grid_size = array<i32: 12288, 1, 1>,
                   llm_fuse.dynamic_shared_memory = 32768 : i32} {
-    %c96 = arith.constant 96 : index
-    %c8 = arith.constant 8 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 12}} : index
     %c64 = arith.constant 64 : index
+    %c8 = arith.constant 8 : index
     %c192 = arith.constant 192 : index
     %c0 = arith.constant 0 : index
     %c8704 = arith.constant 8704 : index
@@ -47,15 +50,15 @@ gpu.module @sg_606c0e1c9184d8b4 {
     %c640 = arith.constant 640 : index
     %c768 = arith.constant 768 : index
     %c896 = arith.constant 896 : index
-    // CTA tile (pid_m, pid_n): grouped raster over 1024x12 tiles, GROUP_M=8
+    // CTA tile (pid_m, pid_n): grouped raster over 1024x12 tiles, GROUP_M=8 by default (a tune knob)
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
-    %i_3 = arith.divui %pid_1, %c96 : index
-    %i_4 = arith.muli %i_3, %c8 : index
-    %i_5 = arith.remui %pid_1, %c96 : index
-    %i_6 = arith.remui %i_5, %c8 : index
+    %i_3 = arith.divui %pid_1, %c_GROUP_M_GN : index
+    %i_4 = arith.muli %i_3, %c_GROUP_M : index
+    %i_5 = arith.remui %pid_1, %c_GROUP_M_GN : index
+    %i_6 = arith.remui %i_5, %c_GROUP_M : index
     %i_7 = arith.addi %i_4, %i_6 : index
-    %i_8 = arith.divui %i_5, %c8 : index
+    %i_8 = arith.divui %i_5, %c_GROUP_M : index
     %i_9 = arith.muli %i_7, %c64 : index
     %i_10 = arith.muli %i_8, %c64 : index
     %i_11 = arith.divui %tid_2, %c64 : index

@@ -8,11 +8,13 @@
 // warp-specialized (sm_90a): CTA 128x128x64, producer warpgroup (4 cp.async warp(s), setmaxnreg 56) + 2 consumer warpgroups of 64 rows (setmaxnreg 224), each 4 x 1 wgmma.mma_async m64n256k16 per k-tile over the 2 B tiles side by side
 // pipeline: 4-stage ring, mbarriers full[s] (producer warp: cp.async.wait_group 0, fence.proxy.async, arrive) and empty[s] (consumer warps after wgmma.wait_group 1); 64 k-tiles per tile
 // smem: stage-major [A 128x64 | B_j 64x128 ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
-// launch: grid (132,1,1) persistent CTAs striding over 64 x 112 tiles (grouped raster, GROUP_M=8), block (384,1,1), dynamic smem 197632 B
+// launch: grid (132,1,1) persistent CTAs striding over 64 x 112 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (384,1,1), dynamic smem 197632 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
 // assumes: sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
 gpu.module @sg_74ede17e00bf0352 {
+  // llm-fuse.tune GROUP_M = 8, 4, 16
+  // llm-fuse.tune-require 64 % GROUP_M == 0
   // the subgraph's elementwise tail on 2 adjacent output columns: g = A@B1, u = A@B2; y = (g / (exp(-g) + 1)) * u
   func.func private @epilogue(%acc0: vector<2xf32>, %acc1: vector<2xf32>) -> vector<2xbf16> {
     %k_one = arith.constant dense<1.000000e+00> : vector<2xf32>
@@ -43,7 +45,8 @@ gpu.module @sg_74ede17e00bf0352 {
     %c16 = arith.constant 16 : index
     %c7168 = arith.constant 7168 : index
     %c132 = arith.constant 132 : index
-    %c896 = arith.constant 896 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 112}} : index
     %c24576 = arith.constant 24576 : index
     %c256 = arith.constant 256 : index
     %c512 = arith.constant 512 : index
@@ -173,12 +176,12 @@ gpu.module @sg_74ede17e00bf0352 {
         scf.for %tile_28 = %pid_1 to %c7168 step %c132 {
           %i_29 = arith.subi %tile_28, %pid_1 : index
           %i_30 = arith.divui %i_29, %c132 : index
-          %i_31 = arith.divui %tile_28, %c896 : index
-          %i_32 = arith.muli %i_31, %c8 : index
-          %i_33 = arith.remui %tile_28, %c896 : index
-          %i_34 = arith.remui %i_33, %c8 : index
+          %i_31 = arith.divui %tile_28, %c_GROUP_M_GN : index
+          %i_32 = arith.muli %i_31, %c_GROUP_M : index
+          %i_33 = arith.remui %tile_28, %c_GROUP_M_GN : index
+          %i_34 = arith.remui %i_33, %c_GROUP_M : index
           %i_35 = arith.addi %i_32, %i_34 : index
-          %i_36 = arith.divui %i_33, %c8 : index
+          %i_36 = arith.divui %i_33, %c_GROUP_M : index
           %i_37 = arith.muli %i_35, %c128 : index
           %i_38 = arith.muli %i_36, %c128 : index
           scf.for %kt_39 = %i_16 to %c64 step %c4 {
@@ -882,12 +885,12 @@ gpu.module @sg_74ede17e00bf0352 {
       scf.for %tile_728 = %pid_1 to %c7168 step %c132 {
         %i_729 = arith.subi %tile_728, %pid_1 : index
         %i_730 = arith.divui %i_729, %c132 : index
-        %i_731 = arith.divui %tile_728, %c896 : index
-        %i_732 = arith.muli %i_731, %c8 : index
-        %i_733 = arith.remui %tile_728, %c896 : index
-        %i_734 = arith.remui %i_733, %c8 : index
+        %i_731 = arith.divui %tile_728, %c_GROUP_M_GN : index
+        %i_732 = arith.muli %i_731, %c_GROUP_M : index
+        %i_733 = arith.remui %tile_728, %c_GROUP_M_GN : index
+        %i_734 = arith.remui %i_733, %c_GROUP_M : index
         %i_735 = arith.addi %i_732, %i_734 : index
-        %i_736 = arith.divui %i_733, %c8 : index
+        %i_736 = arith.divui %i_733, %c_GROUP_M : index
         %i_737 = arith.muli %i_735, %c128 : index
         %i_738 = arith.muli %i_736, %c128 : index
         %i_739 = arith.muli %i_730, %c64 : index

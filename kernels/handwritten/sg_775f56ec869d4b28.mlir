@@ -8,10 +8,12 @@
 //   quadrants (rows 4ty+{0..3}, 32+4ty+{0..3}; cols 4tx+{0..3}, 64+4tx+{0..3}), vector.outerproduct = fma (no tf32)
 // pipeline: A^T [2][8][64+4 pad] (transposed on the way in), B [2][8][128] per slice, double-buffered;
 //   k-tile kt+1 prefetched into registers (float4) while kt is multiplied; 96 k-tiles per slice
-// launch: grid (288,1,1) = 16 x 18 tiles (grouped raster, GROUP_M=8), block (128,1,1), dynamic smem 12544 B
+// launch: grid (288,1,1) = 16 x 18 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (128,1,1), dynamic smem 12544 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for float4 loads and stores
 gpu.module @sg_775f56ec869d4b28 {
+  // llm-fuse.tune GROUP_M = 8, 4, 16
+  // llm-fuse.tune-require 16 % GROUP_M == 0
   // the subgraph's elementwise tail on 4 adjacent output columns: y = acc + bias[n]
   func.func private @epilogue(%acc: vector<4xf32>, %bias: vector<4xf32>) -> vector<4xf32> {
     %x_1 = arith.addf %acc, %bias : vector<4xf32>
@@ -21,8 +23,8 @@ gpu.module @sg_775f56ec869d4b28 {
       attributes {known_block_size = array<i32: 128, 1, 1>,
                   known_grid_size = array<i32: 288, 1, 1>,
                   llm_fuse.dynamic_shared_memory = 12544 : i32, nvvm.minctasm = 2 : i32} {
-    %c144 = arith.constant 144 : index
-    %c8 = arith.constant 8 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 18}} : index
     %c64 = arith.constant 64 : index
     %c128 = arith.constant 128 : index
     %c16 = arith.constant 16 : index
@@ -36,18 +38,19 @@ gpu.module @sg_775f56ec869d4b28 {
     %k_zero88 = arith.constant dense<0.000000e+00> : vector<8x8xf32>
     %c96 = arith.constant 96 : index
     %c95 = arith.constant 95 : index
+    %c8 = arith.constant 8 : index
     %c5 = arith.constant 5 : index
     %c6 = arith.constant 6 : index
     %c7 = arith.constant 7 : index
-    // CTA tile (pid_m, pid_n): grouped raster over 16x18 tiles, GROUP_M=8
+    // CTA tile (pid_m, pid_n): grouped raster over 16x18 tiles, GROUP_M=8 by default (a tune knob)
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
-    %i_3 = arith.divui %pid_1, %c144 : index
-    %i_4 = arith.muli %i_3, %c8 : index
-    %i_5 = arith.remui %pid_1, %c144 : index
-    %i_6 = arith.remui %i_5, %c8 : index
+    %i_3 = arith.divui %pid_1, %c_GROUP_M_GN : index
+    %i_4 = arith.muli %i_3, %c_GROUP_M : index
+    %i_5 = arith.remui %pid_1, %c_GROUP_M_GN : index
+    %i_6 = arith.remui %i_5, %c_GROUP_M : index
     %i_7 = arith.addi %i_4, %i_6 : index
-    %i_8 = arith.divui %i_5, %c8 : index
+    %i_8 = arith.divui %i_5, %c_GROUP_M : index
     %i_9 = arith.muli %i_7, %c64 : index
     %i_10 = arith.muli %i_8, %c128 : index
     %i_11 = arith.remui %tid_2, %c16 : index

@@ -9,11 +9,13 @@
 // warp-specialized (sm_90a): CTA 128x256x64, producer warpgroup (4 cp.async warp(s), setmaxnreg 56) + 2 consumer warpgroups of 64 rows (setmaxnreg 224), each 4 x 1 wgmma.mma_async m64n256k16 per k-tile
 // pipeline: 4-stage ring, mbarriers full[s] (producer warp: cp.async.wait_group 0, fence.proxy.async, arrive) and empty[s] (consumer warps after wgmma.wait_group 1); 64 k-tiles per tile
 // smem: stage-major [A 128x64 | B_j 64x256 ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
-// launch: grid (132,1,1) persistent CTAs striding over 128 x 64 tiles (grouped raster, GROUP_M=8), block (384,1,1), dynamic smem 197632 B
+// launch: grid (132,1,1) persistent CTAs striding over 128 x 64 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (384,1,1), dynamic smem 197632 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
 // assumes: sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
 gpu.module @sg_89b05da5eb3c1a6b {
+  // llm-fuse.tune GROUP_M = 8, 4, 16
+  // llm-fuse.tune-require 128 % GROUP_M == 0
   // the subgraph's elementwise tail on 2 adjacent output columns: x = acc + bias[n]; y = (x*0.5) * (tanh((x + ((x*x)*x)*0.044715) * 0.797884583) + 1)
   func.func private @epilogue(%acc: vector<2xf32>, %bias: vector<2xbf16>) -> vector<2xbf16> {
     %k_half = arith.constant dense<5.000000e-01> : vector<2xf32>
@@ -52,9 +54,11 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %c64 = arith.constant 64 : index
     %c8192 = arith.constant 8192 : index
     %c132 = arith.constant 132 : index
-    %c512 = arith.constant 512 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 64}} : index
     %c256 = arith.constant 256 : index
     %c24576 = arith.constant 24576 : index
+    %c512 = arith.constant 512 : index
     %c768 = arith.constant 768 : index
     %c12 = arith.constant 12 : index
     %c16 = arith.constant 16 : index
@@ -269,12 +273,12 @@ gpu.module @sg_89b05da5eb3c1a6b {
         scf.for %tile_26 = %pid_1 to %c8192 step %c132 {
           %i_27 = arith.subi %tile_26, %pid_1 : index
           %i_28 = arith.divui %i_27, %c132 : index
-          %i_29 = arith.divui %tile_26, %c512 : index
-          %i_30 = arith.muli %i_29, %c8 : index
-          %i_31 = arith.remui %tile_26, %c512 : index
-          %i_32 = arith.remui %i_31, %c8 : index
+          %i_29 = arith.divui %tile_26, %c_GROUP_M_GN : index
+          %i_30 = arith.muli %i_29, %c_GROUP_M : index
+          %i_31 = arith.remui %tile_26, %c_GROUP_M_GN : index
+          %i_32 = arith.remui %i_31, %c_GROUP_M : index
           %i_33 = arith.addi %i_30, %i_32 : index
-          %i_34 = arith.divui %i_31, %c8 : index
+          %i_34 = arith.divui %i_31, %c_GROUP_M : index
           %i_35 = arith.muli %i_33, %c128 : index
           %i_36 = arith.muli %i_34, %c256 : index
           scf.for %kt_37 = %i_16 to %c64 step %c4 {
@@ -848,12 +852,12 @@ gpu.module @sg_89b05da5eb3c1a6b {
       scf.for %tile_596 = %pid_1 to %c8192 step %c132 {
         %i_597 = arith.subi %tile_596, %pid_1 : index
         %i_598 = arith.divui %i_597, %c132 : index
-        %i_599 = arith.divui %tile_596, %c512 : index
-        %i_600 = arith.muli %i_599, %c8 : index
-        %i_601 = arith.remui %tile_596, %c512 : index
-        %i_602 = arith.remui %i_601, %c8 : index
+        %i_599 = arith.divui %tile_596, %c_GROUP_M_GN : index
+        %i_600 = arith.muli %i_599, %c_GROUP_M : index
+        %i_601 = arith.remui %tile_596, %c_GROUP_M_GN : index
+        %i_602 = arith.remui %i_601, %c_GROUP_M : index
         %i_603 = arith.addi %i_600, %i_602 : index
-        %i_604 = arith.divui %i_601, %c8 : index
+        %i_604 = arith.divui %i_601, %c_GROUP_M : index
         %i_605 = arith.muli %i_603, %c128 : index
         %i_606 = arith.muli %i_604, %c256 : index
         %i_607 = arith.muli %i_598, %c64 : index

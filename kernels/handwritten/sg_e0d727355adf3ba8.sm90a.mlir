@@ -8,11 +8,13 @@
 // tiling (sm_90a): CTA 128x64x64, 2 warpgroup(s) of 64 rows, each 4 x 1 wgmma.mma_async m64n64k16 per k-tile
 // pipeline: 4-stage cp.async.cg ring, k-tile kt+2 fetched during k-tile kt, wgmma.wait_group 1; 48 k-tiles
 // smem: 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
-// launch: grid (384,1,1) = 32 x 12 tiles (grouped raster, GROUP_M=8), block (256,1,1), dynamic smem 99328 B
+// launch: grid (384,1,1) = 32 x 12 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (256,1,1), dynamic smem 99328 B
 // assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
 // assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
 // assumes: sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
 gpu.module @sg_e0d727355adf3ba8 {
+  // llm-fuse.tune GROUP_M = 8, 4, 16
+  // llm-fuse.tune-require 32 % GROUP_M == 0
   // the subgraph's elementwise tail on 2 adjacent output columns: y = (acc + bias[n]) + res[m,n]
   func.func private @epilogue(%acc: vector<2xf32>, %bias: vector<2xbf16>, %res: vector<2xbf16>) -> vector<2xbf16> {
     %bias_f32_1 = arith.extf %bias : vector<2xbf16> to vector<2xf32>
@@ -27,14 +29,15 @@ gpu.module @sg_e0d727355adf3ba8 {
                   known_grid_size = array<i32: 384, 1, 1>,
                   llm_fuse.dynamic_shared_memory = 99328 : i32} {
     %c0 = arith.constant 0 : index
-    %c96 = arith.constant 96 : index
-    %c8 = arith.constant 8 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 12}} : index
     %c128 = arith.constant 128 : index
     %c64 = arith.constant 64 : index
     %c32 = arith.constant 32 : index
     %c4 = arith.constant 4 : index
     %c1024 = arith.constant 1024 : index
     %c1023 = arith.constant 1023 : index
+    %c8 = arith.constant 8 : index
     %c7 = arith.constant 7 : index
     %c256 = arith.constant 256 : index
     %c512 = arith.constant 512 : index
@@ -54,21 +57,22 @@ gpu.module @sg_e0d727355adf3ba8 {
     %c16384 = arith.constant 16384 : index
     %c65536 = arith.constant 65536 : index
     %c2048 = arith.constant 2048 : index
+    %c96 = arith.constant 96 : index
     %c6144 = arith.constant 6144 : index
     %c3 = arith.constant 3 : index
     %c16 = arith.constant 16 : index
     %c24 = arith.constant 24 : index
     %c40 = arith.constant 40 : index
     %c56 = arith.constant 56 : index
-    // CTA tile (pid_m, pid_n): grouped raster over 32x12 tiles, GROUP_M=8
+    // CTA tile (pid_m, pid_n): grouped raster over 32x12 tiles, GROUP_M=8 by default (a tune knob)
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
-    %i_3 = arith.divui %pid_1, %c96 : index
-    %i_4 = arith.muli %i_3, %c8 : index
-    %i_5 = arith.remui %pid_1, %c96 : index
-    %i_6 = arith.remui %i_5, %c8 : index
+    %i_3 = arith.divui %pid_1, %c_GROUP_M_GN : index
+    %i_4 = arith.muli %i_3, %c_GROUP_M : index
+    %i_5 = arith.remui %pid_1, %c_GROUP_M_GN : index
+    %i_6 = arith.remui %i_5, %c_GROUP_M : index
     %i_7 = arith.addi %i_4, %i_6 : index
-    %i_8 = arith.divui %i_5, %c8 : index
+    %i_8 = arith.divui %i_5, %c_GROUP_M : index
     %i_9 = arith.muli %i_7, %c128 : index
     %i_10 = arith.muli %i_8, %c64 : index
     %i_11 = arith.divui %tid_2, %c128 : index

@@ -18,6 +18,7 @@
 #include "base/fs.h"
 #include "base/strbuf.h"
 #include "builder/builder.h"
+#include "llm_client/tune.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/RegisterEverything.h"
@@ -108,9 +109,15 @@ int main(int argc, char **argv) {
                     func, mlirStringRefCreateFromCString("function_type"))),
                 append_cb, &sig);
 
+  /* A kernel that declares tune variants: the first, as a build without a
+   * GPU takes it. */
+  lf_tune_set_t *tune = NULL;
+  if ((st = lf_tune_expand(lf_strbuf_cstr(&kernel), lf_strbuf_len(&kernel),
+                           &tune)))
+    return fail(st, "tune");
   lf_build_request_t req = {0};
-  req.kernel_text = lf_strbuf_cstr(&kernel);
-  req.kernel_size = lf_strbuf_len(&kernel);
+  req.kernel_text = tune->variants[0].text;
+  req.kernel_size = strlen(req.kernel_text);
   req.signature = lf_strbuf_cstr(&sig);
   req.chip = argc == 5 ? argv[4] : "sm_90";
   lf_build_result_t *res = NULL;

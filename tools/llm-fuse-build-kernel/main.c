@@ -21,6 +21,7 @@
 #include "base/strbuf.h"
 #include "builder/builder.h"
 #include "builder/internal.h"
+#include "llm_client/tune.h"
 
 #define TOOL "llm-fuse-build-kernel"
 #define MAX_INPUT (16u << 20)
@@ -36,6 +37,9 @@ static void usage(FILE *f) {
       "                       '(tensor<4xf32>) -> tensor<4xf32>' (required)\n"
       "  --chip CHIP          sm_90 (default), sm_90a or sm_80\n"
       "  --line-offset N      reply lines before the kernel text\n"
+      "  --tune-variant K     a kernel that declares tune variants\n"
+      "                       (// llm-fuse.tune): build variant K, 0-based\n"
+      "                       (default 0, what a build without a GPU uses)\n"
       "  --allow-inline-asm   accept llvm.inline_asm / nvvm.inline_ptx\n"
       "  --no-cubin           PTX only, do not run ptxas\n"
       "  --ptxas PATH         ptxas to use (default: CUDA_HOME, "
@@ -98,7 +102,7 @@ int main(int argc, char **argv) {
   lf_build_limits_t limits = {0};
   const char *input = NULL, *out_dir = NULL;
   bool in_process = false, quiet = false, repair = false;
-  long long v = 0;
+  long long v = 0, tune_variant = 0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     bool has_value = i + 1 < argc;
@@ -130,6 +134,9 @@ int main(int argc, char **argv) {
       if (!parse_int(a, VALUE(), 0, &v))
         return 2;
       req.line_offset = (int)v;
+    } else if (has_value && strcmp(a, "--tune-variant") == 0) {
+      if (!parse_int(a, VALUE(), 0, &tune_variant))
+        return 2;
     } else if (has_value && strcmp(a, "--timeout-ms") == 0) {
       if (!parse_int(a, VALUE(), 1, &v))
         return 2;
@@ -170,6 +177,30 @@ int main(int argc, char **argv) {
   }
   req.kernel_text = lf_strbuf_cstr(&text);
   req.kernel_size = lf_strbuf_len(&text);
+  /* Declared variants are instantiated here, as the pass does; the child
+   * (--in-process) gets instantiated text, which declares none. */
+  lf_tune_set_t *tune = NULL;
+  if (!in_process) {
+    s = lf_tune_expand(req.kernel_text, req.kernel_size, &tune);
+    if (s) {
+      fprintf(stderr, TOOL ": tune: %s\n", lf_status_message(s));
+      lf_status_free(s);
+      lf_strbuf_free(&text);
+      return 1;
+    }
+    if ((size_t)tune_variant >= tune->count) {
+      fprintf(stderr, TOOL ": --tune-variant %lld: the kernel has %zu\n",
+              tune_variant, tune->count);
+      lf_tune_set_destroy(tune);
+      lf_strbuf_free(&text);
+      return 2;
+    }
+    if (tune->tuned)
+      fprintf(stderr, TOOL ": variant %lld of %zu: %s\n", tune_variant,
+              tune->count, tune->variants[tune_variant].label);
+    req.kernel_text = tune->variants[tune_variant].text;
+    req.kernel_size = strlen(req.kernel_text);
+  }
 
   lf_build_result_t *r = NULL;
   if (in_process) {
@@ -186,6 +217,7 @@ int main(int argc, char **argv) {
     }
     s = lf_build_kernel(&req, &limits, &r);
   }
+  lf_tune_set_destroy(tune);
   lf_strbuf_free(&text);
   if (s) {
     fprintf(stderr, TOOL ": %s\n", lf_status_message(s));
