@@ -648,6 +648,29 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
     a->message = shorten(lf_status_message(s));
     LF_LOG_INFO("acquire: %s: request %d: replay: %s", j->task->name,
                 j->res->requests, lf_status_message(s));
+    if (j->kind == LF_REQUEST_REFINE && j->have_best &&
+        lf_status_code(s) == LF_STATUS_NOT_FOUND) {
+      /* The recording ends before this refinement: nothing was asked, so
+       * nothing is counted, and the fastest verified kernel stands. */
+      lf_acquire_result_t *r = j->res;
+      lf_acquire_attempt_t *last = &r->attempts[--r->attempt_count];
+      free(last->message), free(last->variant), free(last->verify_reason);
+      free(last->feedback);
+      --r->requests;
+      --r->refinements;
+      if (j->feedback_attempt && j->feedback_attempt <= r->attempt_count) {
+        lf_acquire_attempt_t *from = &r->attempts[j->feedback_attempt - 1];
+        free(from->feedback);
+        from->feedback = xstrdup("");
+      }
+      pthread_mutex_lock(&c->lock);
+      --c->report->requests;
+      pthread_mutex_unlock(&c->lock);
+      lf_status_free(s);
+      finish_best(c, j, LF_BUDGET_NONE,
+                  "the replay set holds no further refinement");
+      return NULL;
+    }
     if (j->res->requests > 1 && lf_status_code(s) == LF_STATUS_NOT_FOUND) {
       char msg[MESSAGE_MAX * 2];
       char *last = shorten(j->feedback);

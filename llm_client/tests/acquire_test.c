@@ -769,6 +769,37 @@ LF_TEST(shipped_replay_set_answers_offline) {
   lf_acquire_report_destroy(r);
 }
 
+/* The offline default where a GPU verifies: the shipped kernel is
+ * verified, and the refinement the recording does not hold is neither
+ * asked nor counted. */
+LF_TEST(shipped_replay_set_with_a_verifier_ends_after_its_recording) {
+  lf_acquire_task_t t = {
+      .name = "sg_07f0dc6cb70576f3",
+      .fingerprint =
+          "07f0dc6cb70576f34ddea627009be4572873bf958823d09424676466554e8ecb",
+      .klass = "reduction",
+      .ir = "func.func private @sg_07f0dc6cb70576f3() { return }",
+      .signature = "(tensor<16384x4096xbf16>, tensor<4096xbf16>) -> "
+                   "tensor<16384x4096xbf16>",
+      .arch = "sm_90a",
+  };
+  lf_acquire_options_t o = loop_options(2);
+  o.provider = LF_PROVIDER_REPLAY;
+  o.offline = true;
+  lf_acquire_report_t *r = NULL;
+  lf_status_t s = lf_acquire_run(&t, 1, &o, &r);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].eval.accepted);
+  LF_EXPECT(r && r->results[0].requests == 1 && r->results[0].refinements == 0);
+  LF_EXPECT(r && r->results[0].attempt_count == 1 && r->requests == 1);
+  LF_EXPECT(r && r->results[0].attempts[0].kept);
+  LF_EXPECT(r && r->results[0].attempts[0].feedback[0] == '\0');
+  LF_EXPECT(r && strstr(r->results[0].message, "no further refinement"));
+  lf_acquire_report_destroy(r);
+}
+
 LF_TEST(provider_none_and_offline_openai_never_ask) {
   make_tasks(2);
   LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"replies\":"
@@ -922,6 +953,7 @@ int main(void) {
   LF_RUN(requests_run_concurrently_within_the_cap);
   LF_RUN(record_then_replay_round_trip);
   LF_RUN(shipped_replay_set_answers_offline);
+  LF_RUN(shipped_replay_set_with_a_verifier_ends_after_its_recording);
   LF_RUN(provider_none_and_offline_openai_never_ask);
   LF_RUN(cache_hit_skips_the_provider_and_offline_uses_it);
   LF_RUN(echoed_key_is_redacted_everywhere);
