@@ -21,6 +21,7 @@ if [ -z "${LF_LOOP_LOCAL:-}" ]; then # LF_LOOP_LOCAL=1: a dry run here
 fi
 export PATH=$stage/bin:/tmp/lf/bin:$PATH
 export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
+export LLM_FUSE_REPLAY_DIR=$root/kernels/replay
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export LLM_FUSE_VERIFY=${LLM_FUSE_VERIFY:-$stage/bin/llm-fuse-verify}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader || true
