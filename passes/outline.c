@@ -28,8 +28,9 @@
 #include "mlir-c/AffineMap.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
-#include "passes/partition.h"
 #include "passes/mlir_util.h"
+#include "passes/partition.h"
+#include "passes/pattern.h"
 
 #define ATTR_CLASS LF_ATTR_CLASS
 #define ATTR_FINGERPRINT LF_ATTR_FINGERPRINT
@@ -149,8 +150,8 @@ static MlirWalkResult strip_walk_cb(MlirOperation op, void *user_data) {
   (void)user_data;
   while (mlirOperationGetNumDiscardableAttributes(op) > 0) {
     MlirNamedAttribute a = mlirOperationGetDiscardableAttribute(op, 0);
-    mlirOperationRemoveDiscardableAttributeByName(
-        op, mlirIdentifierStr(a.name));
+    mlirOperationRemoveDiscardableAttributeByName(op,
+                                                  mlirIdentifierStr(a.name));
   }
   return MlirWalkResultAdvance;
 }
@@ -171,7 +172,8 @@ static lf_status_t fingerprint(MlirOperation func, char out[LF_SHA256_HEX_SIZE],
   mlirOperationPrintWithFlags(copy, flags, lf_strbuf_print_cb, &text);
   mlirOpPrintingFlagsDestroy(flags);
   mlirOperationDestroy(copy);
-  lf_status_t s = lf_sha256_hex(lf_strbuf_cstr(&text), lf_strbuf_len(&text), out);
+  lf_status_t s =
+      lf_sha256_hex(lf_strbuf_cstr(&text), lf_strbuf_len(&text), out);
   if (canonical_out && !s)
     s = lf_strbuf_append(canonical_out, lf_strbuf_cstr(&text),
                          lf_strbuf_len(&text));
@@ -201,11 +203,11 @@ lf_status_t lf_outline_prompt_text(MlirOperation func, lf_strbuf_t *out) {
   mlirOperationPrintWithFlags(copy, flags, lf_strbuf_print_cb, &text);
   mlirOpPrintingFlagsDestroy(flags);
   mlirOperationDestroy(copy);
-  lf_status_t s = text.len >= 16u << 20
-                      ? LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
-                                  "subgraph text larger than 16 MiB")
-                      : lf_strbuf_append(out, lf_strbuf_cstr(&text),
-                                         lf_strbuf_len(&text));
+  lf_status_t s =
+      text.len >= 16u << 20
+          ? LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED,
+                      "subgraph text larger than 16 MiB")
+          : lf_strbuf_append(out, lf_strbuf_cstr(&text), lf_strbuf_len(&text));
   lf_strbuf_free(&text);
   return s;
 }
@@ -248,7 +250,8 @@ static double generic_domain(MlirOperation op) {
   for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(maps) &&
                        i < mlirOperationGetNumOperands(op);
        ++i) {
-    MlirAffineMap m = mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, i));
+    MlirAffineMap m =
+        mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, i));
     ndims = mlirAffineMapGetNumDims(m);
     MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
     if (!mlirTypeIsARankedTensor(t))
@@ -271,8 +274,8 @@ static double generic_domain(MlirOperation op) {
 static double member_flops(const lf_member_t *m) {
   MlirOperation op = m->op;
   intptr_t nres = mlirOperationGetNumResults(op);
-  MlirType out = nres ? mlirValueGetType(mlirOperationGetResult(op, 0))
-                      : (MlirType){NULL};
+  MlirType out =
+      nres ? mlirValueGetType(mlirOperationGetResult(op, 0)) : (MlirType){NULL};
   bool generic = mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(op)),
                                     lf_str("linalg.generic"));
   switch (m->kind) {
@@ -440,7 +443,8 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
       MlirValue v = mlirOperationGetResult(op, r);
       for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
            u = mlirOpOperandGetNextUse(u)) {
-        MlirOperation user = lf_ancestor_in_block(mlirOpOperandGetOwner(u), body);
+        MlirOperation user =
+            lf_ancestor_in_block(mlirOpOperandGetOwner(u), body);
         if (!in_members(grp, user, true)) {
           if ((status = values_add(&outputs, v)))
             goto out;
@@ -468,7 +472,8 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
     out_types[i] = mlirValueGetType(outputs.v[i]);
   MlirBlock entry = mlirBlockCreate((intptr_t)inputs.n, in_types, in_locs);
   for (size_t i = 0; i < inputs.n; ++i)
-    if ((status = map_put(&map, inputs.v[i], mlirBlockGetArgument(entry, (intptr_t)i))))
+    if ((status = map_put(&map, inputs.v[i],
+                          mlirBlockGetArgument(entry, (intptr_t)i))))
       goto out_block;
   for (size_t i = 0; i < grp->num_members; ++i) {
     MlirOperation clone = mlirOperationClone(grp->members[i].op);
@@ -508,8 +513,17 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
   mlirOperationStateAddOwnedRegions(&fs, 1, &region);
   new_func = mlirOperationCreate(&fs);
 
-  /* Name from the fingerprint; identical subgraphs share one function. */
-  if ((status = fingerprint(new_func, fp, NULL)))
+  /* Name from the fingerprint; identical subgraphs share one function.
+   * The pattern key is the same canonical text with sizes abstracted. */
+  lf_strbuf_t canon;
+  lf_strbuf_init(&canon, 64 << 20);
+  lf_pattern_t pat;
+  status = fingerprint(new_func, fp, &canon);
+  if (!status)
+    status = lf_pattern_compute(lf_strbuf_cstr(&canon), lf_strbuf_len(&canon),
+                                &pat, NULL);
+  lf_strbuf_free(&canon);
+  if (status)
     goto out;
   snprintf(name, sizeof(name), "sg_%.16s", fp);
   MlirOperation existing = mlirSymbolTableLookup(symbols, lf_str(name));
@@ -534,15 +548,17 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
                                     mlirStringAttrGet(ctx, lf_str(cls)));
     mlirOperationSetAttributeByName(new_func, lf_str(ATTR_FINGERPRINT),
                                     mlirStringAttrGet(ctx, lf_str(fp)));
+    mlirOperationSetAttributeByName(new_func, lf_str(LF_ATTR_PATTERN),
+                                    mlirStringAttrGet(ctx, lf_str(pat.key)));
     mlirSymbolTableInsert(symbols, new_func);
   }
   new_func = (MlirOperation){NULL};
 
   /* The call replaces the group where its last moved member was. */
   MlirOperationState cs = mlirOperationStateGet(lf_str("func.call"), loc);
-  MlirNamedAttribute callee = mlirNamedAttributeGet(
-      mlirIdentifierGet(ctx, lf_str("callee")),
-      mlirFlatSymbolRefAttrGet(ctx, lf_str(name)));
+  MlirNamedAttribute callee =
+      mlirNamedAttributeGet(mlirIdentifierGet(ctx, lf_str("callee")),
+                            mlirFlatSymbolRefAttrGet(ctx, lf_str(name)));
   mlirOperationStateAddAttributes(&cs, 1, &callee);
   mlirOperationStateAddOperands(&cs, (intptr_t)inputs.n, inputs.v);
   mlirOperationStateAddResults(&cs, (intptr_t)outputs.n, out_types);
@@ -560,6 +576,13 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
     cJSON_AddItemToArray(report_groups, j);
     cJSON_AddStringToObject(j, "name", name);
     cJSON_AddStringToObject(j, "fingerprint", fp);
+    cJSON_AddStringToObject(j, "pattern", pat.key);
+    cJSON *ps = cJSON_AddObjectToObject(j, "pattern_sizes");
+    for (size_t k = 0; ps && k < pat.num_sizes; ++k) {
+      char sym[16];
+      snprintf(sym, sizeof(sym), "S%zu", k);
+      cJSON_AddNumberToObject(ps, sym, (double)pat.sizes[k]);
+    }
     cJSON_AddStringToObject(j, "class", cls);
     MlirAttribute fname = mlirOperationGetAttributeByName(
         func, mlirSymbolTableGetSymbolAttributeName());
@@ -588,7 +611,8 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
     }
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
     for (size_t i = 0; i < outputs.n; ++i) {
-      cJSON_AddItemToArray(outs, operand_json(mlirOperationGetResult(call, (intptr_t)i)));
+      cJSON_AddItemToArray(
+          outs, operand_json(mlirOperationGetResult(call, (intptr_t)i)));
       bytes += bytes_of(out_types[i]);
     }
     cJSON_AddNumberToObject(j, "bytes_moved", bytes);
@@ -683,11 +707,10 @@ lf_status_t lf_outline_module(MlirOperation module,
       for (size_t i = 0; i < part.num_groups; ++i)
         for (size_t m = 0; m < part.groups[i].num_members; ++m) {
           char *n = lf_op_name_dup(part.groups[i].members[m].op);
-          LF_LOG_DEBUG("group %zu (%s) member %zu: %s%s", i,
-                       lf_group_class_name(part.groups[i].group_class), m,
-                       n ? n : "?",
-                       part.groups[i].members[m].recompute ? " (recomputed)"
-                                                           : "");
+          LF_LOG_DEBUG(
+              "group %zu (%s) member %zu: %s%s", i,
+              lf_group_class_name(part.groups[i].group_class), m, n ? n : "?",
+              part.groups[i].members[m].recompute ? " (recomputed)" : "");
           free(n);
         }
     for (size_t i = 0; i < part.num_groups && !status; ++i)
@@ -728,8 +751,8 @@ static const lf_option_def_t outline_options[] = {
      "Most ops in one subgraph (tensor.empty and constants not counted)", NULL,
      1, 4096, OPT(max_group_ops)},
     {"remarks", LF_OPTION_BOOL, "true",
-     "A remark for every outlined subgraph and every op left alone", NULL, 0,
-     0, OPT(remarks)},
+     "A remark for every outlined subgraph and every op left alone", NULL, 0, 0,
+     OPT(remarks)},
 };
 #undef OPT
 

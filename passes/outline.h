@@ -22,6 +22,7 @@ extern "C" {
 /// Attributes of an outlined subgraph function.
 #define LF_ATTR_CLASS "llm_fuse.class"
 #define LF_ATTR_FINGERPRINT "llm_fuse.fingerprint"
+#define LF_ATTR_PATTERN "llm_fuse.pattern"
 
 typedef struct lf_outline_options_s {
   size_t max_group_ops;

@@ -39,7 +39,7 @@ func.func @scalar(%x: f32) -> f32 {
 // CHECK:         return %[[R]]
 // CHECK-LABEL: func.func @scalar
 // CHECK-NEXT:    arith.mulf
-// CHECK:       func.func private @[[SG]]({{.*}}) -> tensor<64x32xf32> attributes {llm_fuse.class = "contraction", llm_fuse.fingerprint = "{{[0-9a-f]+}}"}
+// CHECK:       func.func private @[[SG]]({{.*}}) -> tensor<64x32xf32> attributes {llm_fuse.class = "contraction", llm_fuse.fingerprint = "{{[0-9a-f]+}}", llm_fuse.pattern = "{{[0-9a-f]+}}"}
 // CHECK:         linalg.fill
 // CHECK:         linalg.matmul
 // CHECK:         linalg.generic
