@@ -121,6 +121,16 @@ void lf_acquire_options_init(lf_acquire_options_t *o) {
 
 /* ---- State ---------------------------------------------------------------*/
 
+/* A candidate the loop holds on to: its text, build artifact and
+ * evaluation; `kernel` is NULL when there is none. */
+typedef struct kept_s {
+  char *kernel;
+  size_t line_offset;
+  size_t attempt; /* 1 + index of its attempt */
+  void *artifact;
+  lf_acquire_eval_t eval;
+} kept_t;
+
 /* One subgraph's loop. Touched only by the loop thread that runs it (and by
  * the set-up before the threads start). */
 typedef struct job_s {
@@ -139,18 +149,8 @@ typedef struct job_s {
   double last_ms;           /* the previous reply's fastest verified time */
   lf_llm_message_t msgs[4]; /* borrowed from the strings above */
   size_t msg_count;
-  /* The fastest verified candidate. */
-  bool have_best;
-  char *best_kernel;
-  size_t best_line_offset, best_attempt;
-  void *best_artifact;
-  lf_acquire_eval_t best_eval;
-  /* The last rejected candidate, kept for LF_ACQUIRE_REJECTED. */
-  bool have_rej;
-  char *rej_kernel;
-  size_t rej_line_offset, rej_attempt;
-  void *rej_artifact;
-  lf_acquire_eval_t rej_eval;
+  kept_t best; /* the fastest verified candidate */
+  kept_t rej;  /* the last rejected one, for LF_ACQUIRE_REJECTED */
 } job_t;
 
 typedef struct ctx_s {
@@ -255,6 +255,49 @@ static void release(ctx_t *c, void **artifact) {
   *artifact = NULL;
 }
 
+/* Records the first budget that ran out in the report. */
+static void note_exhausted(ctx_t *c, lf_acquire_budget_t budget) {
+  if (budget == LF_BUDGET_NONE)
+    return;
+  pthread_mutex_lock(&c->lock);
+  if (c->report->exhausted == LF_BUDGET_NONE)
+    c->report->exhausted = budget;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* Frees what `k` holds (its artifact through the release callback). */
+static void kept_clear(ctx_t *c, kept_t *k) {
+  free(k->kernel);
+  release(c, &k->artifact);
+  lf_acquire_eval_clear(&k->eval);
+  memset(k, 0, sizeof(*k));
+}
+
+/* `k` becomes this candidate (taking over `artifact` and `eval`). */
+static void kept_set(ctx_t *c, kept_t *k, const char *text, size_t line_offset,
+                     size_t attempt, void *artifact, lf_acquire_eval_t *eval) {
+  kept_clear(c, k);
+  k->kernel = xstrdup(text);
+  k->line_offset = line_offset;
+  k->attempt = attempt;
+  k->artifact = artifact;
+  k->eval = *eval;
+  memset(eval, 0, sizeof(*eval));
+}
+
+/* Hands `k` over to the task's result: its kernel, artifact and evaluation,
+ * and marks its attempt as the kept one. */
+static void kept_to_result(kept_t *k, lf_acquire_result_t *r) {
+  r->kernel = k->kernel;
+  r->line_offset = k->line_offset;
+  r->artifact = k->artifact;
+  r->eval = k->eval;
+  r->evaluated = true;
+  if (k->attempt && k->attempt <= r->attempt_count)
+    r->attempts[k->attempt - 1].kept = true;
+  memset(k, 0, sizeof(*k));
+}
+
 /* Ends a task: no more requests. */
 static void finish(ctx_t *c, job_t *j, lf_acquire_outcome_t outcome,
                    lf_acquire_budget_t budget, const char *message) {
@@ -264,12 +307,7 @@ static void finish(ctx_t *c, job_t *j, lf_acquire_outcome_t outcome,
   free(j->res->message);
   j->res->message = shorten(message);
   j->res->elapsed_ms = (long)(now_ms() - c->start_ms);
-  if (budget != LF_BUDGET_NONE) {
-    pthread_mutex_lock(&c->lock);
-    if (c->report->exhausted == LF_BUDGET_NONE)
-      c->report->exhausted = budget;
-    pthread_mutex_unlock(&c->lock);
-  }
+  note_exhausted(c, budget);
   if (outcome == LF_ACQUIRE_OK || outcome == LF_ACQUIRE_CACHED)
     LF_LOG_INFO("acquire: %s: %s after %zu attempt(s), %ld ms%s%s",
                 j->task->name, lf_acquire_outcome_name(outcome),
@@ -289,17 +327,7 @@ static void finish(ctx_t *c, job_t *j, lf_acquire_outcome_t outcome,
 static void finish_best(ctx_t *c, job_t *j, lf_acquire_budget_t budget,
                         const char *why) {
   lf_acquire_result_t *r = j->res;
-  r->kernel = j->best_kernel;
-  r->line_offset = j->best_line_offset;
-  r->artifact = j->best_artifact;
-  r->eval = j->best_eval;
-  r->evaluated = true;
-  if (j->best_attempt && j->best_attempt <= r->attempt_count)
-    r->attempts[j->best_attempt - 1].kept = true;
-  j->best_kernel = NULL;
-  j->best_artifact = NULL;
-  memset(&j->best_eval, 0, sizeof(j->best_eval));
-  j->have_best = false;
+  kept_to_result(&j->best, r);
   char msg[256];
   double f = lf_acquire_eval_fraction(&r->eval);
   snprintf(msg, sizeof(msg), "%s; kept %.4g ms", why, r->eval.time_ms);
@@ -308,29 +336,13 @@ static void finish_best(ctx_t *c, job_t *j, lf_acquire_budget_t budget,
              " (%.0f%% of the roofline)", 100 * f);
   /* A budget that ran out during refinement is noted, not a failure. */
   finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, msg);
-  if (budget != LF_BUDGET_NONE) {
-    pthread_mutex_lock(&c->lock);
-    if (c->report->exhausted == LF_BUDGET_NONE)
-      c->report->exhausted = budget;
-    pthread_mutex_unlock(&c->lock);
-  }
+  note_exhausted(c, budget);
 }
 
 /* Ends a task whose every candidate was rejected: the last one is kept in
  * the result so the caller can record the verdict. */
 static void finish_rejected(ctx_t *c, job_t *j, const char *why) {
-  lf_acquire_result_t *r = j->res;
-  r->kernel = j->rej_kernel;
-  r->line_offset = j->rej_line_offset;
-  r->artifact = j->rej_artifact;
-  r->eval = j->rej_eval;
-  r->evaluated = true;
-  if (j->rej_attempt && j->rej_attempt <= r->attempt_count)
-    r->attempts[j->rej_attempt - 1].kept = true;
-  j->rej_kernel = NULL;
-  j->rej_artifact = NULL;
-  memset(&j->rej_eval, 0, sizeof(j->rej_eval));
-  j->have_rej = false;
+  kept_to_result(&j->rej, j->res);
   finish(c, j, LF_ACQUIRE_REJECTED, LF_BUDGET_NONE, why);
 }
 
@@ -338,9 +350,9 @@ static void finish_rejected(ctx_t *c, job_t *j, const char *why) {
  * kernel when there is one, the last rejection, or `outcome`. */
 static void finish_stopped(ctx_t *c, job_t *j, lf_acquire_outcome_t outcome,
                            lf_acquire_budget_t budget, const char *why) {
-  if (j->have_best)
+  if (j->best.kernel)
     finish_best(c, j, budget, why);
-  else if (j->have_rej && budget == LF_BUDGET_NONE)
+  else if (j->rej.kernel && budget == LF_BUDGET_NONE)
     finish_rejected(c, j, why);
   else
     finish(c, j, outcome, budget, why);
@@ -496,11 +508,11 @@ static lf_status_t make_messages(ctx_t *c, job_t *j) {
     lf_prompt_refine_t rf = {
         .round = j->res->refinements,
         .max_rounds = c->o->max_refinements,
-        .best_ms = j->best_eval.time_ms,
+        .best_ms = j->best.eval.time_ms,
         .last_ms = j->feedback ? 0 : j->last_ms,
-        .fallback_ms = j->best_eval.fallback_ms,
-        .roofline_ms = j->best_eval.roofline_ms,
-        .roofline_basis = j->best_eval.roofline_basis,
+        .fallback_ms = j->best.eval.fallback_ms,
+        .roofline_ms = j->best.eval.roofline_ms,
+        .roofline_basis = j->best.eval.roofline_basis,
         .error = j->feedback,
     };
     s = lf_prompt_refine(c->prompts, &j->subject, &rf, &next);
@@ -648,7 +660,7 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
     a->message = shorten(lf_status_message(s));
     LF_LOG_INFO("acquire: %s: request %d: replay: %s", j->task->name,
                 j->res->requests, lf_status_message(s));
-    if (j->kind == LF_REQUEST_REFINE && j->have_best &&
+    if (j->kind == LF_REQUEST_REFINE && j->best.kernel &&
         lf_status_code(s) == LF_STATUS_NOT_FOUND) {
       /* The recording ends before this refinement: nothing was asked, so
        * nothing is counted, and the fastest verified kernel stands. */
@@ -754,7 +766,7 @@ static void after_failure(ctx_t *c, job_t *j, const char *why,
   free(j->feedback);
   j->feedback = xstrdup(why);
   j->feedback_attempt = from_attempt;
-  if (j->have_best) {
+  if (j->best.kernel) {
     if (j->res->refinements >= c->o->max_refinements) {
       finish_best(c, j, LF_BUDGET_NONE, "refinement rounds used up");
       return;
@@ -765,7 +777,7 @@ static void after_failure(ctx_t *c, job_t *j, const char *why,
   if (j->fix_requests >= c->o->max_attempts) {
     char msg[MESSAGE_MAX + 96];
     char *short_why = shorten(why);
-    if (j->have_rej) {
+    if (j->rej.kernel) {
       snprintf(msg, sizeof(msg),
                "no kernel passed verification in %d attempt(s); last: %s",
                j->fix_requests, short_why ? short_why : "");
@@ -894,18 +906,14 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
     LF_LOG_INFO("acquire: %s: request %d: verification could not judge the "
                 "kernel (%s): %s",
                 j->task->name, j->res->requests, a->verify_reason, a->message);
-    if (j->have_best) {
+    if (j->best.kernel) {
       release(c, &artifact);
       lf_acquire_eval_clear(&ev);
       finish_best(c, j, LF_BUDGET_NONE, "verification stopped working");
     } else {
-      lf_acquire_result_t *r = j->res;
-      r->kernel = xstrdup(text);
-      r->line_offset = line_offset;
-      r->artifact = artifact;
-      r->eval = ev;
-      r->evaluated = true;
-      a->kept = true;
+      kept_t k = {0};
+      kept_set(c, &k, text, line_offset, attempt_index, artifact, &ev);
+      kept_to_result(&k, j->res);
       finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, "unjudged");
     }
     rs->ended = true;
@@ -923,15 +931,7 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
                                              : "verification rejected it",
                attempt_index);
     /* The last rejection is kept for the caller's record. */
-    release(c, &j->rej_artifact);
-    free(j->rej_kernel);
-    lf_acquire_eval_clear(&j->rej_eval);
-    j->rej_kernel = xstrdup(text);
-    j->rej_line_offset = line_offset;
-    j->rej_artifact = artifact;
-    j->rej_eval = ev;
-    j->rej_attempt = attempt_index;
-    j->have_rej = true;
+    kept_set(c, &j->rej, text, line_offset, attempt_index, artifact, &ev);
     return;
   }
   a->outcome = LF_ATTEMPT_VERIFIED;
@@ -945,16 +945,8 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
               100 * a->roofline_fraction);
   if (rs->best_ms <= 0 || ev.time_ms < rs->best_ms)
     rs->best_ms = ev.time_ms;
-  if (!j->have_best || ev.time_ms < j->best_eval.time_ms) {
-    release(c, &j->best_artifact);
-    free(j->best_kernel);
-    lf_acquire_eval_clear(&j->best_eval);
-    j->best_kernel = xstrdup(text);
-    j->best_line_offset = line_offset;
-    j->best_artifact = artifact;
-    j->best_eval = ev;
-    j->best_attempt = attempt_index;
-    j->have_best = true;
+  if (!j->best.kernel || ev.time_ms < j->best.eval.time_ms) {
+    kept_set(c, &j->best, text, line_offset, attempt_index, artifact, &ev);
   } else {
     release(c, &artifact);
     lf_acquire_eval_clear(&ev);
@@ -1026,7 +1018,7 @@ static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
     free(j->feedback);
     j->feedback = NULL;
     j->feedback_attempt = first_index;
-    double f = lf_acquire_eval_fraction(&j->best_eval);
+    double f = lf_acquire_eval_fraction(&j->best.eval);
     if (j->res->refinements >= c->o->max_refinements)
       finish_best(c, j, LF_BUDGET_NONE,
                   c->o->max_refinements ? "refinement rounds used up"
@@ -1069,7 +1061,7 @@ static void run_job(ctx_t *c, job_t *j, lf_llm_client_t *client) {
                   "ms)",
                   j->task->name, lf_acquire_provider_name(o->provider),
                   o->model, j->res->refinements, o->max_refinements,
-                  j->best_eval.time_ms);
+                  j->best.eval.time_ms);
     else
       LF_LOG_INFO("acquire: %s: asking %s (%s, attempt %d/%d, %s)",
                   j->task->name, lf_acquire_provider_name(o->provider),
@@ -1090,10 +1082,8 @@ static void run_job(ctx_t *c, job_t *j, lf_llm_client_t *client) {
     c->report->rounds = j->res->requests;
   pthread_mutex_unlock(&c->lock);
   /* Whatever the result did not take. */
-  release(c, &j->best_artifact);
-  release(c, &j->rej_artifact);
-  lf_acquire_eval_clear(&j->best_eval);
-  lf_acquire_eval_clear(&j->rej_eval);
+  kept_clear(c, &j->best);
+  kept_clear(c, &j->rej);
 }
 
 typedef struct loop_arg_s {
@@ -1283,11 +1273,9 @@ out_free:
   for (size_t i = 0; c.jobs && i < count; ++i) {
     job_t *j = &c.jobs[i];
     free(j->first), free(j->last_reply), free(j->followup);
-    free(j->feedback), free(j->best_kernel), free(j->rej_kernel);
-    release(&c, &j->best_artifact);
-    release(&c, &j->rej_artifact);
-    lf_acquire_eval_clear(&j->best_eval);
-    lf_acquire_eval_clear(&j->rej_eval);
+    free(j->feedback);
+    kept_clear(&c, &j->best);
+    kept_clear(&c, &j->rej);
   }
   free(c.jobs);
   for (size_t i = 0; c.clients && i < c.threads; ++i)
