@@ -174,12 +174,8 @@ typedef struct subgraph_s {
                                       failure), or NULL */
   lf_build_result_t *failed_build; /* the loop's last failed build */
   /* The loop's verification (a GPU at compile time). */
-  bool evaluated;     /* the loop verified the kept candidate */
-  bool accepted;      /* ... and it passed */
-  bool unjudged;      /* ... or verification could not run */
-  char *eval_reason;  /* the verdict's word */
-  char *eval_message; /* the summary (rejections) */
-  double time_ms, fallback_ms, roofline_ms; /* 0 when unknown */
+  bool evaluated;         /* the kept candidate was verified here: `eval` */
+  lf_acquire_eval_t eval; /* its evaluation (times, verdict, summary) */
   int requests, refinements, candidates;
   /* Per-subgraph verification staging (loop threads). */
   bool ref_tried;
@@ -244,8 +240,7 @@ static void subgraph_free(subgraph_t *sg) {
   free(sg->reason_word);
   free(sg->reason);
   lf_build_result_destroy(sg->failed_build);
-  free(sg->eval_reason);
-  free(sg->eval_message);
+  lf_acquire_eval_clear(&sg->eval);
   free(sg->ref_error);
 }
 
@@ -381,6 +376,36 @@ static bool stage_reference(fuse_run_t *run, subgraph_t *sg, char *plan,
   return ok;
 }
 
+/* The times of a verdict (its "timing" object): the candidate's and the
+ * fallback's medians, the dense roofline floor and how it was computed.
+ * Leaves them 0 / NULL when the verdict has no timing. */
+static void eval_timing(const cJSON *verdict, lf_acquire_eval_t *out) {
+  const cJSON *t =
+      verdict ? cJSON_GetObjectItemCaseSensitive(verdict, "timing") : NULL;
+  if (!cJSON_IsObject(t))
+    return;
+#define NUM(k)                                                                 \
+  (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, k))                      \
+       ? cJSON_GetObjectItemCaseSensitive(t, k)->valuedouble                   \
+       : 0)
+  out->time_ms = NUM("candidate_ms");
+  out->fallback_ms = NUM("reference_ms");
+  out->roofline_ms = NUM("dense_roofline_ms");
+  char basis[320];
+  double bytes = NUM("bytes_in") + NUM("bytes_out");
+  double gbs = NUM("measured_bandwidth_gbs"), peak = NUM("dense_peak_flops");
+  double t_bytes = gbs > 0 ? bytes / (gbs * 1e6) : 0;
+  double t_flops = peak > 0 ? NUM("flops") / peak * 1e3 : 0;
+  snprintf(basis, sizeof(basis),
+           "%.4g MB at the measured %.0f GB/s; %.4g GFLOP at %.0f TFLOP/s; %s",
+           bytes / 1e6, gbs, NUM("flops") / 1e9, peak / 1e12,
+           t_flops > t_bytes ? "the FLOP term is the larger: compute-bound"
+                             : "the bytes term is the larger: memory-bound");
+#undef NUM
+  free(out->roofline_basis);
+  out->roofline_basis = strdup(basis);
+}
+
 /* Fills `out` from a verdict: times, roofline, and for a rejection the
  * summary the model gets. */
 static void eval_from_verdict(const lf_verdict_t *v, lf_acquire_eval_t *out) {
@@ -389,30 +414,7 @@ static void eval_from_verdict(const lf_verdict_t *v, lf_acquire_eval_t *out) {
   out->unjudged = !v->accepted && lf_verdict_reason_unjudged(v->reason);
   out->verdict_json = v->json ? strdup(v->json) : NULL;
   cJSON *root = v->json ? cJSON_Parse(v->json) : NULL;
-  const cJSON *t =
-      root ? cJSON_GetObjectItemCaseSensitive(root, "timing") : NULL;
-#define NUM(k)                                                                 \
-  (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, k))                      \
-       ? cJSON_GetObjectItemCaseSensitive(t, k)->valuedouble                   \
-       : 0)
-  if (t) {
-    out->time_ms = NUM("candidate_ms");
-    out->fallback_ms = NUM("reference_ms");
-    out->roofline_ms = NUM("dense_roofline_ms");
-    char basis[320];
-    double bytes = NUM("bytes_in") + NUM("bytes_out");
-    double gbs = NUM("measured_bandwidth_gbs"), peak = NUM("dense_peak_flops");
-    double t_bytes = gbs > 0 ? bytes / (gbs * 1e6) : 0;
-    double t_flops = peak > 0 ? NUM("flops") / peak * 1e3 : 0;
-    snprintf(basis, sizeof(basis),
-             "%.4g MB at the measured %.0f GB/s; %.4g GFLOP at %.0f TFLOP/s; "
-             "%s",
-             bytes / 1e6, gbs, NUM("flops") / 1e9, peak / 1e12,
-             t_flops > t_bytes ? "the FLOP term is the larger: compute-bound"
-                               : "the bytes term is the larger: memory-bound");
-    out->roofline_basis = strdup(basis);
-  }
-#undef NUM
+  eval_timing(root, out);
   cJSON_Delete(root);
   if (!v->accepted) {
     lf_strbuf_t fb;
@@ -519,7 +521,22 @@ static char *record_json(const lf_build_result_t *build,
 typedef struct build_ctx_s {
   fuse_run_t *run;
   const lf_acquire_task_t *tasks;
+  bool evaluating; /* candidates are verified in the loop: acquire stores
+                      nothing, so the build products are not copied for it */
 } build_ctx_t;
+
+/* `sg` takes over `ev` (zeroed): its times, speed-up and verdict. */
+static void take_eval(subgraph_t *sg, lf_acquire_eval_t *ev) {
+  lf_acquire_eval_clear(&sg->eval);
+  sg->eval = *ev;
+  memset(ev, 0, sizeof(*ev));
+  sg->evaluated = true;
+  if (sg->eval.time_ms > 0)
+    sg->speedup = sg->eval.fallback_ms / sg->eval.time_ms;
+  cJSON_Delete(sg->verification);
+  sg->verification =
+      sg->eval.verdict_json ? cJSON_Parse(sg->eval.verdict_json) : NULL;
+}
 
 static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
                             size_t line_offset, void *user,
@@ -538,6 +555,9 @@ static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
   sg->ms_build += now_ms() - t0;
   if (res->kind == LF_BUILD_OK) {
     out->ok = true;
+    out->artifact = res; /* the loop's until it is kept or released */
+    if (ctx->evaluating)
+      return LF_OK; /* the pass records the verdict of the kept one */
     /* Stored with the kernel by the acquire loop when nothing verifies it
      * here, so that the entry is complete (unverified). */
     out->record_json = record_json(res, LF_CACHE_UNVERIFIED, NULL);
@@ -547,7 +567,6 @@ static lf_status_t build_cb(const lf_acquire_task_t *task, const char *kernel,
       memcpy(out->cubin, res->cubin, res->cubin_size);
       out->cubin_len = res->cubin_size;
     }
-    out->artifact = res; /* the loop's until it is kept or released */
     return LF_OK;
   }
   lf_strbuf_t repair;
@@ -694,7 +713,7 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     tasks[i] = (lf_acquire_task_t){sg->name,        sg->fingerprint, sg->cls,
                                    sg->prompt_text, sg->signature,   o->arch};
   }
-  build_ctx_t ctx = {run, tasks};
+  build_ctx_t ctx = {.run = run, .tasks = tasks};
   ao.build = build_cb;
   ao.build_user = &ctx;
   ao.release = release_cb;
@@ -712,6 +731,7 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     run->staged = true;
     ao.evaluate = eval_cb;
     ao.evaluate_user = &ctx;
+    ctx.evaluating = true;
   }
   lf_acquire_report_t *rep = NULL;
   double t0 = now_ms();
@@ -741,21 +761,8 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
       sg->build = sg->failed_build;
       sg->failed_build = NULL;
     }
-    if (r->evaluated) {
-      sg->evaluated = true;
-      sg->accepted = r->eval.accepted;
-      sg->unjudged = r->eval.unjudged;
-      sg->eval_reason = strdup(r->eval.reason ? r->eval.reason : "?");
-      sg->eval_message = strdup(r->eval.feedback ? r->eval.feedback : "");
-      sg->time_ms = r->eval.time_ms;
-      sg->fallback_ms = r->eval.fallback_ms;
-      sg->roofline_ms = r->eval.roofline_ms;
-      if (sg->time_ms > 0)
-        sg->speedup = sg->fallback_ms / sg->time_ms;
-      cJSON_Delete(sg->verification);
-      sg->verification =
-          r->eval.verdict_json ? cJSON_Parse(r->eval.verdict_json) : NULL;
-    }
+    if (r->evaluated)
+      take_eval(sg, &r->eval);
     sg->acquire_outcome = r->outcome;
     free(sg->provider);
     sg->provider = r->provider && r->provider[0] ? strdup(r->provider) : NULL;
@@ -971,22 +978,7 @@ static void defer_stage(fuse_run_t *run, subgraph_t *sg, size_t i, size_t n) {
 }
 
 static double roofline_fraction(const subgraph_t *sg) {
-  return sg->time_ms > 0 && sg->roofline_ms > 0 ? sg->roofline_ms / sg->time_ms
-                                                : 0;
-}
-
-/* Times from a verification record (a cached entry's "verdict"). */
-static void times_from_verdict(subgraph_t *sg, const cJSON *verdict) {
-  const cJSON *t =
-      verdict ? cJSON_GetObjectItemCaseSensitive(verdict, "timing") : NULL;
-  const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "candidate_ms");
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(t, "reference_ms");
-  const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "dense_roofline_ms");
-  sg->time_ms = cJSON_IsNumber(c) ? c->valuedouble : 0;
-  sg->fallback_ms = cJSON_IsNumber(r) ? r->valuedouble : 0;
-  sg->roofline_ms = cJSON_IsNumber(f) ? f->valuedouble : 0;
-  if (sg->time_ms > 0 && sg->fallback_ms > 0)
-    sg->speedup = sg->fallback_ms / sg->time_ms;
+  return lf_acquire_eval_fraction(&sg->eval);
 }
 
 /* The speed gate, then the swap: min-speedup over the fallback and
@@ -997,7 +989,8 @@ static void gate_and_swap(fuse_run_t *run, subgraph_t *sg, const char *how) {
     set_reason(sg, "slower",
                "verified, but %.2fx the fallback (%.4g ms against %.4g ms), "
                "below min-speedup %.2f",
-               sg->speedup, sg->time_ms, sg->fallback_ms, o->min_speedup);
+               sg->speedup, sg->eval.time_ms, sg->eval.fallback_ms,
+               o->min_speedup);
     return;
   }
   double f = roofline_fraction(sg);
@@ -1006,7 +999,8 @@ static void gate_and_swap(fuse_run_t *run, subgraph_t *sg, const char *how) {
       set_reason(sg, "below-roofline",
                  "verified, but at %.1f%% of the roofline floor (%.4g ms "
                  "against %.4g ms), below min-roofline %.2f",
-                 100 * f, sg->time_ms, sg->roofline_ms, o->min_roofline);
+                 100 * f, sg->eval.time_ms, sg->eval.roofline_ms,
+                 o->min_roofline);
     else
       set_reason(sg, "below-roofline",
                  "verified, but its roofline fraction is unknown and "
@@ -1015,6 +1009,38 @@ static void gate_and_swap(fuse_run_t *run, subgraph_t *sg, const char *how) {
     return;
   }
   swap_stage(run, sg, how);
+}
+
+/* The decision for a subgraph whose kept candidate was verified here (by
+ * its loop, or once for an unverified cache entry): the reason when it was
+ * not judged or rejected (recorded in the cache), else the speed gate. */
+static void decide_evaluated(fuse_run_t *run, subgraph_t *sg) {
+  const lf_acquire_eval_t *e = &sg->eval;
+  const char *why = e->feedback ? e->feedback : "";
+  if (e->unjudged) {
+    set_reason(sg, e->reason ? e->reason : "verify-error", "%s", why);
+    return;
+  }
+  char how[256];
+  if (sg->requests > 0)
+    snprintf(how, sizeof(how), "%d candidate(s) in %d request(s)",
+             sg->candidates, sg->requests);
+  else
+    snprintf(how, sizeof(how), "the cached candidate");
+  if (!e->accepted) {
+    set_reason(sg, "rejected",
+               "verification rejected %s; the last (%s): %.600s", how,
+               e->reason ? e->reason : "?", why);
+    cache_record(run, sg, LF_CACHE_REJECTED);
+    return;
+  }
+  cache_record(run, sg, LF_CACHE_VERIFIED);
+  char swapped[400];
+  snprintf(swapped, sizeof(swapped),
+           "verified; the fastest of %s (%d refinement(s)); not slower than "
+           "the fallback",
+           how, sg->refinements);
+  gate_and_swap(run, sg, swapped);
 }
 
 /* Applies what each subgraph's loop found (verified, rejected, not judged)
@@ -1026,28 +1052,7 @@ static lf_status_t verify_stage(fuse_run_t *run) {
   for (size_t i = 0; i < n; ++i) {
     subgraph_t *sg = &run->subs[i];
     if (sg->evaluated) {
-      if (sg->unjudged) {
-        set_reason(sg, sg->eval_reason ? sg->eval_reason : "verify-error", "%s",
-                   sg->eval_message ? sg->eval_message : "");
-        continue;
-      }
-      if (!sg->accepted) {
-        set_reason(sg, "rejected",
-                   "verification rejected %d candidate(s) in %d request(s); "
-                   "the last (%s): %.600s",
-                   sg->candidates, sg->requests,
-                   sg->eval_reason ? sg->eval_reason : "?",
-                   sg->eval_message ? sg->eval_message : "");
-        cache_record(run, sg, LF_CACHE_REJECTED);
-        continue;
-      }
-      cache_record(run, sg, LF_CACHE_VERIFIED);
-      char how[256];
-      snprintf(how, sizeof(how),
-               "verified; the fastest of %d candidate(s) in %d request(s) "
-               "(%d refinement(s)); not slower than the fallback",
-               sg->candidates, sg->requests, sg->refinements);
-      gate_and_swap(run, sg, how);
+      decide_evaluated(run, sg);
       continue;
     }
     if (!sg->build || sg->build->kind != LF_BUILD_OK || sg->reason_word)
@@ -1060,7 +1065,9 @@ static lf_status_t verify_stage(fuse_run_t *run) {
           sg->verification
               ? cJSON_GetObjectItemCaseSensitive(sg->verification, "verdict")
               : NULL;
-      times_from_verdict(sg, vd);
+      eval_timing(vd, &sg->eval);
+      if (sg->eval.time_ms > 0)
+        sg->speedup = sg->eval.fallback_ms / sg->eval.time_ms;
       const cJSON *sp =
           vd ? cJSON_GetObjectItemCaseSensitive(vd, "speedup") : NULL;
       if (cJSON_IsNumber(sp))
@@ -1102,26 +1109,10 @@ static lf_status_t verify_stage(fuse_run_t *run) {
     double t0 = now_ms();
     verify_build(run, sg, sg->build, &ev);
     sg->ms_verify += now_ms() - t0;
-    cJSON_Delete(sg->verification);
-    sg->verification = ev.verdict_json ? cJSON_Parse(ev.verdict_json) : NULL;
-    sg->time_ms = ev.time_ms;
-    sg->fallback_ms = ev.fallback_ms;
-    sg->roofline_ms = ev.roofline_ms;
-    if (ev.time_ms > 0)
-      sg->speedup = ev.fallback_ms / ev.time_ms;
-    if (ev.unjudged) {
-      set_reason(sg, ev.reason, "%s", ev.feedback ? ev.feedback : "");
-    } else if (!ev.accepted) {
-      set_reason(sg, "rejected", "verification rejected the candidate (%s): %s",
-                 ev.reason, ev.feedback ? ev.feedback : "");
-      cache_record(run, sg, LF_CACHE_REJECTED);
-    } else {
-      cache_record(run, sg, LF_CACHE_VERIFIED);
-      gate_and_swap(run, sg, "verified and not slower than the fallback");
-    }
+    take_eval(sg, &ev);
+    decide_evaluated(run, sg);
     LF_LOG_INFO("[%zu/%zu] %s: %s in %.0f ms", i + 1, n, sg->name,
                 sg->swapped ? "swapped" : sg->reason_word, sg->ms_verify);
-    lf_acquire_eval_clear(&ev);
   }
   return LF_OK;
 }
@@ -1152,15 +1143,15 @@ static cJSON *subgraph_json(const subgraph_t *sg) {
   cJSON_AddNumberToObject(j, "refinements", sg->refinements);
   cJSON_AddNumberToObject(j, "candidates", sg->candidates);
   cJSON *perf = cJSON_AddObjectToObject(j, "performance");
-  if (sg->time_ms > 0) {
-    cJSON_AddNumberToObject(perf, "kernel_ms", sg->time_ms);
-    cJSON_AddNumberToObject(perf, "fallback_ms", sg->fallback_ms);
+  if (sg->eval.time_ms > 0) {
+    cJSON_AddNumberToObject(perf, "kernel_ms", sg->eval.time_ms);
+    cJSON_AddNumberToObject(perf, "fallback_ms", sg->eval.fallback_ms);
   } else {
     cJSON_AddNullToObject(perf, "kernel_ms");
     cJSON_AddNullToObject(perf, "fallback_ms");
   }
-  if (sg->roofline_ms > 0)
-    cJSON_AddNumberToObject(perf, "roofline_ms", sg->roofline_ms);
+  if (sg->eval.roofline_ms > 0)
+    cJSON_AddNumberToObject(perf, "roofline_ms", sg->eval.roofline_ms);
   else
     cJSON_AddNullToObject(perf, "roofline_ms");
   if (roofline_fraction(sg) > 0)
@@ -1315,8 +1306,8 @@ static void print_summary(const fuse_run_t *run) {
     char speed[32] = "-", kms[32] = "-", roof[32] = "-";
     if (sg->speedup > 0)
       snprintf(speed, sizeof(speed), "%.2fx", sg->speedup);
-    if (sg->time_ms > 0)
-      snprintf(kms, sizeof(kms), "%.4g", sg->time_ms);
+    if (sg->eval.time_ms > 0)
+      snprintf(kms, sizeof(kms), "%.4g", sg->eval.time_ms);
     if (roofline_fraction(sg) > 0)
       snprintf(roof, sizeof(roof), "%.0f%%", 100 * roofline_fraction(sg));
     LF_LOG_INFO("summary: %-20s %-12s %-8s %8d %6d %10s %8s %8s  %s", sg->name,
