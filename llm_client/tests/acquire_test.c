@@ -744,8 +744,9 @@ LF_TEST(record_then_replay_round_trip) {
   lf_acquire_report_destroy(r4);
 }
 
-LF_TEST(shipped_replay_set_answers_offline) {
-  lf_acquire_task_t t = {
+/* The RMSNorm subgraph of the shipped replay set. */
+static lf_acquire_task_t shipped_rmsnorm_task(void) {
+  return (lf_acquire_task_t){
       .name = "sg_07f0dc6cb70576f3",
       .fingerprint =
           "07f0dc6cb70576f34ddea627009be4572873bf958823d09424676466554e8ecb",
@@ -755,6 +756,10 @@ LF_TEST(shipped_replay_set_answers_offline) {
                    "tensor<16384x4096xbf16>",
       .arch = "sm_90a",
   };
+}
+
+LF_TEST(shipped_replay_set_answers_offline) {
+  lf_acquire_task_t t = shipped_rmsnorm_task();
   lf_acquire_options_t o;
   lf_acquire_options_init(&o);
   o.offline = true;
@@ -773,16 +778,7 @@ LF_TEST(shipped_replay_set_answers_offline) {
  * verified, and the refinement the recording does not hold is neither
  * asked nor counted. */
 LF_TEST(shipped_replay_set_with_a_verifier_ends_after_its_recording) {
-  lf_acquire_task_t t = {
-      .name = "sg_07f0dc6cb70576f3",
-      .fingerprint =
-          "07f0dc6cb70576f34ddea627009be4572873bf958823d09424676466554e8ecb",
-      .klass = "reduction",
-      .ir = "func.func private @sg_07f0dc6cb70576f3() { return }",
-      .signature = "(tensor<16384x4096xbf16>, tensor<4096xbf16>) -> "
-                   "tensor<16384x4096xbf16>",
-      .arch = "sm_90a",
-  };
+  lf_acquire_task_t t = shipped_rmsnorm_task();
   lf_acquire_options_t o = loop_options(2);
   o.provider = LF_PROVIDER_REPLAY;
   o.offline = true;
