@@ -139,7 +139,6 @@ typedef struct job_s {
   lf_prompt_subject_t subject;
   lf_cache_key_t key;
   bool pending;                   /* waits for its loop */
-  int fix_requests;               /* first request plus repairs */
   lf_acquire_request_kind_t kind; /* of the next request */
   char *first;                    /* the first request's user message */
   char *last_reply;               /* the previous reply (redacted, cut) */
@@ -456,6 +455,11 @@ static bool try_cache(ctx_t *c, job_t *j) {
 
 /* ---- Requests ------------------------------------------------------------*/
 
+/* Requests made to get a kernel right: the first plus repairs. */
+static int fix_requests(const job_t *j) {
+  return j->res->requests - j->res->refinements;
+}
+
 /* Counts a request against the budgets, or says which one forbids it. */
 static lf_acquire_budget_t admit(ctx_t *c) {
   const lf_acquire_options_t *o = c->o;
@@ -502,7 +506,7 @@ static lf_status_t make_messages(ctx_t *c, job_t *j) {
   lf_strbuf_init(&next, 16384);
   s = lf_prompt_previous(j->last_reply, &prev);
   if (!s && j->kind == LF_REQUEST_REPAIR) {
-    s = lf_prompt_repair(c->prompts, &j->subject, j->fix_requests - 1,
+    s = lf_prompt_repair(c->prompts, &j->subject, fix_requests(j) - 1,
                          c->o->max_attempts, j->feedback, &next);
   } else if (!s) {
     lf_prompt_refine_t rf = {
@@ -774,17 +778,17 @@ static void after_failure(ctx_t *c, job_t *j, const char *why,
     j->kind = LF_REQUEST_REFINE;
     return;
   }
-  if (j->fix_requests >= c->o->max_attempts) {
+  if (fix_requests(j) >= c->o->max_attempts) {
     char msg[MESSAGE_MAX + 96];
     char *short_why = shorten(why);
     if (j->rej.kernel) {
       snprintf(msg, sizeof(msg),
                "no kernel passed verification in %d attempt(s); last: %s",
-               j->fix_requests, short_why ? short_why : "");
+               fix_requests(j), short_why ? short_why : "");
       finish_rejected(c, j, msg);
     } else {
       snprintf(msg, sizeof(msg), "no kernel built in %d attempt(s); last: %s",
-               j->fix_requests, short_why ? short_why : "");
+               fix_requests(j), short_why ? short_why : "");
       finish(c, j, LF_ACQUIRE_FAILED, LF_BUDGET_NONE, msg);
     }
     free(short_why);
@@ -1047,8 +1051,6 @@ static void run_job(ctx_t *c, job_t *j, lf_llm_client_t *client) {
     ++j->res->requests;
     if (j->kind == LF_REQUEST_REFINE)
       ++j->res->refinements;
-    else
-      ++j->fix_requests;
     lf_status_t s = make_messages(c, j);
     if (s) {
       finish_stopped(c, j, LF_ACQUIRE_ERROR, LF_BUDGET_NONE,
@@ -1065,7 +1067,7 @@ static void run_job(ctx_t *c, job_t *j, lf_llm_client_t *client) {
     else
       LF_LOG_INFO("acquire: %s: asking %s (%s, attempt %d/%d, %s)",
                   j->task->name, lf_acquire_provider_name(o->provider),
-                  o->model, j->fix_requests, o->max_attempts,
+                  o->model, fix_requests(j), o->max_attempts,
                   lf_acquire_request_kind_name(j->kind));
     lf_acquire_attempt_t *a = new_attempt(j, "");
     if (!a) {
