@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +32,24 @@
 #define MAX_ATTEMPTS 1000000
 #define MAX_CREATED 253402300799LL /* 9999-12-31T23:59:59Z */
 #define PATH_MAX_BYTES 4096
+#define SIGNATURE_SCHEMA "llm-fuse-cache-signature/1"
+#define SIGNATURE_ALG "ed25519"
+#define MAX_REJECTIONS 64
 
 struct lf_cache_s {
   char *dir;
   char *secret_env; /* name of the key's variable; NULL: no guard */
   char *secret;     /* its value when long enough; wiped on close */
+  const lf_signer_t *signer;
+  const lf_keyring_t *trusted;
+  bool require_signed;
+  lf_remote_t *remote;
+  bool push;
+  pthread_mutex_t lock; /* the remote counters and rejections */
+  lf_cache_rejection_t rejections[MAX_REJECTIONS];
+  size_t num_rejections, total_rejections;
+  lf_cache_remote_counts_t counts;
+  bool down_logged; /* "the store is down" is said once */
 };
 
 /* ---- Small helpers -------------------------------------------------------*/
@@ -555,10 +569,56 @@ static lf_status_t tree_checksum(const cJSON *root,
   return status;
 }
 
+lf_status_t lf_cache_signed_message(const char *digest, const char *checksum,
+                                    char out[LF_CACHE_SIGNED_MESSAGE_SIZE],
+                                    size_t *out_len) {
+  if (!is_hex64(digest) || !is_hex64(checksum))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "a signed message needs a digest and a checksum of 64 "
+                     "hex digits");
+  int n = snprintf(out, LF_CACHE_SIGNED_MESSAGE_SIZE,
+                   SIGNATURE_SCHEMA "\n%s\n" CHECKSUM_PREFIX "%s\n", digest,
+                   checksum);
+  if (n <= 0 || n >= LF_CACHE_SIGNED_MESSAGE_SIZE)
+    return LF_STATUS(LF_STATUS_INTERNAL, "signed message overflow");
+  *out_len = (size_t)n;
+  return LF_OK;
+}
+
+/* Adds the "signature" member: made by `signer` (when non-NULL) or copied
+ * from `keep` (when it has a key id). */
+static lf_status_t add_signature(cJSON *root, const char *digest,
+                                 const char *sum, const lf_signer_t *signer,
+                                 const lf_cache_signature_t *keep) {
+  lf_cache_signature_t made;
+  const lf_cache_signature_t *sig = keep;
+  if (signer) {
+    char msg[LF_CACHE_SIGNED_MESSAGE_SIZE];
+    size_t n = 0;
+    LF_RETURN_IF_ERROR(lf_cache_signed_message(digest, sum, msg, &n));
+    LF_RETURN_IF_ERROR(lf_signer_sign(signer, msg, n, made.value));
+    snprintf(made.key_id, sizeof(made.key_id), "%s",
+             lf_signer_key_id(signer));
+    sig = &made;
+  }
+  if (!sig || !sig->key_id[0])
+    return LF_OK;
+  char *value = b64_encode(sig->value, LF_SIGN_BYTES);
+  cJSON *o = value ? cJSON_AddObjectToObject(root, "signature") : NULL;
+  bool ok = o && cJSON_AddStringToObject(o, "alg", SIGNATURE_ALG) &&
+            cJSON_AddStringToObject(o, "key", sig->key_id) &&
+            cJSON_AddStringToObject(o, "value", value);
+  free(value);
+  return ok ? LF_OK : oom();
+}
+
 /* lf_cache_entry_serialize; `zero_is_now` false keeps created == 0 as the
- * epoch, which re-serializing a read entry needs. */
+ * epoch, which re-serializing a read entry needs. The entry is signed by
+ * `signer` when non-NULL, else carries `keep` when that has a key id. */
 static lf_status_t serialize(const lf_cache_key_t *key,
                              const lf_cache_entry_t *entry, bool zero_is_now,
+                             const lf_signer_t *signer,
+                             const lf_cache_signature_t *keep,
                              char **out_text, size_t *out_len) {
   *out_text = NULL;
   *out_len = 0;
@@ -577,6 +637,9 @@ static lf_status_t serialize(const lf_cache_key_t *key,
     status = oom();
     goto out_delete;
   }
+  status = add_signature(root, digest, sum, signer, keep);
+  if (status)
+    goto out_delete;
   char *text = cJSON_PrintUnformatted(root);
   size_t n = text ? strlen(text) : 0;
   char *out = text ? malloc(n + 2) : NULL;
@@ -599,7 +662,7 @@ out_delete:
 lf_status_t lf_cache_entry_serialize(const lf_cache_key_t *key,
                                      const lf_cache_entry_t *entry,
                                      char **out_text, size_t *out_len) {
-  return serialize(key, entry, true, out_text, out_len);
+  return serialize(key, entry, true, NULL, NULL, out_text, out_len);
 }
 
 /* ---- Reading an entry ----------------------------------------------------*/
@@ -686,6 +749,7 @@ enum {
   TOP_VERIFICATION,
   TOP_PROVENANCE,
   TOP_CHECKSUM,
+  TOP_SIGNATURE,
   TOP_COUNT
 };
 static const member_spec_t top_spec[TOP_COUNT] = {
@@ -693,8 +757,51 @@ static const member_spec_t top_spec[TOP_COUNT] = {
     {"digest", T_STRING, false},       {"kernel", T_STRING, false},
     {"ptx", T_STRING, true},           {"cubin", T_STRING, true},
     {"verification", T_OBJECT, false}, {"provenance", T_OBJECT, false},
-    {"checksum", T_STRING, false},
+    {"checksum", T_STRING, false},     {"signature", T_OBJECT, true},
 };
+
+enum { SG_ALG, SG_KEY, SG_VALUE, SG_COUNT };
+static const member_spec_t sig_spec[SG_COUNT] = {
+    {"alg", T_STRING, false},
+    {"key", T_STRING, false},
+    {"value", T_STRING, false},
+};
+
+/* Reads the "signature" member's shape (not whether it verifies). */
+static lf_status_t extract_signature(const cJSON *obj, const char *origin,
+                                     lf_cache_signature_t *out) {
+  const cJSON *m[SG_COUNT];
+  LF_RETURN_IF_ERROR(
+      check_members(obj, sig_spec, SG_COUNT, "signature", origin, m));
+  char q[80];
+  if (strcmp(m[SG_ALG]->valuestring, SIGNATURE_ALG) != 0)
+    return corrupt(origin, "signature alg '%s' is not '" SIGNATURE_ALG "'",
+                   quote(m[SG_ALG]->valuestring, q, sizeof(q)));
+  const char *id = m[SG_KEY]->valuestring;
+  size_t n = strlen(id);
+  bool hex = n == LF_SIGN_KEY_ID_SIZE - 1;
+  for (size_t i = 0; hex && i < n; ++i)
+    hex = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+  if (!hex)
+    return corrupt(origin, "signature key '%s' is not 16 lower-case hex "
+                           "digits",
+                   quote(id, q, sizeof(q)));
+  unsigned char *value = NULL;
+  size_t vlen = 0;
+  bool failed = false;
+  if (!b64_decode(m[SG_VALUE]->valuestring, &value, &vlen, &failed) ||
+      vlen != LF_SIGN_BYTES) {
+    free(value);
+    return failed ? oom()
+                  : corrupt(origin, "signature value is not canonical "
+                                    "base64 of %d bytes",
+                            LF_SIGN_BYTES);
+  }
+  memcpy(out->key_id, id, LF_SIGN_KEY_ID_SIZE);
+  memcpy(out->value, value, LF_SIGN_BYTES);
+  free(value);
+  return LF_OK;
+}
 
 enum {
   PV_PROVIDER,
@@ -863,15 +970,29 @@ lf_status_t lf_cache_entry_parse(const char *data, size_t len,
   if (status)
     goto out_delete;
 
-  /* Checksum, over the tree as read, without its checksum member. */
+  if (top[TOP_SIGNATURE]) {
+    status = extract_signature(top[TOP_SIGNATURE], origin, &e->signature);
+    if (status)
+      goto out_delete;
+  }
+
+  /* Checksum, over the tree as read, without its checksum and signature
+   * members. */
   const char *stored = top[TOP_CHECKSUM]->valuestring;
   char sum[LF_SHA256_HEX_SIZE];
   cJSON *sum_item =
       cJSON_DetachItemViaPointer(root, (cJSON *)top[TOP_CHECKSUM]);
+  cJSON *sig_item =
+      top[TOP_SIGNATURE]
+          ? cJSON_DetachItemViaPointer(root, (cJSON *)top[TOP_SIGNATURE])
+          : NULL;
   status = tree_checksum(root, sum);
   cJSON_AddItemToObject(root, "checksum", sum_item); /* for the delete */
+  if (sig_item)
+    cJSON_AddItemToObject(root, "signature", sig_item);
   if (status)
     goto out_delete;
+  memcpy(e->checksum, sum, sizeof(sum));
   if (strncmp(stored, CHECKSUM_PREFIX, sizeof(CHECKSUM_PREFIX) - 1) != 0 ||
       strcmp(stored + sizeof(CHECKSUM_PREFIX) - 1, sum) != 0) {
     status = corrupt(origin,
@@ -883,7 +1004,7 @@ lf_status_t lf_cache_entry_parse(const char *data, size_t len,
 
   /* Canonical form: what the writer makes of the entry read must be the
    * very bytes read. */
-  status = serialize(&e->key, e, false, &text, &text_len);
+  status = serialize(&e->key, e, false, NULL, &e->signature, &text, &text_len);
   if (status && lf_status_code(status) != LF_STATUS_RESOURCE_EXHAUSTED) {
     lf_status_t c = corrupt(origin, "%s", lf_status_message(status));
     lf_status_free(status);
@@ -940,6 +1061,7 @@ lf_status_t lf_cache_default_dir(lf_strbuf_t *out) {
 void lf_cache_options_init(lf_cache_options_t *options) {
   memset(options, 0, sizeof(*options));
   options->api_key_env = "OPENAI_API_KEY";
+  options->push = true;
 }
 
 lf_status_t lf_cache_open(const char *dir, const lf_cache_options_t *options,
@@ -963,6 +1085,12 @@ lf_status_t lf_cache_open(const char *dir, const lf_cache_options_t *options,
     --n;
   c->dir = strndup(dir, n);
   failed = !c->dir;
+  pthread_mutex_init(&c->lock, NULL);
+  c->signer = options->signer;
+  c->trusted = options->trusted;
+  c->require_signed = options->require_signed;
+  c->remote = options->remote;
+  c->push = options->push;
   if (options->api_key_env && *options->api_key_env) {
     c->secret_env = dup_or_null(options->api_key_env, &failed);
     const char *v = getenv(options->api_key_env);
@@ -988,6 +1116,7 @@ void lf_cache_close(lf_cache_t *cache) {
   }
   free(cache->secret_env);
   free(cache->dir);
+  pthread_mutex_destroy(&cache->lock);
   free(cache);
 }
 
@@ -1067,6 +1196,206 @@ static lf_status_t read_entry_file(const char *path,
   return status;
 }
 
+static const char *const trust_names[] = {"none", "local", "signed",
+                                          "demoted"};
+
+const char *lf_cache_trust_name(lf_cache_trust_t trust) {
+  return (unsigned)trust < 4 ? trust_names[trust] : "?";
+}
+
+lf_status_t lf_cache_entry_check_signature(const lf_keyring_t *trusted,
+                                           const lf_cache_entry_t *entry) {
+  if (!entry->signature.key_id[0])
+    return LF_STATUS(LF_STATUS_PERMISSION_DENIED, "the entry is not signed");
+  char msg[LF_CACHE_SIGNED_MESSAGE_SIZE];
+  size_t n = 0;
+  LF_RETURN_IF_ERROR(
+      lf_cache_signed_message(entry->digest, entry->checksum, msg, &n));
+  return lf_keyring_verify(trusted, entry->signature.key_id, msg, n,
+                           entry->signature.value);
+}
+
+/* Sets entry->trust for a verdict found in `where`: signed when a trusted
+ * key signed it, else `otherwise` (LOCAL or DEMOTED) with the reason. */
+static void judge(const lf_cache_t *cache, lf_cache_entry_t *e,
+                  lf_cache_trust_t otherwise, const char *where) {
+  if (e->verdict == LF_CACHE_UNVERIFIED) {
+    e->trust = LF_CACHE_TRUST_NONE;
+    snprintf(e->trust_note, sizeof(e->trust_note),
+             "unverified %s entry: nothing claimed", where);
+    return;
+  }
+  lf_status_t st = lf_cache_entry_check_signature(cache->trusted, e);
+  if (!st) {
+    e->trust = LF_CACHE_TRUST_SIGNED;
+    snprintf(e->trust_note, sizeof(e->trust_note),
+             "%s verdict '%s' signed by trusted key %s", where,
+             lf_cache_verdict_name(e->verdict), e->signature.key_id);
+    return;
+  }
+  e->trust = otherwise;
+  if (otherwise == LF_CACHE_TRUST_LOCAL)
+    snprintf(e->trust_note, sizeof(e->trust_note),
+             "%s verdict '%s' accepted from the local folder (%s)", where,
+             lf_cache_verdict_name(e->verdict), lf_status_message(st));
+  else
+    snprintf(e->trust_note, sizeof(e->trust_note),
+             "%s verdict '%s' not accepted: %s; kept as an unverified "
+             "candidate",
+             where, lf_cache_verdict_name(e->verdict), lf_status_message(st));
+  lf_status_free(st);
+}
+
+static void note_rejection(lf_cache_t *cache, const char *digest,
+                           lf_status_t st) {
+  pthread_mutex_lock(&cache->lock);
+  if (cache->num_rejections < MAX_REJECTIONS) {
+    lf_cache_rejection_t *r = &cache->rejections[cache->num_rejections++];
+    snprintf(r->digest, sizeof(r->digest), "%s", digest);
+    snprintf(r->reason, sizeof(r->reason), "%s",
+             lf_status_message(st) ? lf_status_message(st) : "?");
+  }
+  ++cache->total_rejections;
+  pthread_mutex_unlock(&cache->lock);
+}
+
+const lf_cache_rejection_t *lf_cache_remote_rejections(const lf_cache_t *cache,
+                                                       size_t *out_count,
+                                                       size_t *out_total) {
+  *out_count = cache->num_rejections;
+  if (out_total)
+    *out_total = cache->total_rejections;
+  return cache->rejections;
+}
+
+lf_cache_remote_counts_t lf_cache_remote_counts(const lf_cache_t *cache) {
+  lf_cache_t *c = (lf_cache_t *)cache;
+  pthread_mutex_lock(&c->lock);
+  lf_cache_remote_counts_t counts = c->counts;
+  pthread_mutex_unlock(&c->lock);
+  return counts;
+}
+
+static lf_status_t guard_entry(const lf_cache_t *cache,
+                               const lf_cache_key_t *key,
+                               const lf_cache_entry_t *e, const char *text,
+                               size_t len);
+static lf_status_t write_entry(lf_cache_t *cache, const char *digest,
+                               const char *text, size_t len,
+                               bool skip_identical, bool *out_written);
+
+/* Turns a refused claim into an unverified candidate: the verification
+ * record keeps its members (the build metadata a swap needs) with status
+ * "unverified" and a "demoted" member saying what was claimed and why it
+ * was refused. Serializes it (signed by this cache's signer, if any: the
+ * signature then vouches for "unverified", which claims nothing) into
+ * *out_text. */
+static lf_status_t demote(const lf_cache_t *cache, lf_cache_entry_t *e,
+                          char **out_text, size_t *out_len) {
+  cJSON *rec = cJSON_Parse(e->verification_json ? e->verification_json : "{}");
+  if (!rec)
+    return oom();
+  cJSON_DeleteItemFromObjectCaseSensitive(rec, "status");
+  cJSON_DeleteItemFromObjectCaseSensitive(rec, "demoted");
+  cJSON *d = cJSON_CreateObject();
+  bool ok = d &&
+            cJSON_AddStringToObject(d, "claimed",
+                                    lf_cache_verdict_name(e->verdict)) &&
+            cJSON_AddStringToObject(d, "signed_by", e->signature.key_id) &&
+            cJSON_AddStringToObject(d, "reason", e->trust_note) &&
+            cJSON_AddItemToObject(rec, "demoted", d);
+  if (!ok)
+    cJSON_Delete(d);
+  char *text = ok ? cJSON_PrintUnformatted(rec) : NULL;
+  cJSON_Delete(rec);
+  if (!text)
+    return oom();
+  free(e->verification_json);
+  e->verification_json = strdup(text);
+  cJSON_free(text);
+  if (!e->verification_json)
+    return oom();
+  e->verdict = LF_CACHE_UNVERIFIED;
+  memset(&e->signature, 0, sizeof(e->signature));
+  return serialize(&e->key, e, false, cache->signer, NULL, out_text, out_len);
+}
+
+/* The remote half of a lookup or a pull. */
+static lf_status_t fetch_remote(lf_cache_t *cache, const lf_cache_key_t *key,
+                                const char *digest,
+                                lf_cache_entry_t **out_entry,
+                                lf_cache_outcome_t *out_outcome) {
+  *out_entry = NULL;
+  *out_outcome = LF_CACHE_MISS;
+  lf_strbuf_t body;
+  lf_strbuf_init(&body, LF_CACHE_MAX_ENTRY_BYTES + 1);
+  bool found = false;
+  lf_status_t st = lf_remote_get(cache->remote, digest, &body, &found);
+  if (st || !found) {
+    if (st && lf_status_code(st) == LF_STATUS_DATA_LOSS) {
+      note_rejection(cache, digest, st);
+      *out_outcome = LF_CACHE_CORRUPT;
+    }
+    lf_strbuf_free(&body);
+    return st;
+  }
+  char origin[2200];
+  snprintf(origin, sizeof(origin), "remote cache %s/v1/%.2s/%s.json",
+           lf_remote_display_url(cache->remote), digest, digest);
+  lf_cache_entry_t *e = NULL;
+  st = lf_cache_entry_parse(body.data, body.len, key, origin, &e);
+  if (!st && !key) {
+    if (strcmp(e->digest, digest) != 0)
+      st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                     "%s: holds the entry of another key (digest %.12s)",
+                     origin, e->digest);
+  }
+  if (!st)
+    st = guard_entry(cache, &e->key, e, body.data, body.len);
+  if (st) {
+    if (lf_status_code(st) == LF_STATUS_PERMISSION_DENIED)
+      st = lf_status_annotate(st, "%s", origin);
+    note_rejection(cache, digest, st);
+    lf_cache_entry_free(e);
+    lf_strbuf_free(&body);
+    *out_outcome = LF_CACHE_CORRUPT;
+    if (lf_status_code(st) != LF_STATUS_DATA_LOSS) {
+      lf_status_t d = LF_STATUS(LF_STATUS_DATA_LOSS, "%s",
+                                lf_status_message(st));
+      lf_status_free(st);
+      st = d;
+    }
+    return st;
+  }
+  e->from_remote = true;
+  judge(cache, e, LF_CACHE_TRUST_DEMOTED, "remote");
+  char *text = NULL;
+  size_t len = 0;
+  if (e->trust == LF_CACHE_TRUST_DEMOTED) {
+    st = demote(cache, e, &text, &len);
+    pthread_mutex_lock(&cache->lock);
+    ++cache->counts.demoted;
+    pthread_mutex_unlock(&cache->lock);
+  }
+  if (!st)
+    st = text ? write_entry(cache, digest, text, len, false, NULL)
+              : write_entry(cache, digest, body.data, body.len, true, NULL);
+  if (st) {
+    /* Not kept locally: still usable for this run. */
+    lf_log_status(LF_LOG_WARN, "cache: cannot keep the remote entry", st);
+    lf_status_free(st);
+    st = LF_OK;
+  }
+  free(text);
+  lf_strbuf_free(&body);
+  pthread_mutex_lock(&cache->lock);
+  ++cache->counts.fetched;
+  pthread_mutex_unlock(&cache->lock);
+  *out_entry = e;
+  *out_outcome = LF_CACHE_HIT;
+  return LF_OK;
+}
+
 lf_status_t lf_cache_lookup(lf_cache_t *cache, const lf_cache_key_t *key,
                             lf_cache_entry_t **out_entry,
                             lf_cache_outcome_t *out_outcome) {
@@ -1079,16 +1408,113 @@ lf_status_t lf_cache_lookup(lf_cache_t *cache, const lf_cache_key_t *key,
   lf_status_t status = lf_cache_entry_path(cache, digest, &path);
   if (!status)
     status = read_entry_file(path.data, key, out_entry, NULL);
+  lf_strbuf_free(&path);
   if (!status) {
     *out_outcome = LF_CACHE_HIT;
-  } else if (lf_status_code(status) == LF_STATUS_NOT_FOUND) {
+    lf_cache_entry_t *e = *out_entry;
+    judge(cache, e,
+          cache->require_signed ? LF_CACHE_TRUST_DEMOTED
+                                : LF_CACHE_TRUST_LOCAL,
+          "local");
+    if (e->trust == LF_CACHE_TRUST_DEMOTED) {
+      char *text = NULL;
+      size_t len = 0;
+      lf_status_t d = demote(cache, e, &text, &len); /* in memory only */
+      free(text);
+      if (d) {
+        lf_cache_entry_free(e);
+        *out_entry = NULL;
+        *out_outcome = LF_CACHE_MISS;
+        return d;
+      }
+    }
+    return LF_OK;
+  }
+  lf_status_code_t code = lf_status_code(status);
+  if (code == LF_STATUS_DATA_LOSS)
+    *out_outcome = LF_CACHE_CORRUPT;
+  if (code != LF_STATUS_NOT_FOUND && code != LF_STATUS_DATA_LOSS)
+    return status;
+  if (!cache->remote) {
+    if (code == LF_STATUS_NOT_FOUND) {
+      lf_status_free(status);
+      status = LF_OK;
+    }
+    return status;
+  }
+  /* Local miss or corrupt file: ask the store. */
+  lf_cache_outcome_t rout = LF_CACHE_MISS;
+  lf_status_t rs = fetch_remote(cache, key, digest, out_entry, &rout);
+  if (!rs && rout == LF_CACHE_HIT) {
+    if (status)
+      lf_log_status(LF_LOG_WARN, "cache: replaced from the remote store",
+                    status);
+    lf_status_free(status);
+    *out_outcome = LF_CACHE_HIT;
+    return LF_OK;
+  }
+  if (rs && (lf_status_code(rs) != LF_STATUS_UNAVAILABLE ||
+             !cache->down_logged)) {
+    lf_log_status(LF_LOG_WARN, "cache", rs);
+    cache->down_logged |= lf_status_code(rs) == LF_STATUS_UNAVAILABLE;
+  }
+  lf_status_free(rs);
+  if (code == LF_STATUS_NOT_FOUND) {
     lf_status_free(status);
     status = LF_OK;
-  } else if (lf_status_code(status) == LF_STATUS_DATA_LOSS) {
-    *out_outcome = LF_CACHE_CORRUPT;
   }
-  lf_strbuf_free(&path);
   return status;
+}
+
+lf_status_t lf_cache_pull(lf_cache_t *cache, const char *digest,
+                          lf_cache_entry_t **out_entry,
+                          lf_cache_outcome_t *out_outcome) {
+  if (out_entry)
+    *out_entry = NULL;
+  *out_outcome = LF_CACHE_MISS;
+  if (!cache->remote)
+    return LF_STATUS(LF_STATUS_FAILED_PRECONDITION, "no remote cache named");
+  if (!is_hex64(digest))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "'%.80s' is not a 64-hex-digit cache digest", digest);
+  lf_cache_entry_t *e = NULL;
+  lf_status_t st = fetch_remote(cache, NULL, digest, &e, out_outcome);
+  if (out_entry)
+    *out_entry = e;
+  else
+    lf_cache_entry_free(e);
+  return st;
+}
+
+lf_status_t lf_cache_push(lf_cache_t *cache, const char *digest,
+                          bool only_missing, bool *out_pushed) {
+  *out_pushed = false;
+  if (!cache->remote)
+    return LF_STATUS(LF_STATUS_FAILED_PRECONDITION, "no remote cache named");
+  lf_strbuf_t path, data;
+  lf_strbuf_init(&path, PATH_MAX_BYTES);
+  lf_strbuf_init(&data, LF_CACHE_MAX_ENTRY_BYTES + 1);
+  lf_cache_entry_t *e = NULL;
+  lf_status_t st = lf_cache_entry_path(cache, digest, &path);
+  if (!st)
+    st = lf_read_file(path.data, &data);
+  if (!st)
+    st = lf_cache_entry_parse(data.data, data.len, NULL, path.data, &e);
+  if (!st && strcmp(e->digest, digest) != 0)
+    st = LF_STATUS(LF_STATUS_DATA_LOSS, "'%s' holds the entry of digest %s",
+                   path.data, e->digest);
+  bool have = false;
+  int64_t remote_size = -1;
+  if (!st && only_missing)
+    st = lf_remote_head(cache->remote, digest, &have, &remote_size);
+  if (!st && !(have && remote_size == (int64_t)data.len)) {
+    st = lf_remote_put(cache->remote, digest, data.data, data.len);
+    *out_pushed = !st;
+  }
+  lf_cache_entry_free(e);
+  lf_strbuf_free(&data);
+  lf_strbuf_free(&path);
+  return st;
 }
 
 /* The secret guard: PERMISSION_DENIED naming `field` when `data` holds the
@@ -1169,12 +1595,24 @@ lf_status_t lf_cache_store(lf_cache_t *cache, const lf_cache_key_t *key,
   LF_RETURN_IF_ERROR(lf_cache_key_digest(key, digest));
   char *text = NULL;
   size_t len = 0;
-  LF_RETURN_IF_ERROR(lf_cache_entry_serialize(key, entry, &text, &len));
+  LF_RETURN_IF_ERROR(
+      serialize(key, entry, true, cache->signer, NULL, &text, &len));
   lf_status_t status = guard_entry(cache, key, entry, text, len);
   if (!status)
     status = write_entry(cache, digest, text, len, false, NULL);
   if (!status && out_digest)
     memcpy(out_digest, digest, sizeof(digest));
+  if (!status && cache->remote && cache->push) {
+    lf_status_t ps = lf_remote_put(cache->remote, digest, text, len);
+    if (ps) {
+      pthread_mutex_lock(&cache->lock);
+      bool first = cache->counts.push_failures++ == 0;
+      pthread_mutex_unlock(&cache->lock);
+      if (first)
+        lf_log_status(LF_LOG_WARN, "cache: push to the remote store", ps);
+      lf_status_free(ps);
+    }
+  }
   free(text);
   return status;
 }

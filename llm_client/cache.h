@@ -21,9 +21,21 @@
  * asked for is CORRUPT: reported with a DATA_LOSS status naming the file,
  * never returned as a hit.
  *
- * The cache does no network I/O and holds no secrets: lf_cache_store
- * refuses to write an entry in which the value of the API key's environment
- * variable appears anywhere.
+ * The cache holds no secrets: lf_cache_store refuses to write an entry in
+ * which the value of the API key's environment variable appears anywhere.
+ * It does no network I/O unless a remote store is attached (options.remote,
+ * remote.h): then a local miss is asked of the store, and every store is
+ * pushed to it.
+ *
+ * Trust. A checksum proves an entry undamaged, not who wrote it: anyone can
+ * recompute it. So a "verified" or "rejected" verdict from a remote store
+ * counts only under an Ed25519 signature by a key of the reader's trusted
+ * set (sign.h); any other remote entry is demoted to an unverified
+ * candidate before it is used or kept, and the caller verifies it again
+ * (or defers). Entries in the local folder are trusted as the local disk
+ * is, unless options.require_signed asks for signatures there too. A cache
+ * with a signer signs every entry it stores. docs/remote-cache.md has the
+ * threat model.
  *
  * A cache handle is used from one thread at a time; several processes may
  * share a directory (the last writer of a key wins, readers never see a
@@ -39,6 +51,8 @@
 #include "base/sha256.h"
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "llm_client/remote.h"
+#include "llm_client/sign.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,6 +126,25 @@ typedef struct lf_cache_provenance_s {
   int attempts;               /* LLM requests spent on this kernel, >= 0 */
 } lf_cache_provenance_t;
 
+/// An entry's signature: `key_id` is "" when the entry is unsigned. It
+/// signs the message lf_cache_signed_message() makes of the entry's digest
+/// and checksum, which cover every other byte of the entry.
+typedef struct lf_cache_signature_s {
+  char key_id[LF_SIGN_KEY_ID_SIZE];
+  unsigned char value[LF_SIGN_BYTES];
+} lf_cache_signature_t;
+
+/// Why the verdict of an entry returned by a lookup may be believed.
+typedef enum lf_cache_trust_e {
+  LF_CACHE_TRUST_NONE = 0, /* unverified: the entry claims nothing */
+  LF_CACHE_TRUST_LOCAL,    /* a claim in the local folder (trusted disk) */
+  LF_CACHE_TRUST_SIGNED,   /* a claim signed by a trusted key */
+  LF_CACHE_TRUST_DEMOTED,  /* a claim refused: now unverified (trust_note) */
+} lf_cache_trust_t;
+
+/// "none", "local", "signed", "demoted".
+const char *lf_cache_trust_name(lf_cache_trust_t trust);
+
 /// One entry. To store, the caller fills it with borrowed pointers (the
 /// store never frees them). Entries returned by the cache are heap objects
 /// whose every pointer (key and provenance strings included) is owned by
@@ -134,7 +167,28 @@ typedef struct lf_cache_entry_s {
   char *verification_json;
 
   lf_cache_provenance_t provenance;
+
+  /* Filled on read; ignored by store (a cache with a signer signs). */
+  char checksum[LF_SHA256_HEX_SIZE]; /* hex, without "sha256:" */
+  lf_cache_signature_t signature;
+  /* Filled by lf_cache_lookup. */
+  lf_cache_trust_t trust;
+  bool from_remote;      /* fetched from the remote store by this lookup */
+  char trust_note[320];  /* who signed, or why the claim was refused */
 } lf_cache_entry_t;
+
+/// The message an entry's signature signs: "llm-fuse-cache-signature/1\n",
+/// the digest, "\n", "sha256:" and the checksum, "\n". Both are hex.
+#define LF_CACHE_SIGNED_MESSAGE_SIZE 192
+lf_status_t lf_cache_signed_message(const char *digest, const char *checksum,
+                                    char out[LF_CACHE_SIGNED_MESSAGE_SIZE],
+                                    size_t *out_len);
+
+/// Checks an entry's signature against `trusted` (NULL trusts nobody). OK
+/// when a trusted key signed it; PERMISSION_DENIED with the reason (not
+/// signed, signed by an untrusted key, a signature that does not verify).
+lf_status_t lf_cache_entry_check_signature(const lf_keyring_t *trusted,
+                                           const lf_cache_entry_t *entry);
 
 /// Formats Unix seconds as the entry files' UTC time stamp
 /// "YYYY-MM-DDTHH:MM:SSZ" into `out`. INVALID_ARGUMENT outside 1970..9999.
@@ -189,6 +243,18 @@ typedef struct lf_cache_options_s {
   /// variable holds at least LF_CACHE_MIN_SECRET_LEN bytes, lf_cache_store
   /// refuses any entry that contains its value. Borrowed during open only.
   const char *api_key_env;
+  /// Signs every stored entry when non-NULL. Borrowed for the cache's life.
+  const lf_signer_t *signer;
+  /// The keys whose signatures make a remote verdict count. NULL: none.
+  /// Borrowed for the cache's life.
+  const lf_keyring_t *trusted;
+  /// Ask for a trusted signature on local verdicts too (a cache folder
+  /// that others can write). Default false.
+  bool require_signed;
+  /// The HTTP store asked after a local miss; NULL: none. Borrowed.
+  lf_remote_t *remote;
+  /// Push every stored entry to the remote (default true).
+  bool push;
 } lf_cache_options_t;
 
 /// Fills `options` with the defaults.
@@ -223,7 +289,16 @@ typedef enum lf_cache_outcome_e {
   LF_CACHE_CORRUPT,  /* an entry file exists but cannot be trusted */
 } lf_cache_outcome_t;
 
-/// Looks `key` up. Returns OK with HIT (and `*out_entry`, owned by the
+/// Looks `key` up: the local folder, then (on a miss or a corrupt local
+/// file) the remote store. A remote entry passes lf_cache_entry_parse with
+/// `key` expected and the secret guard; a claimed verdict without a trusted
+/// signature is demoted to unverified (entry->trust DEMOTED, trust_note says
+/// why); then the entry is kept in the local folder (so the next lookup is
+/// local) and returned as a HIT with from_remote set. A remote answer that
+/// fails a check is recorded (lf_cache_remote_rejections) and logged, and
+/// the lookup goes on as for a miss. A local verdict without a trusted
+/// signature under require_signed is demoted in the returned entry (the
+/// file stays). Returns OK with HIT (and `*out_entry`, owned by the
 /// caller) or MISS (no file). Returns DATA_LOSS with CORRUPT when the file
 /// exists but fails any check of lf_cache_entry_parse (the message names the
 /// file and the reason); the caller reports it and goes on as for a miss (a
@@ -235,7 +310,9 @@ lf_status_t lf_cache_lookup(lf_cache_t *cache, const lf_cache_key_t *key,
                             lf_cache_outcome_t *out_outcome);
 
 /// Writes `entry` under `key` atomically, creating directories as needed,
-/// replacing any previous entry of that key. INVALID_ARGUMENT as for
+/// replacing any previous entry of that key, signed when the cache has a
+/// signer; then pushes the file to the remote store (a failure there is
+/// logged and counted, never returned). INVALID_ARGUMENT as for
 /// lf_cache_entry_serialize; PERMISSION_DENIED when the entry contains the
 /// API key's value (the message names the field, never the value);
 /// UNAVAILABLE for I/O errors. If `out_digest` is non-NULL it receives the
@@ -252,6 +329,43 @@ lf_status_t lf_cache_store_raw(lf_cache_t *cache, const char *data, size_t len,
                                const char *origin,
                                char out_digest[LF_SHA256_HEX_SIZE],
                                bool *out_written);
+
+/// One remote answer the cache refused, for reports.
+typedef struct lf_cache_rejection_s {
+  char digest[LF_SHA256_HEX_SIZE];
+  char reason[480];
+} lf_cache_rejection_t;
+
+/// The remote answers refused so far (at most the first 64; `*out_total`
+/// counts all). Borrowed until the next lookup or close.
+const lf_cache_rejection_t *lf_cache_remote_rejections(const lf_cache_t *cache,
+                                                       size_t *out_count,
+                                                       size_t *out_total);
+
+/// Counts of remote entries used: fetched, of which demoted; and pushes
+/// that failed.
+typedef struct lf_cache_remote_counts_s {
+  long fetched, demoted, push_failures;
+} lf_cache_remote_counts_t;
+lf_cache_remote_counts_t lf_cache_remote_counts(const lf_cache_t *cache);
+
+/// Fetches the remote entry of `digest` into the local folder, exactly as a
+/// lookup after a local miss would (checks, demotion, local write), whether
+/// or not the local folder has it. OK with *out_outcome HIT (and
+/// *out_entry unless out_entry is NULL) or MISS; DATA_LOSS with CORRUPT
+/// when the store's answer was refused; UNAVAILABLE when it is down.
+/// FAILED_PRECONDITION without a remote.
+lf_status_t lf_cache_pull(lf_cache_t *cache, const char *digest,
+                          lf_cache_entry_t **out_entry,
+                          lf_cache_outcome_t *out_outcome);
+
+/// Pushes the local entry file of `digest` (validated first) to the remote,
+/// unless (with `only_missing`) the store already holds an entry of the
+/// same size. *out_pushed says whether a PUT was made. NOT_FOUND without a
+/// local entry; DATA_LOSS for a corrupt one; FAILED_PRECONDITION without a
+/// remote.
+lf_status_t lf_cache_push(lf_cache_t *cache, const char *digest,
+                          bool only_missing, bool *out_pushed);
 
 /// Removes the entry file of `digest`. NOT_FOUND when there is none.
 lf_status_t lf_cache_remove(lf_cache_t *cache, const char *digest);

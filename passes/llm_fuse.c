@@ -42,6 +42,8 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/defer.h"
+#include "llm_client/remote.h"
+#include "llm_client/sign.h"
 #include "passes/mlir_util.h"
 #include "passes/outline.h"
 #include "passes/reference.h"
@@ -145,6 +147,32 @@ static const lf_option_def_t fuse_options[] = {
      "that answers with plain JSON is read as well. Turn off for servers "
      "that reject stream requests",
      NULL, 0, 0, OPT(stream)},
+    {"remote-cache", LF_OPTION_STRING, "",
+     "URL of a shared kernel cache on an HTTP store (GET/PUT/HEAD: nginx "
+     "WebDAV, bazel-remote, S3 gateways), asked after a local miss (empty: "
+     "$LLM_FUSE_REMOTE_CACHE; none when that is unset too; never with "
+     "offline)",
+     NULL, 0, 0, OPT(remote_cache)},
+    {"remote-timeout", LF_OPTION_DOUBLE, "5",
+     "Seconds one request to the remote cache may take; the first failure "
+     "marks the store down for the rest of the run",
+     NULL, 0.05, 600, OPT(remote_timeout)},
+    {"remote-push", LF_OPTION_BOOL, "true",
+     "Push every entry this build stores to the remote cache", NULL, 0, 0,
+     OPT(remote_push)},
+    {"signing-key", LF_OPTION_STRING, "",
+     "Ed25519 private key file (PEM, mode 600) that signs the verdicts this "
+     "machine records (empty: $LLM_FUSE_SIGNING_KEY; unsigned when unset)",
+     NULL, 0, 0, OPT(signing_key)},
+    {"trusted-keys", LF_OPTION_STRING, "",
+     "File of trusted public keys ('ed25519 <base64>' lines): a remote "
+     "cache's verdict counts only under one of their signatures (empty: "
+     "$LLM_FUSE_TRUSTED_KEYS; trust nobody when unset)",
+     NULL, 0, 0, OPT(trusted_keys)},
+    {"require-signed", LF_OPTION_BOOL, "false",
+     "Ask for a trusted signature on the local cache's verdicts too (a "
+     "cache folder that others can write)",
+     NULL, 0, 0, OPT(require_signed)},
 };
 #undef OPT
 
@@ -166,6 +194,9 @@ typedef struct subgraph_s {
   char *kernel_text; /* the candidate's gpu.module text */
   char cache_digest[LF_SHA256_HEX_SIZE];
   lf_cache_verdict_t cached_verdict; /* for a cache hit */
+  lf_cache_trust_t cache_trust;      /* why the cached verdict counts */
+  bool cache_from_remote;            /* the hit came from the remote store */
+  char *cache_note;                  /* the cache's trust note */
   cJSON *verification;               /* the verdict or cached record */
   double flops;
   int attempts;
@@ -198,6 +229,10 @@ typedef struct fuse_run_s {
   cJSON *groups;     /* the outline records */
   char *gpu_status;  /* why verification cannot run here; NULL: it can */
   lf_cache_t *cache; /* NULL: none */
+  lf_remote_t *remote;   /* NULL: none */
+  lf_signer_t *signer;   /* NULL: entries unsigned */
+  lf_keyring_t *trusted; /* NULL: nobody trusted */
+  char *cache_setup_error; /* why the remote or the keys are not used */
   char prompt_version[32];
   double ms_outline, ms_total;
   /* Verification inside the loops: one staging folder, MLIR work (the
@@ -226,6 +261,7 @@ static char *string_attr(MlirOperation op, const char *name) {
 }
 
 static void subgraph_free(subgraph_t *sg) {
+  free(sg->cache_note);
   free(sg->name);
   free(sg->fingerprint);
   free(sg->cls);
@@ -259,6 +295,10 @@ static void run_free(fuse_run_t *run) {
   cJSON_Delete(run->groups);
   free(run->gpu_status);
   lf_cache_close(run->cache);
+  lf_remote_close(run->remote);
+  lf_signer_free(run->signer);
+  lf_keyring_free(run->trusted);
+  free(run->cache_setup_error);
 }
 
 /* Sets the decision's reason (the first one set wins: it is the cause). */
@@ -650,6 +690,54 @@ static lf_status_t build_from_cache(const lf_cache_entry_t *e,
   return LF_OK;
 }
 
+/* An option's value, else the environment variable's; NULL when neither. */
+static const char *option_or_env(const char *value, const char *env) {
+  if (value && *value)
+    return value;
+  const char *v = getenv(env);
+  return v && *v ? v : NULL;
+}
+
+/* The keys and the remote store. A bad key file or URL is an error of the
+ * pass (the user asked for it); a store that is down is not (it is found
+ * out later and costs at most one timeout). */
+static lf_status_t open_cache_peers(fuse_run_t *run) {
+  const lf_fuse_options_t *o = run->o;
+  const char *path = option_or_env(o->signing_key, LF_SIGN_KEY_ENV);
+  if (path) {
+    lf_status_t st = lf_signer_load(path, &run->signer);
+    if (st)
+      return lf_status_annotate(st, "signing-key");
+    LF_LOG_INFO("cache: verdicts are signed with key %s",
+                lf_signer_key_id(run->signer));
+  }
+  path = option_or_env(o->trusted_keys, LF_TRUSTED_KEYS_ENV);
+  if (path) {
+    lf_status_t st = lf_keyring_load(path, &run->trusted);
+    if (st)
+      return lf_status_annotate(st, "trusted-keys");
+  }
+  const char *url = option_or_env(o->remote_cache, LF_REMOTE_URL_ENV);
+  if (url && o->offline) {
+    LF_LOG_INFO("cache: offline: the remote cache is not asked");
+    url = NULL;
+  }
+  if (url) {
+    lf_remote_options_t ro;
+    lf_remote_options_init(&ro);
+    ro.url = url;
+    ro.timeout_ms = (long)(o->remote_timeout * 1000.0);
+    lf_status_t st = lf_remote_open(&ro, &run->remote);
+    if (st)
+      return lf_status_annotate(st, "remote-cache");
+    LF_LOG_INFO("cache: remote store %s (%zu trusted key(s)%s)",
+                lf_remote_display_url(run->remote),
+                lf_keyring_size(run->trusted),
+                o->remote_push ? ", pushing" : "");
+  }
+  return LF_OK;
+}
+
 static lf_status_t open_cache(fuse_run_t *run) {
   const char *dir = run->o->cache_dir;
   lf_strbuf_t def;
@@ -662,7 +750,20 @@ static lf_status_t open_cache(fuse_run_t *run) {
     }
     dir = lf_strbuf_cstr(&def);
   }
-  lf_status_t st = lf_cache_open(dir, NULL, &run->cache);
+  lf_status_t st = open_cache_peers(run);
+  if (st)
+    run->cache_setup_error = strdup("peers");
+  if (!st) {
+    lf_cache_options_t co;
+    lf_cache_options_init(&co);
+    co.api_key_env = run->o->api_key_env;
+    co.signer = run->signer;
+    co.trusted = run->trusted;
+    co.require_signed = run->o->require_signed;
+    co.remote = run->remote;
+    co.push = run->o->remote_push;
+    st = lf_cache_open(dir, &co, &run->cache);
+  }
   lf_strbuf_free(&def);
   return st;
 }
@@ -696,6 +797,8 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
   ao.toolchain = lf_build_toolchain();
   if (ao.provider != LF_PROVIDER_NONE) {
     lf_status_t st = open_cache(run);
+    if (st && run->cache_setup_error)
+      return st; /* a key file or URL the user named is unusable */
     if (st) {
       char buf[512];
       LF_LOG_WARN("kernel cache unavailable, continuing without it: %s",
@@ -821,6 +924,12 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
       lf_build_result_destroy(sg->build);
       sg->build = b;
       sg->cached_verdict = r->cache_entry->verdict;
+      sg->cache_trust = r->cache_entry->trust;
+      sg->cache_from_remote = r->cache_entry->from_remote;
+      sg->cache_note = strdup(r->cache_entry->trust_note);
+      if (r->cache_entry->trust == LF_CACHE_TRUST_DEMOTED)
+        LF_LOG_WARN("%s: cache entry %.12s: %s", sg->name, sg->cache_digest,
+                    r->cache_entry->trust_note);
       if (r->cache_entry->verification_json)
         sg->verification = cJSON_Parse(r->cache_entry->verification_json);
       sg->kernel_text = strdup(r->cache_entry->kernel);
@@ -1193,6 +1302,13 @@ static cJSON *subgraph_json(const subgraph_t *sg) {
                           lf_acquire_outcome_name(sg->acquire_outcome));
   if (sg->cache_digest[0])
     cJSON_AddStringToObject(j, "cache_key", sg->cache_digest);
+  if (sg->acquire_outcome == LF_ACQUIRE_CACHED ||
+      sg->acquire_outcome == LF_ACQUIRE_CACHED_REJECTED) {
+    cJSON *c = cJSON_AddObjectToObject(j, "cache");
+    cJSON_AddStringToObject(c, "trust", lf_cache_trust_name(sg->cache_trust));
+    cJSON_AddBoolToObject(c, "from_remote", sg->cache_from_remote);
+    cJSON_AddStringToObject(c, "note", sg->cache_note ? sg->cache_note : "");
+  }
   if (sg->verification)
     cJSON_AddItemToObject(j, "verification",
                           cJSON_Duplicate(sg->verification, true));
@@ -1231,6 +1347,65 @@ static cJSON *options_json(const lf_fuse_options_t *o) {
   cJSON_AddNumberToObject(j, "min_roofline", o->min_roofline);
   cJSON_AddNumberToObject(j, "http_timeout", o->http_timeout);
   cJSON_AddBoolToObject(j, "stream", o->stream);
+  /* Key files are named, never read into the report. */
+  cJSON_AddStringToObject(j, "signing_key", o->signing_key);
+  cJSON_AddStringToObject(j, "trusted_keys", o->trusted_keys);
+  cJSON_AddBoolToObject(j, "require_signed", o->require_signed);
+  cJSON_AddNumberToObject(j, "remote_timeout", o->remote_timeout);
+  cJSON_AddBoolToObject(j, "remote_push", o->remote_push);
+  return j;
+}
+
+/* The shared cache's part of the report: the store (URL without its
+ * credentials), what it served and what was refused, with reasons. */
+static cJSON *remote_json(const fuse_run_t *run) {
+  cJSON *j = cJSON_CreateObject();
+  if (!j)
+    return NULL;
+  if (run->signer)
+    cJSON_AddStringToObject(j, "signing_key_id", lf_signer_key_id(run->signer));
+  else
+    cJSON_AddNullToObject(j, "signing_key_id");
+  cJSON_AddNumberToObject(j, "trusted_keys",
+                          (double)lf_keyring_size(run->trusted));
+  if (!run->remote) {
+    cJSON_AddNullToObject(j, "remote");
+    return j;
+  }
+  cJSON_AddStringToObject(j, "remote", lf_remote_display_url(run->remote));
+  lf_remote_stats_t rs = lf_remote_stats(run->remote);
+  cJSON *r = cJSON_AddObjectToObject(j, "requests");
+  cJSON_AddNumberToObject(r, "get", (double)rs.gets);
+  cJSON_AddNumberToObject(r, "put", (double)rs.puts);
+  cJSON_AddNumberToObject(r, "head", (double)rs.heads);
+  cJSON_AddNumberToObject(r, "hits", (double)rs.hits);
+  cJSON_AddNumberToObject(r, "misses", (double)rs.misses);
+  cJSON_AddNumberToObject(r, "failures", (double)rs.failures);
+  cJSON_AddNumberToObject(r, "bytes_in", (double)rs.bytes_in);
+  cJSON_AddNumberToObject(r, "bytes_out", (double)rs.bytes_out);
+  cJSON_AddNumberToObject(r, "ms", rs.ms);
+  const char *down = lf_remote_down_reason(run->remote);
+  if (down[0])
+    cJSON_AddStringToObject(j, "down", down);
+  else
+    cJSON_AddNullToObject(j, "down");
+  if (run->cache) {
+    lf_cache_remote_counts_t c = lf_cache_remote_counts(run->cache);
+    cJSON_AddNumberToObject(j, "fetched", (double)c.fetched);
+    cJSON_AddNumberToObject(j, "demoted", (double)c.demoted);
+    cJSON_AddNumberToObject(j, "push_failures", (double)c.push_failures);
+    size_t n = 0, total = 0;
+    const lf_cache_rejection_t *rej =
+        lf_cache_remote_rejections(run->cache, &n, &total);
+    cJSON *a = cJSON_AddArrayToObject(j, "rejected");
+    for (size_t i = 0; i < n; ++i) {
+      cJSON *x = cJSON_CreateObject();
+      cJSON_AddStringToObject(x, "digest", rej[i].digest);
+      cJSON_AddStringToObject(x, "reason", rej[i].reason);
+      cJSON_AddItemToArray(a, x);
+    }
+    cJSON_AddNumberToObject(j, "rejected_total", (double)total);
+  }
   return j;
 }
 
@@ -1244,6 +1419,7 @@ static lf_status_t write_report(const fuse_run_t *run) {
     cJSON_AddStringToObject(root, "verification_unavailable", run->gpu_status);
   else
     cJSON_AddNullToObject(root, "verification_unavailable");
+  cJSON_AddItemToObject(root, "shared_cache", remote_json(run));
   cJSON *subs = cJSON_AddArrayToObject(root, "subgraphs");
   size_t swapped = 0, deferred = 0;
   for (size_t i = 0; i < run->num_subs; ++i) {
@@ -1324,6 +1500,21 @@ static void print_summary(const fuse_run_t *run) {
               "original ops; %.0f ms in all",
               run->num_subs, swapped, dbuf, run->num_subs - swapped - deferred,
               run->ms_total);
+  if (run->remote) {
+    lf_remote_stats_t rs = lf_remote_stats(run->remote);
+    lf_cache_remote_counts_t c = run->cache ? lf_cache_remote_counts(run->cache)
+                                            : (lf_cache_remote_counts_t){0};
+    size_t nrej = 0, total = 0;
+    if (run->cache)
+      lf_cache_remote_rejections(run->cache, &nrej, &total);
+    const char *down = lf_remote_down_reason(run->remote);
+    LF_LOG_INFO("summary: remote cache %s: %ld GET (%ld hit), %ld PUT, %ld "
+                "HEAD in %.0f ms; %ld entr%s used (%ld demoted to "
+                "unverified), %zu refused%s%s",
+                lf_remote_display_url(run->remote), rs.gets, rs.hits, rs.puts,
+                rs.heads, rs.ms, c.fetched, c.fetched == 1 ? "y" : "ies",
+                c.demoted, total, down[0] ? "; down: " : "", down);
+  }
   if (run->gpu_status && swapped == 0 && deferred == 0 && run->num_subs)
     LF_LOG_INFO("summary: verification could not run (%s); nothing was "
                 "swapped in",

@@ -42,6 +42,12 @@ typedef struct lf_fuse_options_s {
   double min_roofline;     /* swap only at or above this roofline fraction */
   double http_timeout;     /* seconds per HTTP attempt (openai) */
   bool stream;             /* ask for streamed replies (openai) */
+  char *remote_cache;      /* HTTP store URL; "": $LLM_FUSE_REMOTE_CACHE */
+  double remote_timeout;   /* seconds per request to the store */
+  bool remote_push;        /* push what this build stores */
+  char *signing_key;       /* private key file; "": $LLM_FUSE_SIGNING_KEY */
+  char *trusted_keys;      /* keyring file; "": $LLM_FUSE_TRUSTED_KEYS */
+  bool require_signed;     /* local verdicts need a trusted signature too */
 } lf_fuse_options_t;
 
 /// The `llm-fuse` pass.

@@ -11,6 +11,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libcurl4-openssl-dev libcjson-dev libssl-dev
   clang-22 libclang-rt-22-dev
+  nginx-light  # lit_tests/remote's WebDAV store; its system service is not used
 )
 
 missing=()

@@ -20,6 +20,8 @@
 #include "base/sha256.h"
 #include "base/strbuf.h"
 #include "llm_client/cache.h"
+#include "llm_client/remote.h"
+#include "llm_client/sign.h"
 
 #define PROG "llm-fuse-cache"
 #define EXIT_USAGE 2
@@ -62,7 +64,29 @@ static void usage(FILE *f) {
       "      [--attempts N] [--created YYYY-MM-DDTHH:MM:SSZ]\n"
       "                         store one entry; prints its digest\n"
       "\n"
+      "Sharing (an HTTP store with GET/PUT/HEAD: nginx WebDAV, bazel-remote,\n"
+      "S3 gateways; entries at <URL>/v1/<2 hex>/<digest>.json):\n"
+      "  push [--all]           PUT every valid local entry the store lacks\n"
+      "                         (HEAD first; --all: PUT them all)\n"
+      "  pull (DIGEST... | --report FILE)\n"
+      "                         fetch entries (those a pass report names)\n"
+      "                         into the local cache, with a build's checks:\n"
+      "                         verdicts without a trusted signature are\n"
+      "                         demoted to unverified; refused answers exit 1\n"
+      "  sync [DIGEST... | --report FILE]\n"
+      "                         push, then pull\n"
+      "  keygen FILE [--comment TEXT]\n"
+      "                         make an Ed25519 key pair: FILE (private, mode\n"
+      "                         600) and FILE.pub (the trusted-keys line,\n"
+      "                         also printed)\n"
+      "\n"
       "Options:\n"
+      "  --remote URL           the store (default $LLM_FUSE_REMOTE_CACHE)\n"
+      "  --remote-timeout S     seconds per request (default 5)\n"
+      "  --signing-key FILE     sign what put stores (default\n"
+      "                         $LLM_FUSE_SIGNING_KEY)\n"
+      "  --trusted-keys FILE    keys whose signatures make a remote verdict\n"
+      "                         count (default $LLM_FUSE_TRUSTED_KEYS)\n"
       "  --cache-dir DIR        the cache (default: $LLM_FUSE_CACHE_DIR, else\n"
       "                         $XDG_CACHE_HOME/llm-fuse, else\n"
       "                         ~/.cache/llm-fuse)\n"
@@ -130,6 +154,9 @@ static bool take(args_t *a, const char *name, bool has_value,
 typedef struct ctx_s {
   lf_cache_t *cache;
   const char *api_key_env;
+  lf_remote_t *remote;   /* --remote or $LLM_FUSE_REMOTE_CACHE */
+  lf_signer_t *signer;   /* --signing-key or $LLM_FUSE_SIGNING_KEY */
+  lf_keyring_t *trusted; /* --trusted-keys or $LLM_FUSE_TRUSTED_KEYS */
 } ctx_t;
 
 static lf_status_t open_cache(const char *dir, const char *api_key_env,
@@ -139,6 +166,25 @@ static lf_status_t open_cache(const char *dir, const char *api_key_env,
   if (api_key_env)
     o.api_key_env = api_key_env;
   return lf_cache_open(dir, &o, out);
+}
+
+/* The cache the command works on, with the keys and the store. */
+static lf_status_t open_main_cache(ctx_t *c, const char *dir) {
+  lf_cache_options_t o;
+  lf_cache_options_init(&o);
+  if (c->api_key_env)
+    o.api_key_env = c->api_key_env;
+  o.signer = c->signer;
+  o.trusted = c->trusted;
+  o.remote = c->remote;
+  return lf_cache_open(dir, &o, &c->cache);
+}
+
+static const char *option_or_env(const char *value, const char *env) {
+  if (value && *value)
+    return value;
+  const char *v = getenv(env);
+  return v && *v ? v : NULL;
 }
 
 /* Reads a whole file (NUL bytes refused when `text`). */
@@ -256,6 +302,10 @@ static bool list_one(const lf_cache_file_t *f, void *user) {
       cJSON_AddNumberToObject(o, "attempts", e->provenance.attempts);
       cJSON_AddBoolToObject(o, "has_ptx", e->ptx != NULL);
       cJSON_AddBoolToObject(o, "has_cubin", e->cubin != NULL);
+      if (e->signature.key_id[0])
+        cJSON_AddStringToObject(o, "signed_by", e->signature.key_id);
+      else
+        cJSON_AddNullToObject(o, "signed_by");
     }
     return true;
   }
@@ -381,6 +431,14 @@ static int cmd_show(ctx_t *c, args_t *a) {
     printf("produced by:    %s/%s (prompt %s)\n", e->provenance.provider,
            e->provenance.model, e->provenance.prompt_version);
     printf("tool version:   %s\n", e->provenance.tool_version);
+    if (e->signature.key_id[0]) {
+      lf_status_t ts = lf_cache_entry_check_signature(c->trusted, e);
+      printf("signed by:      key %s (%s)\n", e->signature.key_id,
+             ts ? lf_status_message(ts) : "trusted, signature verifies");
+      lf_status_free(ts);
+    } else {
+      printf("signed by:      nobody\n");
+    }
     printf("kernel:         %zu bytes\n", strlen(e->kernel));
     if (e->ptx)
       printf("ptx:            %zu bytes\n", strlen(e->ptx));
@@ -899,6 +957,244 @@ static int cmd_put(ctx_t *c, args_t *a) {
   return 0;
 }
 
+/* ---- keygen / push / pull / sync ---------------------------------------*/
+
+static int cmd_keygen(ctx_t *c, args_t *a) {
+  (void)c;
+  const char *path = NULL, *comment = NULL, *v;
+  int rc = 0;
+  while (a->i < a->argc) {
+    if (take(a, "--comment", true, &comment, &rc))
+      ;
+    else if (a->argv[a->i][0] == '-' || path)
+      return usage_error("keygen: unexpected argument '%s'", a->argv[a->i]);
+    else
+      path = a->argv[a->i++];
+    if (rc)
+      return rc;
+  }
+  (void)v;
+  if (!path)
+    return usage_error("keygen: %s", "needs the private key's file name");
+  lf_strbuf_t line, pub;
+  lf_strbuf_init(&line, 4096);
+  lf_strbuf_init(&pub, 4200);
+  lf_status_t s = lf_sign_keygen(path, comment, &line);
+  if (!s)
+    s = lf_strbuf_appendf(&pub, "%s.pub", path);
+  if (!s)
+    s = lf_write_file_atomic(pub.data, line.data, line.len);
+  if (!s) {
+    fputs(line.data, stdout);
+    fprintf(stderr,
+            PROG ": private key in %s (mode 600: keep it on the machine that "
+            "verifies); public key line in %s (add it to the readers' "
+            "trusted-keys file)\n",
+            path, pub.data);
+  }
+  lf_strbuf_free(&line);
+  lf_strbuf_free(&pub);
+  return s ? fail("keygen", s) : 0;
+}
+
+static int need_remote(const ctx_t *c, const char *cmd) {
+  if (c->remote)
+    return 0;
+  return usage_error("%s: needs a store: --remote URL or "
+                     "$" LF_REMOTE_URL_ENV,
+                     cmd);
+}
+
+typedef struct push_ctx_s {
+  ctx_t *c;
+  bool all;
+  long pushed, present, failed, corrupt;
+} push_ctx_t;
+
+static bool push_one(const lf_cache_file_t *f, void *user) {
+  push_ctx_t *p = user;
+  if (f->state != LF_CACHE_FILE_OK) {
+    p->corrupt += f->state == LF_CACHE_FILE_CORRUPT;
+    return true;
+  }
+  bool pushed = false;
+  lf_status_t s = lf_cache_push(p->c->cache, f->digest, !p->all, &pushed);
+  if (s) {
+    fprintf(stderr, PROG ": push %.12s: %s\n", f->digest,
+            lf_status_message(s));
+    ++p->failed;
+    bool down = lf_status_code(s) == LF_STATUS_UNAVAILABLE &&
+                lf_remote_down_reason(p->c->remote)[0];
+    lf_status_free(s);
+    return !down; /* a dead store: stop */
+  }
+  if (pushed)
+    ++p->pushed;
+  else
+    ++p->present;
+  return true;
+}
+
+static int do_push(ctx_t *c, bool all) {
+  push_ctx_t p = {c, all, 0, 0, 0, 0};
+  lf_status_t s = lf_cache_list(c->cache, push_one, &p);
+  if (s)
+    return fail("push", s);
+  printf("push: %ld pushed, %ld already in the store, %ld failed, %ld "
+         "corrupt local file(s) skipped (%s)\n",
+         p.pushed, p.present, p.failed, p.corrupt,
+         lf_remote_display_url(c->remote));
+  return p.failed ? 1 : 0;
+}
+
+static int cmd_push(ctx_t *c, args_t *a) {
+  bool all = false;
+  int rc = 0;
+  const char *v;
+  while (a->i < a->argc) {
+    if (take(a, "--all", false, &v, &rc))
+      all = true;
+    else
+      return usage_error("push: unexpected argument '%s'", a->argv[a->i]);
+    if (rc)
+      return rc;
+  }
+  if ((rc = need_remote(c, "push")))
+    return rc;
+  return do_push(c, all);
+}
+
+/* Appends every cache_key of a pass report's subgraphs to `out` (a list of
+ * 65-byte slots). */
+static lf_status_t report_keys(const char *path, char (**out)[65],
+                               size_t *n) {
+  lf_strbuf_t buf;
+  lf_status_t s = read_input(path, true, &buf);
+  cJSON *root = s ? NULL : cJSON_ParseWithLength(buf.data, buf.len);
+  lf_strbuf_free(&buf);
+  if (s)
+    return s;
+  const cJSON *subs =
+      root ? cJSON_GetObjectItemCaseSensitive(root, "subgraphs") : NULL;
+  if (!cJSON_IsArray(subs)) {
+    cJSON_Delete(root);
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "'%s' is not an llm-fuse report (no subgraphs array)",
+                     path);
+  }
+  const cJSON *sg;
+  cJSON_ArrayForEach(sg, subs) {
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(sg, "cache_key");
+    if (!cJSON_IsString(k) || strlen(k->valuestring) != 64)
+      continue;
+    char(*grown)[65] = realloc(*out, (*n + 1) * sizeof(**out));
+    if (!grown) {
+      cJSON_Delete(root);
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    *out = grown;
+    snprintf((*out)[(*n)++], 65, "%s", k->valuestring);
+  }
+  cJSON_Delete(root);
+  return LF_OK;
+}
+
+static int do_pull(ctx_t *c, char (*digests)[65], size_t n) {
+  long fetched = 0, demoted = 0, missing = 0, refused = 0, failed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    lf_cache_entry_t *e = NULL;
+    lf_cache_outcome_t outcome = LF_CACHE_MISS;
+    lf_status_t s = lf_cache_pull(c->cache, digests[i], &e, &outcome);
+    if (s) {
+      bool down = lf_status_code(s) == LF_STATUS_UNAVAILABLE;
+      printf("%.12s  %s  %s\n", digests[i], down ? "FAILED " : "REFUSED",
+             lf_status_message(s));
+      if (outcome == LF_CACHE_CORRUPT)
+        ++refused;
+      else
+        ++failed;
+      lf_status_free(s);
+      if (down)
+        break;
+      continue;
+    }
+    if (outcome != LF_CACHE_HIT) {
+      printf("%.12s  MISSING  not in the store\n", digests[i]);
+      ++missing;
+      continue;
+    }
+    ++fetched;
+    demoted += e->trust == LF_CACHE_TRUST_DEMOTED;
+    printf("%.12s  %-7s  %s\n", digests[i],
+           e->trust == LF_CACHE_TRUST_DEMOTED ? "DEMOTED" : "OK",
+           e->trust_note);
+    lf_cache_entry_free(e);
+  }
+  printf("pull: %ld fetched (%ld demoted to unverified), %ld not in the "
+         "store, %ld refused, %ld failed (%s)\n",
+         fetched, demoted, missing, refused, failed,
+         lf_remote_display_url(c->remote));
+  return refused || failed ? 1 : 0;
+}
+
+/* Reads the digests of a pull or sync: DIGEST words and --report FILE. */
+static int pull_args(args_t *a, const char *cmd, char (**digests)[65],
+                     size_t *n) {
+  int rc = 0;
+  const char *report = NULL;
+  while (a->i < a->argc) {
+    if (take(a, "--report", true, &report, &rc)) {
+      if (rc)
+        return rc;
+      lf_status_t s = report_keys(report, digests, n);
+      if (s)
+        return fail(cmd, s);
+      continue;
+    }
+    if (rc)
+      return rc;
+    const char *d = a->argv[a->i++];
+    if (!valid_prefix(d) || strlen(d) != 64)
+      return usage_error("'%s' is not a 64-hex-digit cache digest", d);
+    char(*grown)[65] = realloc(*digests, (*n + 1) * sizeof(**digests));
+    if (!grown)
+      return 1;
+    *digests = grown;
+    snprintf((*digests)[(*n)++], 65, "%s", d);
+  }
+  return 0;
+}
+
+static int cmd_pull(ctx_t *c, args_t *a) {
+  char(*digests)[65] = NULL;
+  size_t n = 0;
+  int rc = pull_args(a, "pull", &digests, &n);
+  if (!rc && !n)
+    rc = usage_error("pull: %s", "needs digests or --report FILE (a plain "
+                                 "HTTP store cannot be listed)");
+  if (!rc)
+    rc = need_remote(c, "pull");
+  if (!rc)
+    rc = do_pull(c, digests, n);
+  free(digests);
+  return rc;
+}
+
+static int cmd_sync(ctx_t *c, args_t *a) {
+  char(*digests)[65] = NULL;
+  size_t n = 0;
+  int rc = pull_args(a, "sync", &digests, &n);
+  if (!rc)
+    rc = need_remote(c, "sync");
+  if (!rc) {
+    int prc = do_push(c, false);
+    rc = n ? do_pull(c, digests, n) : 0;
+    rc = rc ? rc : prc;
+  }
+  free(digests);
+  return rc;
+}
+
 /* ---- main ----------------------------------------------------------------*/
 
 typedef struct command_s {
@@ -909,12 +1205,15 @@ typedef struct command_s {
 static const command_t commands[] = {
     {"list", cmd_list},     {"show", cmd_show},     {"verify", cmd_verify},
     {"export", cmd_export}, {"import", cmd_import}, {"prune", cmd_prune},
-    {"remove", cmd_remove}, {"put", cmd_put},
+    {"remove", cmd_remove}, {"put", cmd_put},       {"keygen", cmd_keygen},
+    {"push", cmd_push},     {"pull", cmd_pull},     {"sync", cmd_sync},
 };
 
 int main(int argc, char **argv) {
   lf_log_init_from_env();
   const char *dir = NULL, *api_key_env = NULL, *command = NULL;
+  const char *remote = NULL, *remote_timeout = NULL, *signing_key = NULL,
+             *trusted_keys = NULL;
   /* Global options may come before or after the command; the rest stay in
    * order for the command. */
   char **rest = calloc((size_t)argc + 1, sizeof(char *));
@@ -933,6 +1232,14 @@ int main(int argc, char **argv) {
       dir = v;
     } else if (take(&a, "--api-key-env", true, &v, &rc)) {
       api_key_env = v;
+    } else if (take(&a, "--remote", true, &v, &rc)) {
+      remote = v;
+    } else if (take(&a, "--remote-timeout", true, &v, &rc)) {
+      remote_timeout = v;
+    } else if (take(&a, "--signing-key", true, &v, &rc)) {
+      signing_key = v;
+    } else if (take(&a, "--trusted-keys", true, &v, &rc)) {
+      trusted_keys = v;
     } else if (!command && argv[a.i][0] != '-') {
       command = argv[a.i++];
     } else if (!command) {
@@ -960,12 +1267,36 @@ int main(int argc, char **argv) {
   }
   lf_strbuf_t default_dir;
   lf_strbuf_init(&default_dir, 4096);
-  ctx_t c = {NULL, api_key_env};
+  ctx_t c = {NULL, api_key_env, NULL, NULL, NULL};
   lf_status_t s = LF_OK;
   if (!dir && !(s = lf_cache_default_dir(&default_dir)))
     dir = lf_strbuf_cstr(&default_dir);
+  const char *path = option_or_env(signing_key, LF_SIGN_KEY_ENV);
+  if (!s && path)
+    s = lf_status_annotate(lf_signer_load(path, &c.signer), "--signing-key");
+  path = option_or_env(trusted_keys, LF_TRUSTED_KEYS_ENV);
+  if (!s && path)
+    s = lf_status_annotate(lf_keyring_load(path, &c.trusted),
+                           "--trusted-keys");
+  const char *url = option_or_env(remote, LF_REMOTE_URL_ENV);
+  if (!s && url) {
+    lf_remote_options_t ro;
+    lf_remote_options_init(&ro);
+    ro.url = url;
+    if (remote_timeout) {
+      char *end;
+      double t = strtod(remote_timeout, &end);
+      if (end == remote_timeout || *end || !(t > 0 && t <= 600))
+        s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                      "--remote-timeout '%s' is not seconds in (0, 600]",
+                      remote_timeout);
+      ro.timeout_ms = (long)(t * 1000);
+    }
+    if (!s)
+      s = lf_status_annotate(lf_remote_open(&ro, &c.remote), "--remote");
+  }
   if (!s)
-    s = open_cache(dir, api_key_env, &c.cache);
+    s = open_main_cache(&c, dir);
   if (s) {
     rc = fail(NULL, s);
   } else {
@@ -973,6 +1304,9 @@ int main(int argc, char **argv) {
     rc = cmd->run(&c, &ra);
   }
   lf_cache_close(c.cache);
+  lf_remote_close(c.remote);
+  lf_signer_free(c.signer);
+  lf_keyring_free(c.trusted);
   lf_strbuf_free(&default_dir);
   free(rest);
   if (fflush(stdout) != 0 && rc == 0)
