@@ -1383,7 +1383,6 @@ static lf_status_t fetch_remote(lf_cache_t *cache, const lf_cache_key_t *key,
   if (st) {
     /* Not kept locally: still usable for this run. */
     lf_log_status(LF_LOG_WARN, "cache: cannot keep the remote entry", st);
-    lf_status_free(st);
     st = LF_OK;
   }
   free(text);
@@ -1446,19 +1445,21 @@ lf_status_t lf_cache_lookup(lf_cache_t *cache, const lf_cache_key_t *key,
   lf_cache_outcome_t rout = LF_CACHE_MISS;
   lf_status_t rs = fetch_remote(cache, key, digest, out_entry, &rout);
   if (!rs && rout == LF_CACHE_HIT) {
-    if (status)
+    if (code == LF_STATUS_DATA_LOSS)
       lf_log_status(LF_LOG_WARN, "cache: replaced from the remote store",
                     status);
-    lf_status_free(status);
+    else
+      lf_status_free(status);
     *out_outcome = LF_CACHE_HIT;
     return LF_OK;
   }
   if (rs && (lf_status_code(rs) != LF_STATUS_UNAVAILABLE ||
              !cache->down_logged)) {
-    lf_log_status(LF_LOG_WARN, "cache", rs);
     cache->down_logged |= lf_status_code(rs) == LF_STATUS_UNAVAILABLE;
+    lf_log_status(LF_LOG_WARN, "cache", rs);
+  } else {
+    lf_status_free(rs);
   }
-  lf_status_free(rs);
   if (code == LF_STATUS_NOT_FOUND) {
     lf_status_free(status);
     status = LF_OK;
@@ -1603,14 +1604,30 @@ lf_status_t lf_cache_store(lf_cache_t *cache, const lf_cache_key_t *key,
   if (!status && out_digest)
     memcpy(out_digest, digest, sizeof(digest));
   if (!status && cache->remote && cache->push) {
-    lf_status_t ps = lf_remote_put(cache->remote, digest, text, len);
+    /* What is worth sharing: a signed entry (its verdict counts for those
+     * who trust the key), or a new unverified candidate (model tokens
+     * saved). An unsigned verdict counts for nobody else, and pushing it
+     * would replace a signed entry in the store. */
+    lf_status_t ps = LF_OK;
+    bool have = false;
+    if (!cache->signer && entry->verdict != LF_CACHE_UNVERIFIED) {
+      pthread_mutex_lock(&cache->lock);
+      ++cache->counts.push_skipped;
+      pthread_mutex_unlock(&cache->lock);
+    } else {
+      if (!cache->signer)
+        ps = lf_remote_head(cache->remote, digest, &have, NULL);
+      if (!ps && !have)
+        ps = lf_remote_put(cache->remote, digest, text, len);
+    }
     if (ps) {
       pthread_mutex_lock(&cache->lock);
       bool first = cache->counts.push_failures++ == 0;
       pthread_mutex_unlock(&cache->lock);
       if (first)
         lf_log_status(LF_LOG_WARN, "cache: push to the remote store", ps);
-      lf_status_free(ps);
+      else
+        lf_status_free(ps);
     }
   }
   free(text);

@@ -312,7 +312,10 @@ lf_status_t lf_cache_lookup(lf_cache_t *cache, const lf_cache_key_t *key,
 /// Writes `entry` under `key` atomically, creating directories as needed,
 /// replacing any previous entry of that key, signed when the cache has a
 /// signer; then pushes the file to the remote store (a failure there is
-/// logged and counted, never returned). INVALID_ARGUMENT as for
+/// logged and counted, never returned): a signed entry always, an unsigned
+/// unverified candidate when the store lacks the key (HEAD first), an
+/// unsigned verdict never (it counts for nobody else, and it would replace
+/// a signed entry). INVALID_ARGUMENT as for
 /// lf_cache_entry_serialize; PERMISSION_DENIED when the entry contains the
 /// API key's value (the message names the field, never the value);
 /// UNAVAILABLE for I/O errors. If `out_digest` is non-NULL it receives the
@@ -342,10 +345,10 @@ const lf_cache_rejection_t *lf_cache_remote_rejections(const lf_cache_t *cache,
                                                        size_t *out_count,
                                                        size_t *out_total);
 
-/// Counts of remote entries used: fetched, of which demoted; and pushes
-/// that failed.
+/// Counts of remote entries used: fetched, of which demoted; pushes that
+/// failed; and stores not pushed because their verdict is unsigned.
 typedef struct lf_cache_remote_counts_s {
-  long fetched, demoted, push_failures;
+  long fetched, demoted, push_failures, push_skipped;
 } lf_cache_remote_counts_t;
 lf_cache_remote_counts_t lf_cache_remote_counts(const lf_cache_t *cache);
 

@@ -1394,6 +1394,8 @@ static cJSON *remote_json(const fuse_run_t *run) {
     cJSON_AddNumberToObject(j, "fetched", (double)c.fetched);
     cJSON_AddNumberToObject(j, "demoted", (double)c.demoted);
     cJSON_AddNumberToObject(j, "push_failures", (double)c.push_failures);
+    cJSON_AddNumberToObject(j, "push_skipped_unsigned",
+                            (double)c.push_skipped);
     size_t n = 0, total = 0;
     const lf_cache_rejection_t *rej =
         lf_cache_remote_rejections(run->cache, &n, &total);
