@@ -1603,7 +1603,8 @@ lf_status_t lf_cache_store(lf_cache_t *cache, const lf_cache_key_t *key,
     status = write_entry(cache, digest, text, len, false, NULL);
   if (!status && out_digest)
     memcpy(out_digest, digest, sizeof(digest));
-  if (!status && cache->remote && cache->push) {
+  if (!status && cache->remote && cache->push &&
+      !lf_remote_down_reason(cache->remote)[0]) {
     /* What is worth sharing: a signed entry (its verdict counts for those
      * who trust the key), or a new unverified candidate (model tokens
      * saved). An unsigned verdict counts for nobody else, and pushing it

@@ -246,6 +246,14 @@ static lf_status_t request(lf_remote_t *r, method_t m, const char *digest,
   if (r->down[0])
     return LF_STATUS(LF_STATUS_UNAVAILABLE, "remote cache %s is down: %s",
                      r->display, r->down);
+  /* Counted when sent: calls refused at once because the store is down
+   * are not requests. */
+  if (m == M_GET)
+    ++r->stats.gets;
+  else if (m == M_PUT)
+    ++r->stats.puts;
+  else
+    ++r->stats.heads;
   char path[96];
   snprintf(path, sizeof(path), "/v1/%.2s/%s.json", digest, digest);
   lf_strbuf_t url;
@@ -353,7 +361,6 @@ lf_status_t lf_remote_get(lf_remote_t *remote, const char *digest,
   *found = false;
   long code = 0;
   pthread_mutex_lock(&remote->lock);
-  ++remote->stats.gets;
   lf_status_t st = request(remote, M_GET, digest, out, NULL, 0, &code, NULL);
   if (!st) {
     if (code == 200) {
@@ -379,7 +386,6 @@ lf_status_t lf_remote_put(lf_remote_t *remote, const char *digest,
                           const void *data, size_t len) {
   long code = 0;
   pthread_mutex_lock(&remote->lock);
-  ++remote->stats.puts;
   lf_status_t st =
       request(remote, M_PUT, digest, NULL, data, len, &code, NULL);
   if (!st && code != 200 && code != 201 && code != 204) {
@@ -398,7 +404,6 @@ lf_status_t lf_remote_head(lf_remote_t *remote, const char *digest,
   long code = 0;
   int64_t size = -1;
   pthread_mutex_lock(&remote->lock);
-  ++remote->stats.heads;
   lf_status_t st =
       request(remote, M_HEAD, digest, NULL, NULL, 0, &code, &size);
   if (!st) {

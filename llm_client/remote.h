@@ -63,7 +63,7 @@ typedef struct lf_remote_s lf_remote_t;
 
 /// What a handle did, for reports and benchmarks.
 typedef struct lf_remote_stats_s {
-  long gets, hits, misses, puts, heads, failures;
+  long gets, hits, misses, puts, heads, failures; /* requests sent */
   long bytes_in, bytes_out;
   double ms; /* wall time inside requests */
 } lf_remote_stats_t;

@@ -15,7 +15,7 @@
 # Environment:
 #   LF_FUZZ_SECONDS  time per target (default 20)
 #   LF_FUZZ_TARGETS  which targets (default: reply chat_response sse_stream
-#                    cache_entry tune)
+#                    cache_entry tune keyring)
 #   LF_FUZZ_CC       the compiler (default: clang-22, else
 #                    /usr/lib/llvm-22/bin/clang)
 #
@@ -38,7 +38,7 @@ while (($#)); do
   esac
 done
 seconds=${LF_FUZZ_SECONDS:-20}
-targets=${LF_FUZZ_TARGETS:-reply chat_response sse_stream cache_entry tune}
+targets=${LF_FUZZ_TARGETS:-reply chat_response sse_stream cache_entry tune keyring}
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   echo "run-fuzzers: LF_FUZZ_SECONDS must be a positive number of seconds" >&2
   exit 1
@@ -79,13 +79,16 @@ sources_of() {
   case "$1" in
     reply) echo "$root/llm_client/reply.c" ;;
     chat_response|sse_stream) echo "$root/llm_client/http_client.c" ;;
-    cache_entry) echo "$root/llm_client/cache.c" ;;
+    cache_entry) echo "$root/llm_client/cache.c $root/llm_client/sign.c" \
+                      "$root/llm_client/remote.c" ;;
     tune) echo "$root/llm_client/tune.c" ;;
+    keyring) echo "$root/llm_client/sign.c" ;;
   esac
 }
 libs_of() {
   case "$1" in
-    chat_response|sse_stream) echo "-lcurl -lcjson -lcrypto -lm -lpthread" ;;
+    chat_response|sse_stream|cache_entry)
+      echo "-lcurl -lcjson -lcrypto -lm -lpthread" ;;
     *) echo "-lcjson -lcrypto -lm" ;;
   esac
 }
