@@ -1317,7 +1317,27 @@ static lf_status_t demote(const lf_cache_t *cache, lf_cache_entry_t *e,
     return oom();
   e->verdict = LF_CACHE_UNVERIFIED;
   memset(&e->signature, 0, sizeof(e->signature));
-  return serialize(&e->key, e, false, cache->signer, NULL, out_text, out_len);
+  LF_RETURN_IF_ERROR(
+      serialize(&e->key, e, false, cache->signer, NULL, out_text, out_len));
+  /* The caller gets exactly what the file says (record with its status,
+   * checksum, signature), with the trust it was judged to have. */
+  lf_cache_entry_t *fresh = NULL;
+  lf_status_t st =
+      lf_cache_entry_parse(*out_text, *out_len, NULL, "demoted entry", &fresh);
+  if (st) {
+    free(*out_text);
+    *out_text = NULL;
+    *out_len = 0;
+    return st;
+  }
+  fresh->trust = e->trust;
+  fresh->from_remote = e->from_remote;
+  memcpy(fresh->trust_note, e->trust_note, sizeof(e->trust_note));
+  lf_cache_entry_t old = *e;
+  *e = *fresh;
+  *fresh = old;
+  lf_cache_entry_free(fresh); /* the old members, and the fresh struct */
+  return LF_OK;
 }
 
 /* The remote half of a lookup or a pull. */
