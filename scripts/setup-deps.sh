@@ -37,7 +37,22 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# nginx-light's post-install starts the system nginx on port 80 unless a
+# policy-rc.d forbids it; the tests run their own nginx on loopback, so the
+# service is never wanted. Forbid service starts for this install only.
+policy=/usr/sbin/policy-rc.d
+added_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod 755 "$policy"
+  added_policy=1
+fi
+status=0
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" || status=$?
+if ((added_policy)); then
+  "${sudo[@]}" rm -f "$policy"
+fi
+((status == 0)) || exit "$status"
 
 if [[ ! -x /usr/local/cuda/bin/ptxas ]] && ! command -v ptxas >/dev/null; then
   echo "setup-deps: note: no CUDA toolkit (ptxas); PTX is still emitted," \
