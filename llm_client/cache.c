@@ -662,7 +662,8 @@ out_delete:
 lf_status_t lf_cache_entry_serialize(const lf_cache_key_t *key,
                                      const lf_cache_entry_t *entry,
                                      char **out_text, size_t *out_len) {
-  return serialize(key, entry, true, NULL, NULL, out_text, out_len);
+  return serialize(key, entry, true, NULL, &entry->signature, out_text,
+                   out_len);
 }
 
 /* ---- Reading an entry ----------------------------------------------------*/

@@ -203,7 +203,10 @@ lf_status_t lf_cache_time_parse(const char *text, int64_t *out_seconds);
 void lf_cache_entry_free(lf_cache_entry_t *entry);
 
 /// Serializes `entry` under `key` into the exact bytes of an entry file
-/// (one line of JSON ending in "\n"), checksum included. `entry->key` and
+/// (one line of JSON ending in "\n"), checksum included, and the entry's
+/// signature member when `entry->signature.key_id` is set (as on an entry
+/// read from a file: writing what was read gives the same bytes; whether it
+/// still verifies is the reader's question). `entry->key` and
 /// `entry->digest` are ignored. INVALID_ARGUMENT for a bad key or entry
 /// (empty kernel, cubin_len without cubin, a bad verification record,
 /// negative attempts, a created time out of 1970..9999); RESOURCE_EXHAUSTED

@@ -579,7 +579,7 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
     cJSON_AddStringToObject(j, "pattern", pat.key);
     cJSON *ps = cJSON_AddObjectToObject(j, "pattern_sizes");
     for (size_t k = 0; ps && k < pat.num_sizes; ++k) {
-      char sym[16];
+      char sym[24];
       snprintf(sym, sizeof(sym), "S%zu", k);
       cJSON_AddNumberToObject(ps, sym, (double)pat.sizes[k]);
     }
