@@ -7,6 +7,9 @@ an entry file without the signing key (for the poisoning tests).
                                     checksum, keep the signature member
     forge.py IN OUT unsign          drop the signature member (the checksum
                                     does not cover it)
+    forge.py IN OUT drop MEMBER     drop an optional member ("cubin",
+                                    "ptx"), recompute the checksum, keep the
+                                    signature
 
 The checksum is the entry format's: SHA-256 of the file's bytes up to
 ',"checksum"' followed by '}' (tools/llm-fuse-cache/README.md). Anyone can
@@ -29,6 +32,12 @@ if op == "edit":
     head = head.replace(frm, to, 1)
 elif op == "unsign":
     sig = ""
+elif op == "drop":
+    member = ',"%s":"' % sys.argv[4]
+    at = head.find(member)
+    assert at >= 0, "no member " + sys.argv[4]
+    end = head.index('"', at + len(member))
+    head = head[:at] + head[end + 1:]
 else:
     sys.exit("forge.py: unknown operation " + op)
 checksum = hashlib.sha256((head + "}").encode("utf-8")).hexdigest()
