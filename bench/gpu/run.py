@@ -815,33 +815,11 @@ def table(results, ceil):
     return "\n".join(lines)
 
 
-def chart(results, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except Exception as e:
-        return "no PNG: matplotlib unavailable (%s)" % e
-    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(results)), 5))
-    w = 0.14
-    for i, (k, label) in enumerate(COLS):
-        xs, ys = [], []
-        for j, r in enumerate(results):
-            v = r["variants"]
-            if k in v and "ours" in v:
-                xs.append(j + (i - 3) * w)
-                ys.append(v[k]["median"] / v["ours"]["median"])
-        ax.bar(xs, ys, w, label=label)
-    ax.set_yscale("log")
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xticks(range(len(results)))
-    ax.set_xticklabels([r["name"] for r in results], rotation=30, ha="right")
-    ax.set_ylabel("time / our kernel's time (log)")
-    ax.set_title("llm-fuse GPU suite: median time relative to ours (higher = ours faster)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return "chart: " + path
+def chart(results, path, meta=None):
+    """The PNG: bench/gpu/chart.py (also runnable on a results JSON alone)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import chart as chart_mod
+    return chart_mod.draw(results, path, meta)
 
 
 def main():
@@ -921,7 +899,7 @@ def main():
     text = table(results, ceil)
     out["table"] = text
     if args.png:
-        log(chart(results, args.png))
+        log(chart(results, args.png, meta))
     save()
     print(text)
     return 0
