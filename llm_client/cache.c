@@ -1625,7 +1625,7 @@ lf_status_t lf_cache_store(lf_cache_t *cache, const lf_cache_key_t *key,
   if (!status && out_digest)
     memcpy(out_digest, digest, sizeof(digest));
   if (!status && cache->remote && cache->push &&
-      !lf_remote_down_reason(cache->remote)[0]) {
+      !lf_remote_is_down(cache->remote)) {
     /* What is worth sharing: a signed entry (its verdict counts for those
      * who trust the key), or a new unverified candidate (model tokens
      * saved). An unsigned verdict counts for nobody else, and pushing it

@@ -189,6 +189,14 @@ const char *lf_remote_down_reason(const lf_remote_t *remote) {
   return remote->down;
 }
 
+bool lf_remote_is_down(const lf_remote_t *remote) {
+  lf_remote_t *r = (lf_remote_t *)remote;
+  pthread_mutex_lock(&r->lock);
+  bool down = r->down[0] != '\0';
+  pthread_mutex_unlock(&r->lock);
+  return down;
+}
+
 lf_remote_stats_t lf_remote_stats(const lf_remote_t *remote) {
   lf_remote_t *r = (lf_remote_t *)remote;
   pthread_mutex_lock(&r->lock);

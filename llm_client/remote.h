@@ -95,8 +95,12 @@ lf_status_t lf_remote_put(lf_remote_t *remote, const char *digest,
 lf_status_t lf_remote_head(lf_remote_t *remote, const char *digest,
                            bool *found, int64_t *out_size);
 
-/// Why the store is down ("" when it is not); borrowed.
+/// Why the store is down ("" when it is not); borrowed. Read it when no
+/// other thread uses the handle (reports); lf_remote_is_down() any time.
 const char *lf_remote_down_reason(const lf_remote_t *remote);
+
+/// Whether the store has been marked down (safe from any thread).
+bool lf_remote_is_down(const lf_remote_t *remote);
 
 /// A copy of the counters.
 lf_remote_stats_t lf_remote_stats(const lf_remote_t *remote);

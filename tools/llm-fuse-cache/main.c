@@ -1024,7 +1024,7 @@ static bool push_one(const lf_cache_file_t *f, void *user) {
             lf_status_message(s));
     ++p->failed;
     bool down = lf_status_code(s) == LF_STATUS_UNAVAILABLE &&
-                lf_remote_down_reason(p->c->remote)[0];
+                lf_remote_is_down(p->c->remote);
     lf_status_free(s);
     return !down; /* a dead store: stop */
   }
