@@ -21,6 +21,7 @@
 #include "base/strbuf.h"
 #include "llm_client/prompt.h"
 #include "llm_client/replay.h"
+#include "llm_client/table.h"
 #include "llm_client/reply.h"
 #include "llm_client/tune.h"
 
@@ -658,6 +659,40 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
   if (!s)
     s = lf_replay_lookup(c->replay_dir, &key, o->replay_strict ? want : NULL,
                          &e);
+  if (s && lf_status_code(s) == LF_STATUS_NOT_FOUND && o->table &&
+      j->kind == LF_REQUEST_FIRST && j->res->requests == 1 &&
+      j->task->pattern) {
+    /* Not in the replay set: the pattern table's template for this math,
+     * instantiated for these sizes. */
+    lf_table_match_t m;
+    lf_status_t ts = lf_table_instantiate(
+        o->table, j->task->pattern, j->task->arch, j->task->pattern_sizes,
+        j->task->num_pattern_sizes, &m);
+    a->latency_ms = (long)(now_ms() - t0);
+    if (!ts) {
+      lf_status_free(s);
+      free(j->res->provider);
+      free(j->res->model);
+      j->res->provider = xstrdup("table");
+      j->res->model = xstrdup(m.id);
+      LF_LOG_INFO("acquire: %s: request 1: pattern table: template %s (%s)",
+                  j->task->name, m.id, m.source);
+      size_t n = strlen(m.text) + 64;
+      char *reply = malloc(n);
+      if (reply)
+        snprintf(reply, n, "```mlir\n%s\n```\n", m.text);
+      lf_table_match_clear(&m);
+      return reply ? reply : xstrdup("");
+    }
+    LF_LOG_INFO("acquire: %s: pattern table: %s", j->task->name,
+                lf_status_message(ts));
+    lf_status_t both = LF_STATUS(LF_STATUS_NOT_FOUND, "%s; %s",
+                                 lf_status_message(s),
+                                 lf_status_message(ts));
+    lf_status_free(ts);
+    lf_status_free(s);
+    s = both;
+  }
   a->latency_ms = (long)(now_ms() - t0);
   if (s) {
     a->outcome = LF_ATTEMPT_PROVIDER_ERROR;

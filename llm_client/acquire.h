@@ -81,6 +81,12 @@ typedef struct lf_acquire_task_s {
   const char *ir;          /* canonical subgraph text, for the prompt */
   const char *signature;   /* function type, for the builder and prompt */
   const char *arch;        /* "sm_80", "sm_90", "sm_90a" */
+  /* The pattern key and the sizes it binds (S0, S1, ...); NULL/0 when
+   * unknown. With a pattern table, a replay miss is answered by the
+   * table's template for the pattern, instantiated for these sizes. */
+  const char *pattern;
+  const int64_t *pattern_sizes;
+  size_t num_pattern_sizes;
 } lf_acquire_task_t;
 
 /// What the build callback reports for one candidate. Zeroed before the
@@ -162,6 +168,9 @@ typedef struct lf_acquire_options_s {
                               default "gpt-4o" */
   const char *replay_dir;  /* replay: NULL = lf_replay_default_dir() */
   bool replay_strict;      /* replay: refuse entries made for another request */
+  /// replay: the pattern table asked when the replay set has no first
+  /// request for a subgraph (NULL: none). Borrowed.
+  const struct lf_table_s *table;
   const char *record_dir;  /* openai: also write every exchange here */
   const char *prompts_dir; /* NULL = lf_prompt_default_dir() */
   const char *gpu;         /* the GPU in words for the prompt; NULL: by arch */

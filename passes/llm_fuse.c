@@ -44,6 +44,7 @@
 #include "passes/defer.h"
 #include "llm_client/remote.h"
 #include "llm_client/sign.h"
+#include "llm_client/table.h"
 #include "passes/mlir_util.h"
 #include "passes/outline.h"
 #include "passes/reference.h"
@@ -169,6 +170,11 @@ static const lf_option_def_t fuse_options[] = {
      "cache's verdict counts only under one of their signatures (empty: "
      "$LLM_FUSE_TRUSTED_KEYS; trust nobody when unset)",
      NULL, 0, 0, OPT(trusted_keys)},
+    {"pattern-table", LF_OPTION_STRING, "",
+     "Folder of the pattern table, whose templates answer the subgraphs the "
+     "replay set lacks, for any sizes they admit (empty: the shipped "
+     "kernels/table; none: off)",
+     NULL, 0, 0, OPT(pattern_table)},
     {"require-signed", LF_OPTION_BOOL, "false",
      "Ask for a trusted signature on the local cache's verdicts too (a "
      "cache folder that others can write)",
@@ -195,6 +201,9 @@ typedef struct subgraph_s {
   char cache_digest[LF_SHA256_HEX_SIZE];
   lf_cache_verdict_t cached_verdict; /* for a cache hit */
   lf_cache_trust_t cache_trust;      /* why the cached verdict counts */
+  char pattern[65];                  /* the pattern key; "" unknown */
+  int64_t pattern_sizes[LF_TABLE_MAX_SIZES];
+  size_t num_pattern_sizes;
   bool cache_from_remote;            /* the hit came from the remote store */
   char *cache_note;                  /* the cache's trust note */
   cJSON *verification;               /* the verdict or cached record */
@@ -232,6 +241,7 @@ typedef struct fuse_run_s {
   lf_remote_t *remote;   /* NULL: none */
   lf_signer_t *signer;   /* NULL: entries unsigned */
   lf_keyring_t *trusted; /* NULL: nobody trusted */
+  lf_table_t *table;     /* the pattern table (provider replay); NULL: none */
   char *cache_setup_error; /* why the remote or the keys are not used */
   char prompt_version[32];
   double ms_outline, ms_total;
@@ -298,6 +308,7 @@ static void run_free(fuse_run_t *run) {
   lf_remote_close(run->remote);
   lf_signer_free(run->signer);
   lf_keyring_free(run->trusted);
+  lf_table_close(run->table);
   free(run->cache_setup_error);
 }
 
@@ -359,6 +370,29 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
 
 /* The subgraph's FLOPs from the outline records (matched by the outlined
  * function's name; "function" is the function it was outlined from). */
+/* The pattern key and the sizes it binds, from the outline record. */
+static void group_pattern(const fuse_run_t *run, subgraph_t *sg) {
+  const cJSON *g;
+  cJSON_ArrayForEach(g, run->groups) {
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(g, "name");
+    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(g, "pattern");
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(g, "pattern_sizes");
+    if (!cJSON_IsString(fn) || strcmp(fn->valuestring, sg->name) != 0 ||
+        !cJSON_IsString(pk) || !cJSON_IsObject(ps))
+      continue;
+    size_t n = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, ps) {
+      if (n >= LF_TABLE_MAX_SIZES || !cJSON_IsNumber(v))
+        return;
+      sg->pattern_sizes[n++] = (int64_t)v->valuedouble;
+    }
+    snprintf(sg->pattern, sizeof(sg->pattern), "%s", pk->valuestring);
+    sg->num_pattern_sizes = n;
+    return;
+  }
+}
+
 static double group_flops(const fuse_run_t *run, const char *name) {
   const cJSON *g;
   cJSON_ArrayForEach(g, run->groups) {
@@ -807,14 +841,42 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     }
   }
   ao.cache = run->cache;
+  if (ao.provider == LF_PROVIDER_REPLAY && strcmp(o->pattern_table, "none")) {
+    lf_strbuf_t td;
+    lf_strbuf_init(&td, 4096);
+    lf_status_t st = o->pattern_table[0]
+                         ? lf_strbuf_append_str(&td, o->pattern_table)
+                         : lf_table_default_dir(&td);
+    if (!st)
+      st = lf_table_open(lf_strbuf_cstr(&td), &run->table);
+    if (st) {
+      lf_strbuf_free(&td);
+      return lf_status_annotate(st, "pattern-table");
+    }
+    LF_LOG_INFO("pattern table: %zu template(s) from %s%s",
+                lf_table_size(run->table), lf_strbuf_cstr(&td),
+                lf_table_skipped(run->table) ? " (some skipped: see above)"
+                                             : "");
+    lf_strbuf_free(&td);
+    ao.table = run->table;
+  }
 
   lf_acquire_task_t *tasks = calloc(run->num_subs, sizeof(*tasks));
   if (!tasks)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   for (size_t i = 0; i < run->num_subs; ++i) {
     subgraph_t *sg = &run->subs[i];
-    tasks[i] = (lf_acquire_task_t){sg->name,        sg->fingerprint, sg->cls,
-                                   sg->prompt_text, sg->signature,   o->arch};
+    group_pattern(run, sg);
+    tasks[i] = (lf_acquire_task_t){.name = sg->name,
+                                   .fingerprint = sg->fingerprint,
+                                   .klass = sg->cls,
+                                   .ir = sg->prompt_text,
+                                   .signature = sg->signature,
+                                   .arch = o->arch,
+                                   .pattern = sg->pattern[0] ? sg->pattern
+                                                             : NULL,
+                                   .pattern_sizes = sg->pattern_sizes,
+                                   .num_pattern_sizes = sg->num_pattern_sizes};
   }
   build_ctx_t ctx = {.run = run, .tasks = tasks};
   ao.build = build_cb;

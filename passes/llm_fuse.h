@@ -48,6 +48,7 @@ typedef struct lf_fuse_options_s {
   char *signing_key;       /* private key file; "": $LLM_FUSE_SIGNING_KEY */
   char *trusted_keys;      /* keyring file; "": $LLM_FUSE_TRUSTED_KEYS */
   bool require_signed;     /* local verdicts need a trusted signature too */
+  char *pattern_table;     /* table folder; "": shipped; "none": off */
 } lf_fuse_options_t;
 
 /// The `llm-fuse` pass.

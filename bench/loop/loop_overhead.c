@@ -85,13 +85,13 @@ int main(int argc, char **argv) {
     snprintf(fps[i], sizeof(fps[i]), "%016zx%048d", 0xb0b0b0b0b0b0b0b0 + i, 0);
     snprintf(names[i], sizeof(names[i]), "sg_%.16s", fps[i]);
     tasks[i] = (lf_acquire_task_t){
-        names[i],
-        fps[i],
-        "reduction",
-        "func.func private @f(%a: tensor<4096x4096xf32>) -> "
-        "tensor<4096x4096xf32> {\n  return %a : tensor<4096x4096xf32>\n}\n",
-        "(tensor<4096x4096xf32>) -> tensor<4096x4096xf32>",
-        "sm_90"};
+        .name = names[i],
+        .fingerprint = fps[i],
+        .klass = "reduction",
+        .ir = "func.func private @f(%a: tensor<4096x4096xf32>) -> "
+              "tensor<4096x4096xf32> {\n  return %a : tensor<4096x4096xf32>\n}\n",
+        .signature = "(tensor<4096x4096xf32>) -> tensor<4096x4096xf32>",
+        .arch = "sm_90"};
   }
   printf("%-10s %-12s %-12s %-10s %10s %14s\n", "subgraphs", "refinements",
          "concurrency", "requests", "wall ms", "ms per round");

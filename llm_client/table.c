@@ -1,0 +1,431 @@
+/* table.c - the pattern table: loading, indexing, instantiating. */
+#include "llm_client/table.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/sha256.h"
+#include "llm_client/datadir.h"
+#include "llm_client/tune.h"
+
+#define MARK "// llm-fuse.template-size "
+#define BUCKETS 4096 /* open hashing on the pattern key's first hex digits */
+
+typedef struct entry_s {
+  char pattern[65];
+  char **archs;
+  size_t num_archs;
+  int64_t fixed[LF_TABLE_MAX_SIZES]; /* -1: free */
+  size_t num_sizes;
+  char *template_text;
+  char id[96];
+  char source[256];
+  struct entry_s *next; /* same bucket, in load order */
+} entry_t;
+
+struct lf_table_s {
+  entry_t *buckets[BUCKETS];
+  size_t count, skipped;
+};
+
+static lf_status_t oom(void) {
+  return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+static bool is_hex64(const char *s) {
+  size_t i = 0;
+  for (; s && s[i]; ++i)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
+  return i == 64;
+}
+
+static unsigned bucket_of(const char *pattern) {
+  unsigned h = 0;
+  for (int i = 0; i < 3; ++i) {
+    char c = pattern[i];
+    h = h * 16 + (unsigned)(c <= '9' ? c - '0' : c - 'a' + 10);
+  }
+  return h % BUCKETS;
+}
+
+static void entry_free(entry_t *e) {
+  if (!e)
+    return;
+  for (size_t i = 0; i < e->num_archs; ++i)
+    free(e->archs[i]);
+  free(e->archs);
+  free(e->template_text);
+  free(e);
+}
+
+lf_status_t lf_table_default_dir(lf_strbuf_t *out) {
+  return lf_llm_data_dir("LLM_FUSE_TABLE_DIR", "table", LF_TABLE_DIR, out);
+}
+
+/* The checksum: SHA-256 of the schema line, the pattern, the archs joined
+ * by ',', the sizes as "S0=*,S1=4096", the class and the template, each
+ * followed by "\n". */
+static lf_status_t entry_checksum(const entry_t *e, const char *klass,
+                                  char out[LF_SHA256_HEX_SIZE]) {
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, LF_TABLE_MAX_ENTRY_BYTES + 4096);
+  lf_status_t st = lf_strbuf_appendf(&b, LF_TABLE_ENTRY_SCHEMA "\n%s\n",
+                                     e->pattern);
+  for (size_t i = 0; !st && i < e->num_archs; ++i)
+    st = lf_strbuf_appendf(&b, "%s%s", i ? "," : "", e->archs[i]);
+  if (!st)
+    st = lf_strbuf_append_str(&b, "\n");
+  for (size_t i = 0; !st && i < e->num_sizes; ++i) {
+    if (e->fixed[i] < 0)
+      st = lf_strbuf_appendf(&b, "%sS%zu=*", i ? "," : "", i);
+    else
+      st = lf_strbuf_appendf(&b, "%sS%zu=%lld", i ? "," : "", i,
+                             (long long)e->fixed[i]);
+  }
+  if (!st)
+    st = lf_strbuf_appendf(&b, "\n%s\n", klass);
+  if (!st)
+    st = lf_strbuf_append_str(&b, e->template_text);
+  if (!st)
+    st = lf_sha256_hex(b.data, b.len, out);
+  lf_strbuf_free(&b);
+  return st;
+}
+
+/* Parses one entry file; DATA_LOSS naming the file for any defect. */
+static lf_status_t parse_entry(const char *path, const char *name,
+                               const char *data, size_t len,
+                               entry_t **out) {
+  *out = NULL;
+  cJSON *root = cJSON_ParseWithLength(data, len);
+  if (!root)
+    return LF_STATUS(LF_STATUS_DATA_LOSS, "%s: not JSON", path);
+  lf_status_t st = LF_OK;
+  entry_t *e = calloc(1, sizeof(*e));
+  if (!e) {
+    cJSON_Delete(root);
+    return oom();
+  }
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+  const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(root, "pattern");
+  const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "archs");
+  const cJSON *klass = cJSON_GetObjectItemCaseSensitive(root, "class");
+  const cJSON *sizes = cJSON_GetObjectItemCaseSensitive(root, "sizes");
+  const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(root, "template");
+  const cJSON *source = cJSON_GetObjectItemCaseSensitive(root, "source");
+  const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "checksum");
+  if (!cJSON_IsString(schema) ||
+      strcmp(schema->valuestring, LF_TABLE_ENTRY_SCHEMA) != 0)
+    st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: schema is not '%s'", path,
+                   LF_TABLE_ENTRY_SCHEMA);
+  else if (!cJSON_IsString(pattern) || !is_hex64(pattern->valuestring))
+    st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                   "%s: pattern is not 64 lower-case hex digits", path);
+  else if (!cJSON_IsArray(archs) || cJSON_GetArraySize(archs) < 1 ||
+           cJSON_GetArraySize(archs) > 8)
+    st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: archs is not a list of 1-8",
+                   path);
+  else if (!cJSON_IsString(klass) || !cJSON_IsObject(sizes) ||
+           !cJSON_IsString(tmpl) || !tmpl->valuestring[0] ||
+           !cJSON_IsString(sum))
+    st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                   "%s: class, sizes, template or checksum missing or "
+                   "mistyped",
+                   path);
+  if (!st) {
+    memcpy(e->pattern, pattern->valuestring, 65);
+    e->archs = calloc(8, sizeof(char *));
+    if (!e->archs)
+      st = oom();
+    const cJSON *a;
+    cJSON_ArrayForEach(a, archs) {
+      if (st)
+        break;
+      if (!cJSON_IsString(a) || strncmp(a->valuestring, "sm_", 3) != 0 ||
+          strlen(a->valuestring) > 8)
+        st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: an arch is not sm_NN[a]",
+                       path);
+      else if (!(e->archs[e->num_archs++] = strdup(a->valuestring)))
+        st = oom();
+    }
+  }
+  /* sizes: exactly S0..S<n-1>, in order, each null or a positive integer. */
+  size_t n = 0;
+  const cJSON *s;
+  if (!st) {
+    cJSON_ArrayForEach(s, sizes) {
+      char want[8];
+      snprintf(want, sizeof(want), "S%zu", n);
+      if (n >= LF_TABLE_MAX_SIZES || !s->string ||
+          strcmp(s->string, want) != 0) {
+        st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                       "%s: sizes must be S0, S1, ... in order (at most %d)",
+                       path, LF_TABLE_MAX_SIZES);
+        break;
+      }
+      if (cJSON_IsNull(s)) {
+        e->fixed[n] = -1;
+      } else if (cJSON_IsNumber(s) && s->valuedouble >= 1 &&
+                 s->valuedouble <= 2147483647.0 &&
+                 s->valuedouble == (double)(int64_t)s->valuedouble) {
+        e->fixed[n] = (int64_t)s->valuedouble;
+      } else {
+        st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                       "%s: size %s is neither null nor an integer in "
+                       "1..2^31-1",
+                       path, want);
+        break;
+      }
+      ++n;
+    }
+    e->num_sizes = n;
+  }
+  if (!st && strlen(tmpl->valuestring) > LF_TABLE_MAX_ENTRY_BYTES)
+    st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: template too large", path);
+  if (!st && !(e->template_text = strdup(tmpl->valuestring)))
+    st = oom();
+  if (!st) {
+    char want[LF_SHA256_HEX_SIZE];
+    st = entry_checksum(e, klass->valuestring, want);
+    if (!st && (strncmp(sum->valuestring, "sha256:", 7) != 0 ||
+                strcmp(sum->valuestring + 7, want) != 0))
+      st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                     "%s: checksum mismatch (the entry was changed)", path);
+  }
+  if (!st) {
+    snprintf(e->id, sizeof(e->id), "%.16s/%s", e->pattern, name);
+    snprintf(e->source, sizeof(e->source), "%s",
+             cJSON_IsString(source) ? source->valuestring : "?");
+  }
+  cJSON_Delete(root);
+  if (st) {
+    entry_free(e);
+    return st;
+  }
+  *out = e;
+  return LF_OK;
+}
+
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+lf_status_t lf_table_open(const char *dir, lf_table_t **out_table) {
+  *out_table = NULL;
+  lf_table_t *t = calloc(1, sizeof(*t));
+  if (!t)
+    return oom();
+  char folder[4096];
+  snprintf(folder, sizeof(folder), "%s/v1", dir);
+  DIR *d = opendir(folder);
+  if (!d) {
+    *out_table = t; /* no folder: an empty table */
+    return LF_OK;
+  }
+  char **names = NULL;
+  size_t count = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t n = strlen(de->d_name);
+    if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
+      continue;
+    if (count == cap) {
+      cap = cap ? cap * 2 : 64;
+      char **nn = realloc(names, cap * sizeof(*nn));
+      if (!nn)
+        break;
+      names = nn;
+    }
+    if (!(names[count] = strdup(de->d_name)))
+      break;
+    ++count;
+  }
+  closedir(d);
+  qsort(names, count, sizeof(*names), compare_names);
+  entry_t *tails[BUCKETS] = {0};
+  for (size_t i = 0; i < count; ++i) {
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/%s", folder, names[i]);
+    lf_strbuf_t buf;
+    lf_strbuf_init(&buf, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+    lf_status_t st = lf_read_file(path, &buf);
+    entry_t *e = NULL;
+    if (!st)
+      st = parse_entry(path, names[i], buf.data, buf.len, &e);
+    lf_strbuf_free(&buf);
+    free(names[i]);
+    if (st) {
+      ++t->skipped;
+      lf_log_status(LF_LOG_WARN, "pattern table: entry skipped", st);
+      continue;
+    }
+    unsigned b = bucket_of(e->pattern);
+    if (tails[b])
+      tails[b]->next = e;
+    else
+      t->buckets[b] = e;
+    tails[b] = e;
+    ++t->count;
+  }
+  free(names);
+  *out_table = t;
+  return LF_OK;
+}
+
+void lf_table_close(lf_table_t *table) {
+  if (!table)
+    return;
+  for (size_t b = 0; b < BUCKETS; ++b) {
+    entry_t *e = table->buckets[b];
+    while (e) {
+      entry_t *next = e->next;
+      entry_free(e);
+      e = next;
+    }
+  }
+  free(table);
+}
+
+size_t lf_table_size(const lf_table_t *table) {
+  return table ? table->count : 0;
+}
+
+size_t lf_table_skipped(const lf_table_t *table) {
+  return table ? table->skipped : 0;
+}
+
+void lf_table_match_clear(lf_table_match_t *match) {
+  free(match->text);
+  memset(match, 0, sizeof(*match));
+}
+
+static bool has_arch(const entry_t *e, const char *arch) {
+  for (size_t i = 0; i < e->num_archs; ++i)
+    if (strcmp(e->archs[i], arch) == 0)
+      return true;
+  return false;
+}
+
+/* Replaces each "// llm-fuse.template-size SK" line (the rest of the line
+ * ignored) by "// llm-fuse.tune SK = <size>", keeping indent and lines. */
+static lf_status_t bind_sizes(const char *text, const int64_t *sizes,
+                              size_t count, lf_strbuf_t *out) {
+  const char *p = text;
+  lf_status_t st = LF_OK;
+  while (!st && *p) {
+    const char *eol = strchr(p, '\n');
+    size_t n = eol ? (size_t)(eol - p) : strlen(p);
+    const char *s = p;
+    while (s < p + n && (*s == ' ' || *s == '\t'))
+      ++s;
+    size_t ml = sizeof(MARK) - 1;
+    if ((size_t)(p + n - s) > ml && memcmp(s, MARK, ml) == 0) {
+      const char *k = s + ml;
+      unsigned idx = 0;
+      if (k[0] != 'S' || sscanf(k + 1, "%u", &idx) != 1 || idx >= count)
+        return LF_STATUS(LF_STATUS_DATA_LOSS,
+                         "template: a template-size line names no bound "
+                         "size S0..S%zu",
+                         count ? count - 1 : 0);
+      st = lf_strbuf_append(out, p, (size_t)(s - p));
+      if (!st)
+        st = lf_strbuf_appendf(out, "// llm-fuse.tune S%u = %lld", idx,
+                               (long long)sizes[idx]);
+    } else {
+      st = lf_strbuf_append(out, p, n);
+    }
+    if (!st && eol)
+      st = lf_strbuf_append_str(out, "\n");
+    p = eol ? eol + 1 : p + n;
+  }
+  return st;
+}
+
+lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
+                                 const char *arch, const int64_t *sizes,
+                                 size_t count, lf_table_match_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!table || !pattern || !is_hex64(pattern) || !arch)
+    return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+  lf_strbuf_t why;
+  lf_strbuf_init(&why, 4096);
+  size_t seen = 0;
+  for (const entry_t *e = table->buckets[bucket_of(pattern)]; e;
+       e = e->next) {
+    if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch))
+      continue;
+    ++seen;
+    char reason[512] = "";
+    if (e->num_sizes != count)
+      snprintf(reason, sizeof(reason),
+               "the subgraph binds %zu size(s), the template %zu", count,
+               e->num_sizes);
+    for (size_t i = 0; !reason[0] && i < count; ++i)
+      if (e->fixed[i] >= 0 && e->fixed[i] != sizes[i])
+        snprintf(reason, sizeof(reason),
+                 "S%zu = %lld, the template is for S%zu = %lld", i,
+                 (long long)sizes[i], i, (long long)e->fixed[i]);
+    for (size_t i = 0; !reason[0] && i < count; ++i)
+      if (sizes[i] < 1 || sizes[i] > 2147483647LL)
+        snprintf(reason, sizeof(reason), "S%zu = %lld is out of range", i,
+                 (long long)sizes[i]);
+    lf_strbuf_t bound;
+    lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+    if (!reason[0]) {
+      lf_status_t st = bind_sizes(e->template_text, sizes, count, &bound);
+      lf_tune_set_t *set = NULL;
+      if (!st)
+        st = lf_tune_expand(bound.data, bound.len, &set);
+      lf_tune_set_destroy(set);
+      if (st) {
+        /* Name the requirements themselves, with the sizes bound. */
+        char reqs[256] = "";
+        size_t rl = 0;
+        const char *q = bound.data ? bound.data : "";
+        while ((q = strstr(q, "llm-fuse.tune-require ")) && rl < 200) {
+          q += strlen("llm-fuse.tune-require ");
+          size_t n = strcspn(q, "\n");
+          rl += (size_t)snprintf(reqs + rl, sizeof(reqs) - rl, "%s'%.*s'",
+                                 rl ? ", " : "", (int)(n > 80 ? 80 : n), q);
+          if (rl >= sizeof(reqs))
+            rl = sizeof(reqs) - 1;
+        }
+        char bound_sizes[128] = "";
+        size_t bl = 0;
+        for (size_t i = 0; i < count && bl < sizeof(bound_sizes) - 24; ++i)
+          bl += (size_t)snprintf(bound_sizes + bl, sizeof(bound_sizes) - bl,
+                                 "%sS%zu = %lld", i ? ", " : "", i,
+                                 (long long)sizes[i]);
+        snprintf(reason, sizeof(reason), "%s%s%s (with %s)",
+                 lf_status_message(st), reqs[0] ? "; requirement(s) " : "",
+                 reqs, bound_sizes);
+        lf_status_free(st);
+      }
+    }
+    if (!reason[0]) {
+      out->text = lf_strbuf_take(&bound);
+      snprintf(out->id, sizeof(out->id), "%s", e->id);
+      snprintf(out->source, sizeof(out->source), "%s", e->source);
+      lf_strbuf_free(&why);
+      return out->text ? LF_OK : oom();
+    }
+    lf_strbuf_free(&bound);
+    lf_strbuf_appendf(&why, "%s%s: %s", why.len ? "; " : "", e->id, reason);
+  }
+  lf_status_t st =
+      seen ? LF_STATUS(LF_STATUS_FAILED_PRECONDITION,
+                       "the pattern table's %zu template(s) for this pattern "
+                       "refuse these sizes: %s",
+                       seen, why.data ? why.data : "")
+           : LF_STATUS(LF_STATUS_NOT_FOUND,
+                       "no template for pattern %.16s on %s", pattern, arch);
+  lf_strbuf_free(&why);
+  return st;
+}

@@ -1,0 +1,87 @@
+/* table.h - the pattern table: kernel templates keyed by pattern key.
+ *
+ * A subgraph's pattern key (passes/pattern.c, docs/pattern-key.md) names its
+ * math with the sizes taken out; the sizes it binds are S0, S1, ... A table
+ * entry is a kernel template for one pattern key: gpu.module text in which
+ * some sizes are placeholders, with the sizes it fixes and the constraints
+ * it needs. Instantiating it for a subgraph checks the fixed sizes, binds
+ * the free ones and lets the text's own requirements decide; it is pure
+ * text processing in C (the tune expansion, tune.h), no Python, no network.
+ *
+ * On disk (format "llm-fuse-table-entry/1", docs/pattern-table.md): one
+ * JSON file per entry under <dir>/v1/, with the pattern key, the archs, the
+ * class, "sizes" ({"S0": null, "S1": 4096}: null is free), the template,
+ * its provenance and a checksum over the rest. An entry that fails any
+ * check is reported and never used.
+ *
+ * The template marks each free size with a line
+ *
+ *     // llm-fuse.template-size S0
+ *
+ * which instantiation turns into `// llm-fuse.tune S0 = <value>` (the line
+ * count is kept), so `{{S0}}`, `{{S0 / RPB}}` placeholders and
+ * `// llm-fuse.tune-require S0 % RPB == 0` requirements work as for tune
+ * knobs, and the template's own tune knobs stay variants to time.
+ *
+ * A table is immutable once opened and may be shared between threads.
+ */
+#ifndef LF_LLM_CLIENT_TABLE_H
+#define LF_LLM_CLIENT_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "base/strbuf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LF_TABLE_ENTRY_SCHEMA "llm-fuse-table-entry/1"
+#define LF_TABLE_MAX_SIZES 8 /* S0 .. S7 */
+#define LF_TABLE_MAX_ENTRY_BYTES ((size_t)4 << 20)
+
+typedef struct lf_table_s lf_table_t;
+
+/// Loads every entry file under <dir>/v1/ (a missing folder is an empty
+/// table). Files that fail a check are skipped and counted; their reasons
+/// are logged as warnings. UNAVAILABLE only when a folder cannot be read.
+lf_status_t lf_table_open(const char *dir, lf_table_t **out_table);
+
+/// The shipped table: $LLM_FUSE_TABLE_DIR, else share/llm-fuse/table beside
+/// the binary, else the source tree's kernels/table. Appends it to `out`.
+lf_status_t lf_table_default_dir(lf_strbuf_t *out);
+
+void lf_table_close(lf_table_t *table);
+
+/// Entries loaded, and files skipped as corrupt.
+size_t lf_table_size(const lf_table_t *table);
+size_t lf_table_skipped(const lf_table_t *table);
+
+/// One instantiation.
+typedef struct lf_table_match_s {
+  char *text;      /* the instantiated gpu.module text (malloc'ed) */
+  char id[96];     /* which entry: "<pattern[0:16]>/<file name>" */
+  char source[256]; /* the entry's provenance, one line */
+} lf_table_match_t;
+
+/// Finds the first entry for `pattern` (64 hex) and `arch` that admits
+/// `sizes` (S0..S<count-1>) and instantiates it into *out (free out->text).
+/// NOT_FOUND when the table holds no entry for the pattern and arch;
+/// FAILED_PRECONDITION when it holds some but none admits the sizes, the
+/// message saying, per entry, which fixed size or requirement refused them
+/// (e.g. "S1 = 1000, the template is for 4096"; "line 5: every variant is
+/// excluded by the requirements: S0 % RPB == 0").
+lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
+                                 const char *arch, const int64_t *sizes,
+                                 size_t count, lf_table_match_t *out);
+
+/// Frees the match's text.
+void lf_table_match_clear(lf_table_match_t *match);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LF_LLM_CLIENT_TABLE_H */
