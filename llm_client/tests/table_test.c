@@ -1,0 +1,210 @@
+/* table_test.c - the pattern table: entry checks, lookup, instantiation,
+ * refusals; and (printed, not asserted) the lookup time in a table of
+ * 10,000 entries. */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/sha256.h"
+#include "base/testing.h"
+#include "llm_client/table.h"
+
+static char root[256];
+
+static int rm_one(const char *p, const struct stat *s, int f, struct FTW *w) {
+  (void)s, (void)f, (void)w;
+  return remove(p);
+}
+
+static const char *TEMPLATE =
+    "gpu.module @kernels {\n"
+    "  // llm-fuse.template-size S0\n"
+    "  // llm-fuse.tune RPB = 4, 2\n"
+    "  // llm-fuse.tune-require S0 % RPB == 0\n"
+    "  gpu.func @k(%x: memref<{{S0}}x768xf32>) kernel attributes "
+    "{known_block_size = array<i32: {{32 * RPB}}, 1, 1>, known_grid_size = "
+    "array<i32: {{S0 / RPB}}, 1, 1>} {\n"
+    "    gpu.return\n  }\n}\n";
+
+/* The checksum as llm_client/table.c and kernels/table/build.py make it. */
+static void checksum(const char *pattern, const char *sizes, const char *klass,
+                     const char *text, char out[80]) {
+  size_t n = strlen(pattern) + strlen(sizes) + strlen(klass) + strlen(text) +
+             128;
+  char *b = malloc(n);
+  snprintf(b, n, "llm-fuse-table-entry/1\n%s\nsm_90\n%s\n%s\n%s", pattern,
+           sizes, klass, text);
+  char hex[LF_SHA256_HEX_SIZE];
+  lf_status_free(lf_sha256_hex(b, strlen(b), hex));
+  snprintf(out, 80, "sha256:%s", hex);
+  free(b);
+}
+
+/* JSON-escapes `s` (quotes, backslashes, newlines). */
+static char *esc(const char *s) {
+  char *o = malloc(strlen(s) * 2 + 1), *p = o;
+  for (; *s; ++s) {
+    if (*s == '\n') {
+      *p++ = '\\';
+      *p++ = 'n';
+    } else {
+      if (*s == '"' || *s == '\\')
+        *p++ = '\\';
+      *p++ = *s;
+    }
+  }
+  *p = 0;
+  return o;
+}
+
+static void write_entry(const char *dir, const char *name, const char *pattern,
+                        long s1, const char *text, bool break_sum) {
+  char sizes[64], sum[80], path[512];
+  snprintf(sizes, sizeof(sizes), "S0=*,S1=%ld", s1);
+  checksum(pattern, sizes, "reduction", text, sum);
+  if (break_sum)
+    sum[10] = sum[10] == '0' ? '1' : '0';
+  snprintf(path, sizeof(path), "%s/v1", dir);
+  mkdir(dir, 0755);
+  mkdir(path, 0755);
+  snprintf(path, sizeof(path), "%s/v1/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  char *t = esc(text);
+  fprintf(f,
+          "{\"schema\": \"llm-fuse-table-entry/1\", \"pattern\": \"%s\", "
+          "\"archs\": [\"sm_90\"], \"class\": \"reduction\", \"sizes\": "
+          "{\"S0\": null, \"S1\": %ld}, \"template\": \"%s\", \"source\": "
+          "\"test\", \"checksum\": \"%s\"}\n",
+          pattern, s1, t, sum);
+  free(t);
+  fclose(f);
+}
+
+static const char *P1 =
+    "cbc872d66f5ef5e5000000000000000000000000000000000000000000000000";
+
+LF_TEST(instantiates_and_refuses_with_reasons) {
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/t1", root);
+  write_entry(dir, "a.json", P1, 768, TEMPLATE, false);
+  write_entry(dir, "b.json", P1, 1024, TEMPLATE, true); /* corrupt */
+  lf_table_t *t = NULL;
+  LF_EXPECT(lf_table_open(dir, &t) == LF_OK);
+  LF_EXPECT(lf_table_size(t) == 1);
+  LF_EXPECT(lf_table_skipped(t) == 1);
+  int64_t ok[2] = {2048, 768};
+  lf_table_match_t m;
+  lf_status_t s = lf_table_instantiate(t, P1, "sm_90", ok, 2, &m);
+  LF_EXPECT(s == LF_OK);
+  LF_EXPECT(m.text && strstr(m.text, "// llm-fuse.tune S0 = 2048\n"));
+  LF_EXPECT(m.text && strstr(m.text, "{{S0 / RPB}}")); /* tune expands it */
+  LF_EXPECT(m.text && !strstr(m.text, "template-size"));
+  lf_table_match_clear(&m);
+  /* Another row length: the fixed size refuses it. */
+  int64_t other[2] = {2048, 1024};
+  s = lf_table_instantiate(t, P1, "sm_90", other, 2, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_FAILED_PRECONDITION);
+  LF_EXPECT(strstr(lf_status_message(s),
+                   "S1 = 1024, the template is for S1 = 768") != NULL);
+  lf_status_free(s);
+  /* Odd rows: every RPB is refused; the requirement is named. */
+  int64_t odd[2] = {1001, 768};
+  s = lf_table_instantiate(t, P1, "sm_90", odd, 2, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_FAILED_PRECONDITION);
+  LF_EXPECT(strstr(lf_status_message(s), "'S0 % RPB == 0' (with S0 = 1001") !=
+            NULL);
+  lf_status_free(s);
+  /* Another arch, another pattern. */
+  s = lf_table_instantiate(t, P1, "sm_80", ok, 2, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND);
+  lf_status_free(s);
+  char p2[65];
+  memcpy(p2, P1, 65);
+  p2[63] = '1';
+  s = lf_table_instantiate(t, p2, "sm_90", ok, 2, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND);
+  lf_status_free(s);
+  /* Sizes out of range, a count mismatch. */
+  int64_t huge[2] = {(int64_t)1 << 40, 768};
+  s = lf_table_instantiate(t, P1, "sm_90", huge, 2, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_FAILED_PRECONDITION);
+  lf_status_free(s);
+  s = lf_table_instantiate(t, P1, "sm_90", ok, 1, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_FAILED_PRECONDITION);
+  lf_status_free(s);
+  lf_table_close(t);
+}
+
+LF_TEST(missing_folder_is_an_empty_table) {
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/none", root);
+  lf_table_t *t = NULL;
+  LF_EXPECT(lf_table_open(dir, &t) == LF_OK);
+  LF_EXPECT(lf_table_size(t) == 0);
+  lf_table_close(t);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+LF_TEST(ten_thousand_entries) {
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/big", root);
+  char pattern[65];
+  for (int i = 0; i < 10000; ++i) {
+    char seed[32], name[64];
+    snprintf(seed, sizeof(seed), "p%d", i);
+    lf_status_free(lf_sha256_hex(seed, strlen(seed), pattern));
+    snprintf(name, sizeof(name), "%05d.json", i);
+    write_entry(dir, name, pattern, 768, TEMPLATE, false);
+  }
+  double t0 = now_ms();
+  lf_table_t *t = NULL;
+  LF_EXPECT(lf_table_open(dir, &t) == LF_OK);
+  double t1 = now_ms();
+  LF_EXPECT(lf_table_size(t) == 10000);
+  /* The last entry's pattern (the longest walk in its bucket). */
+  int64_t sizes[2] = {4096, 768};
+  lf_table_match_t m;
+  double t2 = now_ms();
+  int hits = 0;
+  for (int k = 0; k < 100; ++k) {
+    lf_status_t s = lf_table_instantiate(t, pattern, "sm_90", sizes, 2, &m);
+    hits += s == LF_OK;
+    lf_status_free(s);
+    lf_table_match_clear(&m);
+  }
+  double t3 = now_ms();
+  char miss[65];
+  lf_status_free(lf_sha256_hex("absent", 6, miss));
+  double t4 = now_ms();
+  for (int k = 0; k < 1000; ++k)
+    lf_status_free(lf_table_instantiate(t, miss, "sm_90", sizes, 2, &m));
+  double t5 = now_ms();
+  LF_EXPECT(hits == 100);
+  printf("table of 10000 entries: loaded in %.0f ms; a hit (lookup and "
+         "instantiation) %.3f ms; a miss %.4f ms\n",
+         t1 - t0, (t3 - t2) / 100, (t5 - t4) / 1000);
+  lf_table_close(t);
+}
+
+int main(void) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(root, sizeof(root), "%s/lf-table-test-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(root))
+    return 1;
+  LF_RUN(instantiates_and_refuses_with_reasons);
+  LF_RUN(missing_folder_is_an_empty_table);
+  LF_RUN(ten_thousand_entries);
+  int rc = lf_test_finish();
+  nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  return rc;
+}
