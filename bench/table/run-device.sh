@@ -1,5 +1,6 @@
 #!/bin/bash
-# run-device.sh - the pattern table's row-kernel templates at sizes the
+# run-device.sh - the pattern table's templates (row kernels: rows free;
+# GEMMs: M free) at sizes the
 # replay set never saw, verified and timed on this GPU by the llm-fuse pass
 # on the offline default (provider replay: the replay set, then the table).
 # Each model is a shipped example with its row count changed (sed), so the
@@ -35,6 +36,9 @@ cases=(
   "add_rmsnorm_bf16_r4096|bench/add_rmsnorm|s/16384/4096/g"
   "bias_gelu_bf16_r2048|bench/bias_gelu|s/16384/2048/g"
   "minigpt_block_t2048|minigpt_block|s/1024/2048/g"
+  "mlp_block_r2048|mlp_block|s/4096x/2048x/g"
+  "mlp_block_r8192|mlp_block|s/4096x/8192x/g"
+  "swiglu_r2048|swiglu|s/8192x/2048x/g"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name ex expr <<< "$c"

@@ -29,9 +29,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
+import gen_gemm  # noqa: E402
 import gen_rows  # noqa: E402
 
-SENTINEL = 8 * 1000003  # a row count no other number in a kernel equals
+SENTINEL = 8 * 1000003  # rows: a count no other number in a kernel equals
 SCHEMA = "llm-fuse-table-entry/1"
 ARCHS = ["sm_80", "sm_90", "sm_90a"]
 
@@ -43,29 +44,49 @@ def checksum(pattern, archs, sizes, klass, text):
     return "sha256:" + hashlib.sha256(s.encode()).hexdigest()
 
 
-def templatize(text):
-    """The sentinel row count becomes S0: bare in placeholders and in
-    requirement lines, {{S0}} elsewhere. The generated header comment (its
-    launch arithmetic is for the sentinel) gives way to a short one."""
-    out = []
+P = 1000003  # prime: every number the sentinel size yields is a multiple
+
+
+def size_expr(x, d):
+    """The expression in S0 of a number x = c * P made from the sentinel
+    S0 = d * P: x = S0 * c / d, written with exact integer steps."""
+    from fractions import Fraction
+    f = Fraction(x // P, d)
+    a, b = f.numerator, f.denominator
+    if a == 1 and b == 1:
+        return "S0"
+    if a == 1:
+        return "S0 / %d" % b
+    if b == 1:
+        return "S0 * %d" % a
+    return "S0 / %d * %d" % (b, a)
+
+
+def templatize(text, d):
+    """Every number derived from the sentinel S0 = d * P (the size itself,
+    tile counts, grids) becomes its expression in S0: bare inside
+    placeholders and requirement lines, a {{...}} placeholder elsewhere.
+    The generated header comment (its arithmetic is for the sentinel) is
+    dropped."""
+    import re
     body = text[text.index("gpu.module"):]
+    num = re.compile(r"(?<![0-9A-Za-z_.])([0-9]{7,})(?![0-9])")
+    out = []
     for line in body.split("\n"):
-        s = str(SENTINEL)
+        def rewrite(seg, inside):
+            def one(m):
+                x = int(m.group(1))
+                if x % P:
+                    return m.group(1)
+                e = size_expr(x, d)
+                return ("(%s)" % e if " " in e else e) if inside else "{{%s}}" % e
+            return num.sub(one, seg)
         if "llm-fuse.tune-require" in line:
-            line = line.replace(s, "S0")
+            line = rewrite(line, True)
         else:
-            while "{{" + s in line or s + " " in line and "{{" in line:
-                i = line.find("{{")
-                j = line.find("}}", i)
-                if i < 0 or j < 0:
-                    break
-                inner = line[i + 2:j].replace(s, "S0")
-                if inner == line[i + 2:j]:
-                    break
-                line = line[:i + 2] + inner + line[j:]
-            line = line.replace(s, "{{S0}}")
-        for derived in (SENTINEL // 2, SENTINEL // 4, SENTINEL // 8):
-            assert str(derived) not in line, ("a row-derived number survived", line)
+            parts = re.split(r"(\{\{.*?\}\})", line)
+            line = "".join(rewrite(x, x.startswith("{{")) for x in parts)
+        assert not re.search(r"\b\d*%d\d*\b" % P, line) or "{{" in line, line
         out.append(line)
     return "\n".join(out)
 
@@ -84,6 +105,41 @@ def groups_of(report):
     return {g["fingerprint"]: g for g in gs}
 
 
+def families():
+    """(name, sg, fingerprint, example, size key, sentinel multiplier d,
+    archs, generate(sentinel) -> text, source) of every templated kernel:
+    the row kernels (rows free) and the GEMMs (M free; d = 4096 keeps every
+    row-tile count a multiple of 16 for tiles up to 256 rows)."""
+    out = []
+    for p in gen_rows.KERNELS:
+        if p["gen"] == "attention":
+            continue
+        out.append(dict(name=p["kernel"], sg=p["sg"], fp=gen_rows.FINGERPRINTS[p["sg"]],
+                        example=p["example"], size=p["R"], d=8, archs=ARCHS,
+                        gen=lambda r, p=p: gen_rows.generate(dict(p, R=r)),
+                        source="kernels/handwritten/gen_rows.py %s (%s, verified on an H200 at "
+                               "%d rows)" % (p["kernel"], p["sg"], p["R"])))
+    wgmma = {sg for sg, _ in gen_gemm.WGMMA_VARIANTS}
+    for fname, cfg in gen_gemm.all_configs():
+        sm90a = fname.endswith(".sm90a.mlir")
+        archs = ["sm_90a"] if sm90a else sorted(cfg["chips"]) + (
+            [] if cfg["sg"] in wgmma else ["sm_90a"])
+
+        def gen(m, cfg=cfg):
+            c = dict(cfg)
+            M = cfg["M"]
+            c["signature"] = cfg["signature"].replace("tensor<%dx" % M, "tensor<%dx" % m) \
+                .replace("tensor<1x%dx" % M, "tensor<1x%dx" % m)
+            c["product"] = cfg["product"].replace("[%d," % M, "[%d," % m)
+            c["M"] = m
+            return gen_gemm.generate(c)[1]
+        out.append(dict(name=fname[:-5].replace(".", "_"), sg=cfg["sg"], fp=cfg["fingerprint"],
+                        example=cfg["example"], size=cfg["M"], d=4096, archs=archs, gen=gen,
+                        source="kernels/handwritten/gen_gemm.py %s (%s %s, verified on an H200 "
+                               "at M = %d)" % (fname, cfg["sg"], cfg["kind"], cfg["M"])))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--opt", default=os.path.join(ROOT, "build", "bin", "llm-fuse-opt"))
@@ -93,50 +149,52 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     wanted, stale = {}, []
     reports = {}
-    for p in gen_rows.KERNELS:
-        if p["gen"] == "attention":
-            continue
-        fp = gen_rows.FINGERPRINTS[p["sg"]]
-        if p["example"] not in reports:
-            reports[p["example"]] = groups_of(outline(a.opt, p["example"]))
-        g = reports[p["example"]].get(fp)
+    for f in families():
+        if f["example"] not in reports:
+            reports[f["example"]] = groups_of(outline(a.opt, f["example"]))
+        g = reports[f["example"]].get(f["fp"])
         if not g:
-            sys.exit("build.py: %s not outlined from examples/%s.mlir" % (p["sg"], p["example"]))
+            sys.exit("build.py: %s not outlined from examples/%s.mlir" % (f["sg"], f["example"]))
         sizes = [g["pattern_sizes"]["S%d" % i] for i in range(len(g["pattern_sizes"]))]
-        if sizes[0] != p["R"]:
-            sys.exit("build.py: %s: S0 is %d, not the row count %d" % (p["sg"], sizes[0], p["R"]))
-        if p["R"] in sizes[1:]:
-            sys.exit("build.py: %s: the row count is also another size" % p["sg"])
-        q = dict(p, R=SENTINEL)
-        if p.get("rpb", 1) > 1:  # RPB variants must divide the sentinel too
-            assert SENTINEL % (2 * p["rpb"]) == 0
-        text = gen_rows.generate(q)
-        tmpl = templatize(text)
+        if sizes[0] != f["size"]:
+            print("build.py: %s: S0 is %d, not the free size %d; not templated"
+                  % (f["name"], sizes[0], f["size"]), file=sys.stderr)
+            continue
+        if f["size"] in sizes[1:]:
+            print("build.py: %s: the free size is also another size; not templated" % f["name"],
+                  file=sys.stderr)
+            continue
+        try:
+            tmpl = templatize(f["gen"](f["d"] * P), f["d"])
+        except AssertionError as e:
+            print("build.py: %s: the generator refuses the sentinel size (%s); not templated"
+                  % (f["name"], e or "assertion"), file=sys.stderr)
+            continue
+        import re
+        divisors = sorted({int(b) for b in re.findall(r"S0 / (\d+)", tmpl)})
         lines = tmpl.split("\n")
         assert lines[0].startswith("gpu.module")
         head = [
             lines[0],
-            "  // Pattern-table template from kernels/handwritten/gen_rows.py: %s (%s)."
-            % (p["kernel"], p["sg"]),
-            "  // The row count is S0 (free); the other sizes are fixed: %s."
+            "  // Pattern-table template: %s." % f["source"],
+            "  // S0 is free; the other sizes are fixed: %s."
             % ", ".join("S%d = %d" % (i, v) for i, v in enumerate(sizes) if i),
             "  // llm-fuse.template-size S0",
-        ]
+        ] + ["  // llm-fuse.tune-require S0 %% %d == 0" % b for b in divisors]
         tmpl = "\n".join(head + lines[1:])
         fixed = [None] + sizes[1:]
         klass = g.get("class", "?")
         entry = {
             "schema": SCHEMA,
             "pattern": g["pattern"],
-            "archs": ARCHS,
+            "archs": f["archs"],
             "class": klass,
             "sizes": {"S%d" % i: v for i, v in enumerate(fixed)},
             "template": tmpl,
-            "source": "kernels/handwritten/gen_rows.py %s (%s, verified on an H200 at %d rows)"
-                      % (p["kernel"], p["sg"], p["R"]),
-            "checksum": checksum(g["pattern"], ARCHS, fixed, klass, tmpl),
+            "source": f["source"],
+            "checksum": checksum(g["pattern"], f["archs"], fixed, klass, tmpl),
         }
-        name = "%s-%s.json" % (g["pattern"][:16], p["kernel"])
+        name = "%s-%s.json" % (g["pattern"][:16], f["name"])
         text = json.dumps(entry, indent=1) + "\n"
         wanted[name] = text
         path = os.path.join(out_dir, name)
@@ -144,8 +202,8 @@ def main():
             if not os.path.exists(path) or open(path).read() != text:
                 stale.append(path)
         else:
-            with open(path, "w") as f:
-                f.write(text)
+            with open(path, "w") as fh:
+                fh.write(text)
     for old in os.listdir(out_dir):
         if old.endswith(".json") and old not in wanted:
             if a.check:
