@@ -26,11 +26,15 @@ typedef struct entry_s {
   char *template_text;
   char id[96];
   char source[256];
-  struct entry_s *next; /* same bucket, in load order */
+  char klass[32];
+  char *path;
+  struct entry_s *next;  /* same bucket, in load order */
+  struct entry_s *order; /* all entries, in load order */
 } entry_t;
 
 struct lf_table_s {
   entry_t *buckets[BUCKETS];
+  entry_t *first, *last; /* load order */
   size_t count, skipped;
 };
 
@@ -62,6 +66,7 @@ static void entry_free(entry_t *e) {
     free(e->archs[i]);
   free(e->archs);
   free(e->template_text);
+  free(e->path);
   free(e);
 }
 
@@ -203,6 +208,9 @@ static lf_status_t parse_entry(const char *path, const char *name,
     snprintf(e->id, sizeof(e->id), "%.16s/%s", e->pattern, name);
     snprintf(e->source, sizeof(e->source), "%s",
              cJSON_IsString(source) ? source->valuestring : "?");
+    snprintf(e->klass, sizeof(e->klass), "%s", klass->valuestring);
+    if (!(e->path = strdup(path)))
+      st = oom();
   }
   cJSON_Delete(root);
   if (st) {
@@ -266,6 +274,11 @@ lf_status_t lf_table_open(const char *dir, lf_table_t **out_table) {
       lf_log_status(LF_LOG_WARN, "pattern table: entry skipped", st);
       continue;
     }
+    if (t->last)
+      t->last->order = e;
+    else
+      t->first = e;
+    t->last = e;
     unsigned b = bucket_of(e->pattern);
     if (tails[b])
       tails[b]->next = e;
@@ -428,4 +441,16 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
                        "no template for pattern %.16s on %s", pattern, arch);
   lf_strbuf_free(&why);
   return st;
+}
+
+void lf_table_foreach(const lf_table_t *table,
+                      bool (*fn)(const lf_table_info_t *info, void *user),
+                      void *user) {
+  for (const entry_t *e = table ? table->first : NULL; e; e = e->order) {
+    lf_table_info_t info = {e->pattern, e->klass,  (const char *const *)e->archs,
+                            e->num_archs, e->fixed, e->num_sizes,
+                            e->id,        e->path,  e->source};
+    if (!fn(&info, user))
+      return;
+  }
 }

@@ -28,6 +28,7 @@
 #ifndef LF_LLM_CLIENT_TABLE_H
 #define LF_LLM_CLIENT_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,25 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
 
 /// Frees the match's text.
 void lf_table_match_clear(lf_table_match_t *match);
+
+/// One entry as lf_table_foreach shows it (borrowed for the call).
+typedef struct lf_table_info_s {
+  const char *pattern;
+  const char *klass;
+  const char *const *archs;
+  size_t num_archs;
+  const int64_t *fixed; /* per size: -1 free, else the size */
+  size_t num_sizes;
+  const char *id;
+  const char *path; /* the entry's file */
+  const char *source;
+} lf_table_info_t;
+
+/// Calls `fn` for every loaded entry, by file name; stops when it returns
+/// false.
+void lf_table_foreach(const lf_table_t *table,
+                      bool (*fn)(const lf_table_info_t *info, void *user),
+                      void *user);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
 #include "llm_client/cache.h"
 #include "llm_client/remote.h"
 #include "llm_client/sign.h"
+#include "llm_client/table.h"
 
 #define PROG "llm-fuse-cache"
 #define EXIT_USAGE 2
@@ -79,6 +80,17 @@ static void usage(FILE *f) {
       "                         make an Ed25519 key pair: FILE (private, mode\n"
       "                         600) and FILE.pub (the trusted-keys line,\n"
       "                         also printed)\n"
+      "\n"
+      "The pattern table (templates by pattern key; docs/pattern-table.md):\n"
+      "  table list [--json] [--table-dir DIR]\n"
+      "                         every valid entry: pattern, class, archs, sizes\n"
+      "                         (* free), source; exit 1 if one is corrupt\n"
+      "  table export DIR [--table-dir DIR2]\n"
+      "                         copy the valid entries to DIR/v1/\n"
+      "  table import DIR [--table-dir DIR2]\n"
+      "                         validate DIR's entries, copy the valid ones in\n"
+      "                         (default table: $LLM_FUSE_TABLE_DIR, else the\n"
+      "                         shipped kernels/table)\n"
       "\n"
       "Options:\n"
       "  --remote URL           the store (default $LLM_FUSE_REMOTE_CACHE)\n"
@@ -1195,6 +1207,147 @@ static int cmd_sync(ctx_t *c, args_t *a) {
   return rc;
 }
 
+/* ---- table ---------------------------------------------------------------*/
+
+typedef struct table_ctx_s {
+  const char *dest; /* export/import: the folder written */
+  long copied, failed;
+  bool json;
+  cJSON *array;
+} table_ctx_t;
+
+static bool table_list_one(const lf_table_info_t *in, void *user) {
+  table_ctx_t *t = user;
+  char sizes[256] = "", archs[128] = "";
+  size_t n = 0, m = 0;
+  for (size_t i = 0; i < in->num_sizes && n < sizeof(sizes) - 32; ++i)
+    n += (size_t)(in->fixed[i] < 0
+                      ? snprintf(sizes + n, sizeof(sizes) - n, "%sS%zu=*",
+                                 i ? "," : "", i)
+                      : snprintf(sizes + n, sizeof(sizes) - n, "%sS%zu=%lld",
+                                 i ? "," : "", i, (long long)in->fixed[i]));
+  for (size_t i = 0; i < in->num_archs && m < sizeof(archs) - 16; ++i)
+    m += (size_t)snprintf(archs + m, sizeof(archs) - m, "%s%s", i ? "," : "",
+                          in->archs[i]);
+  if (t->array) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "pattern", in->pattern);
+    cJSON_AddStringToObject(o, "class", in->klass);
+    cJSON_AddStringToObject(o, "archs", archs);
+    cJSON_AddStringToObject(o, "sizes", sizes);
+    cJSON_AddStringToObject(o, "path", in->path);
+    cJSON_AddStringToObject(o, "source", in->source);
+    cJSON_AddItemToArray(t->array, o);
+  } else {
+    printf("%.16s  %-12s %-20s %-24s %s\n", in->pattern, in->klass, archs,
+           sizes, in->source);
+  }
+  return true;
+}
+
+static bool table_copy_one(const lf_table_info_t *in, void *user) {
+  table_ctx_t *t = user;
+  const char *base = strrchr(in->path, '/');
+  base = base ? base + 1 : in->path;
+  lf_strbuf_t data, dst;
+  lf_strbuf_init(&data, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+  lf_strbuf_init(&dst, 4096);
+  lf_status_t s = lf_read_file(in->path, &data);
+  if (!s)
+    s = lf_strbuf_appendf(&dst, "%s/v1", t->dest);
+  if (!s)
+    s = lf_make_dirs(dst.data);
+  if (!s)
+    s = lf_strbuf_appendf(&dst, "/%s", base);
+  if (!s)
+    s = lf_write_file_atomic(dst.data, data.data, data.len);
+  if (s) {
+    fprintf(stderr, PROG ": table: %s: %s\n", base, lf_status_message(s));
+    lf_status_free(s);
+    ++t->failed;
+  } else {
+    ++t->copied;
+  }
+  lf_strbuf_free(&data);
+  lf_strbuf_free(&dst);
+  return true;
+}
+
+static int cmd_table(ctx_t *c, args_t *a) {
+  (void)c;
+  const char *dir = NULL, *v;
+  int rc = 0;
+  const char *sub = NULL, *arg = NULL;
+  bool json = false;
+  while (a->i < a->argc) {
+    if (take(a, "--table-dir", true, &dir, &rc))
+      ;
+    else if (take(a, "--json", false, &v, &rc))
+      json = true;
+    else if (!sub)
+      sub = a->argv[a->i++];
+    else if (!arg)
+      arg = a->argv[a->i++];
+    else
+      return usage_error("table: unexpected argument '%s'", a->argv[a->i]);
+    if (rc)
+      return rc;
+  }
+  if (!sub || (strcmp(sub, "list") && strcmp(sub, "export") &&
+               strcmp(sub, "import")))
+    return usage_error("table: %s", "list, export DIR or import DIR");
+  if (strcmp(sub, "list") && !arg)
+    return usage_error("table %s: needs a folder", sub);
+  lf_strbuf_t def;
+  lf_strbuf_init(&def, 4096);
+  lf_status_t s = LF_OK;
+  if (!dir && !(s = lf_table_default_dir(&def)))
+    dir = lf_strbuf_cstr(&def);
+  if (s) {
+    lf_strbuf_free(&def);
+    return fail("table", s);
+  }
+  /* import reads the source as a table (so only valid entries pass) and
+   * writes into --table-dir; list and export read --table-dir. */
+  const char *from = strcmp(sub, "import") == 0 ? arg : dir;
+  lf_table_t *t = NULL;
+  s = lf_table_open(from, &t);
+  if (s) {
+    lf_strbuf_free(&def);
+    return fail("table", s);
+  }
+  table_ctx_t tc = {0};
+  if (strcmp(sub, "list") == 0) {
+    tc.array = json ? cJSON_CreateArray() : NULL;
+    if (!json)
+      printf("%-16s  %-12s %-20s %-24s %s\n", "PATTERN", "CLASS", "ARCHS",
+             "SIZES (*: free)", "SOURCE");
+    lf_table_foreach(t, table_list_one, &tc);
+    if (json) {
+      char *text = cJSON_Print(tc.array);
+      if (text)
+        printf("%s\n", text);
+      cJSON_free(text);
+      cJSON_Delete(tc.array);
+    }
+    rc = lf_table_skipped(t) ? 1 : 0;
+    if (lf_table_skipped(t))
+      fprintf(stderr, PROG ": table: %zu corrupt entr%s skipped (see above)\n",
+              lf_table_skipped(t), lf_table_skipped(t) == 1 ? "y" : "ies");
+  } else {
+    tc.dest = strcmp(sub, "export") == 0 ? arg : dir;
+    lf_table_foreach(t, table_copy_one, &tc);
+    printf("table %s: %ld entr%s copied to %s, %ld failed, %zu corrupt "
+           "skipped\n",
+           sub, tc.copied, tc.copied == 1 ? "y" : "ies", tc.dest, tc.failed,
+           lf_table_skipped(t));
+    rc = tc.failed || lf_table_skipped(t) ? 1 : 0;
+  }
+  lf_table_close(t);
+  lf_strbuf_free(&def);
+  return rc;
+}
+
 /* ---- main ----------------------------------------------------------------*/
 
 typedef struct command_s {
@@ -1207,6 +1360,7 @@ static const command_t commands[] = {
     {"export", cmd_export}, {"import", cmd_import}, {"prune", cmd_prune},
     {"remove", cmd_remove}, {"put", cmd_put},       {"keygen", cmd_keygen},
     {"push", cmd_push},     {"pull", cmd_pull},     {"sync", cmd_sync},
+    {"table", cmd_table},
 };
 
 int main(int argc, char **argv) {
