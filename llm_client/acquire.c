@@ -589,11 +589,55 @@ static void record(ctx_t *c, job_t *j, const lf_acquire_attempt_t *a,
     lf_log_status(LF_LOG_WARN, "acquire: record", s);
 }
 
+/* Whether the pattern table answers this request: the first one of a
+ * subgraph with a pattern key. */
+static bool table_asked(const ctx_t *c, const job_t *j) {
+  return c->o->table && j->kind == LF_REQUEST_FIRST &&
+         j->res->requests == 1 && j->task->pattern;
+}
+
+/* The table's template for the task, instantiated, as a reply (heap); NULL
+ * with *why when the table has none for these sizes. */
+static char *table_reply(ctx_t *c, job_t *j, lf_status_t *why) {
+  lf_table_match_t m;
+  lf_status_t ts = lf_table_instantiate(
+      c->o->table, j->task->pattern, j->task->arch, j->task->pattern_sizes,
+      j->task->num_pattern_sizes, &m);
+  if (ts) {
+    LF_LOG_INFO("acquire: %s: pattern table: %s", j->task->name,
+                lf_status_message(ts));
+    *why = ts;
+    return NULL;
+  }
+  free(j->res->provider);
+  free(j->res->model);
+  j->res->provider = xstrdup("table");
+  j->res->model = xstrdup(m.id);
+  LF_LOG_INFO("acquire: %s: request 1: pattern table: template %s (%s)",
+              j->task->name, m.id, m.source);
+  size_t n = strlen(m.text) + 64;
+  char *reply = malloc(n);
+  if (reply)
+    snprintf(reply, n, "```mlir\n%s\n```\n", m.text);
+  lf_table_match_clear(&m);
+  return reply ? reply : xstrdup("");
+}
+
 /* One request to the provider. Returns the reply (heap, redacted), or NULL
  * when the task has ended (the attempt and the result say why). */
 static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
                  lf_acquire_attempt_t *a) {
   const lf_acquire_options_t *o = c->o;
+  if (o->provider == LF_PROVIDER_OPENAI && table_asked(c, j)) {
+    lf_status_t why = LF_OK;
+    int64_t t0 = now_ms();
+    char *reply = table_reply(c, j, &why);
+    lf_status_free(why);
+    if (reply) {
+      a->latency_ms = (long)(now_ms() - t0);
+      return reply;
+    }
+  }
   if (o->provider == LF_PROVIDER_OPENAI) {
     lf_llm_request_t req = {j->msgs, j->msg_count, o->model, j->task->name};
     lf_llm_result_t r;
@@ -659,33 +703,16 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
   if (!s)
     s = lf_replay_lookup(c->replay_dir, &key, o->replay_strict ? want : NULL,
                          &e);
-  if (s && lf_status_code(s) == LF_STATUS_NOT_FOUND && o->table &&
-      j->kind == LF_REQUEST_FIRST && j->res->requests == 1 &&
-      j->task->pattern) {
+  if (s && lf_status_code(s) == LF_STATUS_NOT_FOUND && table_asked(c, j)) {
     /* Not in the replay set: the pattern table's template for this math,
      * instantiated for these sizes. */
-    lf_table_match_t m;
-    lf_status_t ts = lf_table_instantiate(
-        o->table, j->task->pattern, j->task->arch, j->task->pattern_sizes,
-        j->task->num_pattern_sizes, &m);
+    lf_status_t ts = LF_OK;
+    char *reply = table_reply(c, j, &ts);
     a->latency_ms = (long)(now_ms() - t0);
-    if (!ts) {
+    if (reply) {
       lf_status_free(s);
-      free(j->res->provider);
-      free(j->res->model);
-      j->res->provider = xstrdup("table");
-      j->res->model = xstrdup(m.id);
-      LF_LOG_INFO("acquire: %s: request 1: pattern table: template %s (%s)",
-                  j->task->name, m.id, m.source);
-      size_t n = strlen(m.text) + 64;
-      char *reply = malloc(n);
-      if (reply)
-        snprintf(reply, n, "```mlir\n%s\n```\n", m.text);
-      lf_table_match_clear(&m);
-      return reply ? reply : xstrdup("");
+      return reply;
     }
-    LF_LOG_INFO("acquire: %s: pattern table: %s", j->task->name,
-                lf_status_message(ts));
     lf_status_t both = LF_STATUS(LF_STATUS_NOT_FOUND, "%s; %s",
                                  lf_status_message(s),
                                  lf_status_message(ts));
@@ -992,6 +1019,44 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
   }
 }
 
+/* A verified kernel the model wrote as a template joins the table: the
+ * sizes it declares free stay free, the others are fixed to this
+ * subgraph's. A failure is a warning. */
+static void grow_table(ctx_t *c, job_t *j, const char *template_text) {
+  const lf_acquire_task_t *t = j->task;
+  if (!c->o->table_grow_dir || !t->pattern || !t->num_pattern_sizes)
+    return;
+  int64_t fixed[LF_TABLE_MAX_SIZES];
+  size_t n = t->num_pattern_sizes < LF_TABLE_MAX_SIZES ? t->num_pattern_sizes
+                                                      : LF_TABLE_MAX_SIZES;
+  char mark[48];
+  for (size_t i = 0; i < n; ++i) {
+    snprintf(mark, sizeof(mark), "llm-fuse.template-size S%zu", i);
+    const char *at = strstr(template_text, mark);
+    bool free_size = at && !(at[strlen(mark)] >= '0' && at[strlen(mark)] <= '9');
+    fixed[i] = free_size ? -1 : t->pattern_sizes[i];
+  }
+  char source[256], name[40];
+  snprintf(source, sizeof(source),
+           "%s/%s, verified for %s at %s (%s)",
+           j->res->provider ? j->res->provider : "?",
+           j->res->model ? j->res->model : "?", t->name, t->arch,
+           t->fingerprint);
+  snprintf(name, sizeof(name), "grown_%.16s", t->fingerprint);
+  lf_table_new_entry_t e = {t->pattern, t->arch, t->klass, fixed, n,
+                            template_text, source, name};
+  char *path = NULL;
+  lf_status_t s = lf_table_write_entry(c->o->table_grow_dir, &e, &path);
+  if (s) {
+    lf_log_status(LF_LOG_WARN, "acquire: pattern table: growth", s);
+    return;
+  }
+  LF_LOG_INFO("acquire: %s: the verified template joins the pattern table "
+              "(%s)",
+              t->name, path);
+  free(path);
+}
+
 /* Extracts, expands and tries the candidates of one reply (heap). */
 static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
                        char *reply) {
@@ -1004,11 +1069,31 @@ static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
   lf_status_t s =
       lf_reply_extract_gpu_module(reply, strlen(reply), &kernel, &offset);
   lf_tune_set_t *set = NULL;
+  /* A template from the model: its sizes bound to the subgraph's; if it
+   * verifies, it joins the table (grow_table) for later sizes. */
+  bool is_template = !s && lf_table_is_template(kernel);
+  char *bound = NULL;
+  if (is_template) {
+    lf_strbuf_t b;
+    lf_strbuf_init(&b, (size_t)64 << 20);
+    s = j->task->num_pattern_sizes
+            ? lf_table_bind_sizes(kernel, j->task->pattern_sizes,
+                                  j->task->num_pattern_sizes, &b)
+            : LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                        "the kernel declares llm-fuse.template-size lines, "
+                        "but the subgraph's sizes are not known here");
+    if (s)
+      s = lf_status_annotate(s, "template");
+    bound = s ? NULL : lf_strbuf_take(&b);
+    lf_strbuf_free(&b);
+  }
   if (!s) {
-    s = lf_tune_expand(kernel, strlen(kernel), &set);
+    const char *text = bound ? bound : kernel;
+    s = lf_tune_expand(text, strlen(text), &set);
     if (s)
       s = lf_status_annotate(s, "tune");
   }
+  free(bound);
   if (s) {
     a->outcome = kernel ? LF_ATTEMPT_BUILD_FAILED : LF_ATTEMPT_NO_KERNEL;
     a->message = shorten(lf_status_message(s));
@@ -1047,6 +1132,8 @@ static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
                 set->variants[v].label, &rs);
   }
   lf_tune_set_destroy(set);
+  if (is_template && rs.best_ms > 0 && j->best.attempt >= first_index)
+    grow_table(c, j, kernel);
   free(kernel);
   if (rs.ended) {
     free(rs.first_error);

@@ -168,9 +168,15 @@ typedef struct lf_acquire_options_s {
                               default "gpt-4o" */
   const char *replay_dir;  /* replay: NULL = lf_replay_default_dir() */
   bool replay_strict;      /* replay: refuse entries made for another request */
-  /// replay: the pattern table asked when the replay set has no first
-  /// request for a subgraph (NULL: none). Borrowed.
+  /// The pattern table (NULL: none; borrowed): with provider replay it
+  /// answers a first request the replay set lacks; with openai it answers
+  /// the first request before the model is asked (the model then refines
+  /// the table's kernel).
   const struct lf_table_s *table;
+  /// Growth: where a verified kernel that the model wrote as a template
+  /// (`// llm-fuse.template-size SK` lines) joins the pattern table, for
+  /// later sizes to instantiate without a request (NULL: nowhere).
+  const char *table_grow_dir;
   const char *record_dir;  /* openai: also write every exchange here */
   const char *prompts_dir; /* NULL = lf_prompt_default_dir() */
   const char *gpu;         /* the GPU in words for the prompt; NULL: by arch */

@@ -230,13 +230,21 @@ lf_status_t lf_table_open(const char *dir, lf_table_t **out_table) {
   lf_table_t *t = calloc(1, sizeof(*t));
   if (!t)
     return oom();
+  lf_status_t st = lf_table_add_dir(t, dir);
+  if (st) {
+    lf_table_close(t);
+    return st;
+  }
+  *out_table = t;
+  return LF_OK;
+}
+
+lf_status_t lf_table_add_dir(lf_table_t *t, const char *dir) {
   char folder[4096];
   snprintf(folder, sizeof(folder), "%s/v1", dir);
   DIR *d = opendir(folder);
-  if (!d) {
-    *out_table = t; /* no folder: an empty table */
-    return LF_OK;
-  }
+  if (!d)
+    return LF_OK; /* no folder: nothing to add */
   char **names = NULL;
   size_t count = 0, cap = 0;
   struct dirent *de;
@@ -256,8 +264,8 @@ lf_status_t lf_table_open(const char *dir, lf_table_t **out_table) {
     ++count;
   }
   closedir(d);
-  qsort(names, count, sizeof(*names), compare_names);
-  entry_t *tails[BUCKETS] = {0};
+  if (count)
+    qsort(names, count, sizeof(*names), compare_names);
   for (size_t i = 0; i < count; ++i) {
     char path[4400];
     snprintf(path, sizeof(path), "%s/%s", folder, names[i]);
@@ -279,16 +287,14 @@ lf_status_t lf_table_open(const char *dir, lf_table_t **out_table) {
     else
       t->first = e;
     t->last = e;
-    unsigned b = bucket_of(e->pattern);
-    if (tails[b])
-      tails[b]->next = e;
-    else
-      t->buckets[b] = e;
-    tails[b] = e;
+    unsigned bkt = bucket_of(e->pattern);
+    entry_t **tail = &t->buckets[bkt];
+    while (*tail)
+      tail = &(*tail)->next;
+    *tail = e;
     ++t->count;
   }
   free(names);
-  *out_table = t;
   return LF_OK;
 }
 
@@ -328,8 +334,12 @@ static bool has_arch(const entry_t *e, const char *arch) {
 
 /* Replaces each "// llm-fuse.template-size SK" line (the rest of the line
  * ignored) by "// llm-fuse.tune SK = <size>", keeping indent and lines. */
-static lf_status_t bind_sizes(const char *text, const int64_t *sizes,
-                              size_t count, lf_strbuf_t *out) {
+bool lf_table_is_template(const char *text) {
+  return text && strstr(text, MARK) != NULL;
+}
+
+lf_status_t lf_table_bind_sizes(const char *text, const int64_t *sizes,
+                                size_t count, lf_strbuf_t *out) {
   const char *p = text;
   lf_status_t st = LF_OK;
   while (!st && *p) {
@@ -392,7 +402,8 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
     lf_strbuf_t bound;
     lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
     if (!reason[0]) {
-      lf_status_t st = bind_sizes(e->template_text, sizes, count, &bound);
+      lf_status_t st =
+          lf_table_bind_sizes(e->template_text, sizes, count, &bound);
       lf_tune_set_t *set = NULL;
       if (!st)
         st = lf_tune_expand(bound.data, bound.len, &set);
@@ -453,4 +464,76 @@ void lf_table_foreach(const lf_table_t *table,
     if (!fn(&info, user))
       return;
   }
+}
+
+lf_status_t lf_table_write_entry(const char *dir,
+                                 const lf_table_new_entry_t *in,
+                                 char **out_path) {
+  if (out_path)
+    *out_path = NULL;
+  if (!is_hex64(in->pattern) || !in->arch || !in->klass || !in->template_text ||
+      in->num_sizes > LF_TABLE_MAX_SIZES || !in->name || !in->name[0])
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "table entry: bad fields");
+  for (const char *p = in->name; *p; ++p)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "table entry: bad file name part");
+  entry_t e;
+  memset(&e, 0, sizeof(e));
+  memcpy(e.pattern, in->pattern, 65);
+  char *arch = (char *)in->arch;
+  e.archs = &arch;
+  e.num_archs = 1;
+  for (size_t i = 0; i < in->num_sizes; ++i)
+    e.fixed[i] = in->fixed[i] < 0 ? -1 : in->fixed[i];
+  e.num_sizes = in->num_sizes;
+  e.template_text = (char *)in->template_text;
+  char sum[LF_SHA256_HEX_SIZE];
+  LF_RETURN_IF_ERROR(entry_checksum(&e, in->klass, sum));
+  cJSON *root = cJSON_CreateObject();
+  cJSON *archs = cJSON_CreateArray();
+  cJSON *sizes = cJSON_CreateObject();
+  bool ok = root && archs && sizes;
+  if (ok) {
+    cJSON_AddStringToObject(root, "schema", LF_TABLE_ENTRY_SCHEMA);
+    cJSON_AddStringToObject(root, "pattern", in->pattern);
+    cJSON_AddItemToArray(archs, cJSON_CreateString(in->arch));
+    cJSON_AddItemToObject(root, "archs", archs);
+    cJSON_AddStringToObject(root, "class", in->klass);
+    for (size_t i = 0; i < in->num_sizes; ++i) {
+      char k[24];
+      snprintf(k, sizeof(k), "S%zu", i);
+      if (in->fixed[i] < 0)
+        cJSON_AddNullToObject(sizes, k);
+      else
+        cJSON_AddNumberToObject(sizes, k, (double)in->fixed[i]);
+    }
+    cJSON_AddItemToObject(root, "sizes", sizes);
+    cJSON_AddStringToObject(root, "template", in->template_text);
+    cJSON_AddStringToObject(root, "source", in->source ? in->source : "?");
+    char cs[80];
+    snprintf(cs, sizeof(cs), "sha256:%s", sum);
+    cJSON_AddStringToObject(root, "checksum", cs);
+  } else {
+    cJSON_Delete(archs);
+    cJSON_Delete(sizes);
+  }
+  char *text = ok ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  if (!text)
+    return oom();
+  lf_strbuf_t path;
+  lf_strbuf_init(&path, 4400);
+  lf_status_t st = lf_strbuf_appendf(&path, "%s/v1", dir);
+  if (!st)
+    st = lf_make_dirs(path.data);
+  if (!st)
+    st = lf_strbuf_appendf(&path, "/%.16s-%s.json", in->pattern, in->name);
+  if (!st)
+    st = lf_write_file_atomic(path.data, text, strlen(text));
+  cJSON_free(text);
+  if (!st && out_path)
+    *out_path = lf_strbuf_take(&path);
+  lf_strbuf_free(&path);
+  return st;
 }

@@ -50,6 +50,36 @@ typedef struct lf_table_s lf_table_t;
 /// are logged as warnings. UNAVAILABLE only when a folder cannot be read.
 lf_status_t lf_table_open(const char *dir, lf_table_t **out_table);
 
+/// Loads the entries of another folder into `table`, after those it holds
+/// (lookups try entries in load order).
+lf_status_t lf_table_add_dir(lf_table_t *table, const char *dir);
+
+/// Replaces each `// llm-fuse.template-size SK` line of `text` by
+/// `// llm-fuse.tune SK = sizes[K]` (indent and line count kept) into
+/// `out`. DATA_LOSS when a line names no size below `count`.
+lf_status_t lf_table_bind_sizes(const char *text, const int64_t *sizes,
+                                size_t count, lf_strbuf_t *out);
+
+/// Whether `text` declares a template size.
+bool lf_table_is_template(const char *text);
+
+/// A new entry (growth): `fixed` holds -1 for each size the template leaves
+/// free. Written atomically as <dir>/v1/<pattern[0:16]>-<name>.json with
+/// its checksum; *out_path (optional, malloc'ed) names it.
+typedef struct lf_table_new_entry_s {
+  const char *pattern;
+  const char *arch;
+  const char *klass;
+  const int64_t *fixed;
+  size_t num_sizes;
+  const char *template_text;
+  const char *source;
+  const char *name; /* file name part, [a-z0-9_] */
+} lf_table_new_entry_t;
+lf_status_t lf_table_write_entry(const char *dir,
+                                 const lf_table_new_entry_t *entry,
+                                 char **out_path);
+
 /// The shipped table: $LLM_FUSE_TABLE_DIR, else share/llm-fuse/table beside
 /// the binary, else the source tree's kernels/table. Appends it to `out`.
 lf_status_t lf_table_default_dir(lf_strbuf_t *out);

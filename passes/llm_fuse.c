@@ -171,9 +171,10 @@ static const lf_option_def_t fuse_options[] = {
      "$LLM_FUSE_TRUSTED_KEYS; trust nobody when unset)",
      NULL, 0, 0, OPT(trusted_keys)},
     {"pattern-table", LF_OPTION_STRING, "",
-     "Folder of the pattern table, whose templates answer the subgraphs the "
-     "replay set lacks, for any sizes they admit (empty: the shipped "
-     "kernels/table; none: off)",
+     "Folder of the pattern table, whose templates answer a subgraph's first "
+     "request for any sizes they admit (replay: after the replay set; "
+     "openai: before the model); verified model templates join "
+     "<cache-dir>/table (empty: the shipped kernels/table; none: off)",
      NULL, 0, 0, OPT(pattern_table)},
     {"require-signed", LF_OPTION_BOOL, "false",
      "Ask for a trusted signature on the local cache's verdicts too (a "
@@ -241,7 +242,8 @@ typedef struct fuse_run_s {
   lf_remote_t *remote;   /* NULL: none */
   lf_signer_t *signer;   /* NULL: entries unsigned */
   lf_keyring_t *trusted; /* NULL: nobody trusted */
-  lf_table_t *table;     /* the pattern table (provider replay); NULL: none */
+  lf_table_t *table;     /* the pattern table; NULL: none */
+  char grow_dir[4200];   /* where verified model templates join it */
   char *cache_setup_error; /* why the remote or the keys are not used */
   char prompt_version[32];
   double ms_outline, ms_total;
@@ -841,7 +843,7 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     }
   }
   ao.cache = run->cache;
-  if (ao.provider == LF_PROVIDER_REPLAY && strcmp(o->pattern_table, "none")) {
+  if (ao.provider != LF_PROVIDER_NONE && strcmp(o->pattern_table, "none")) {
     lf_strbuf_t td;
     lf_strbuf_init(&td, 4096);
     lf_status_t st = o->pattern_table[0]
@@ -849,12 +851,21 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
                          : lf_table_default_dir(&td);
     if (!st)
       st = lf_table_open(lf_strbuf_cstr(&td), &run->table);
+    /* The table grown from verified model templates lives with the cache
+     * (and is read after the shipped one). */
+    if (!st && run->cache) {
+      snprintf(run->grow_dir, sizeof(run->grow_dir), "%s/table",
+               lf_cache_dir(run->cache));
+      st = lf_table_add_dir(run->table, run->grow_dir);
+      ao.table_grow_dir = run->grow_dir;
+    }
     if (st) {
       lf_strbuf_free(&td);
       return lf_status_annotate(st, "pattern-table");
     }
-    LF_LOG_INFO("pattern table: %zu template(s) from %s%s",
+    LF_LOG_INFO("pattern table: %zu template(s) from %s%s%s%s",
                 lf_table_size(run->table), lf_strbuf_cstr(&td),
+                run->grow_dir[0] ? " and " : "", run->grow_dir,
                 lf_table_skipped(run->table) ? " (some skipped: see above)"
                                              : "");
     lf_strbuf_free(&td);
