@@ -36,7 +36,7 @@ env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_FUSE_")}
 env.update({"OPENAI_API_KEY": KEY, "LLM_FUSE_LOG": "trace",
             "LLM_FUSE_LIBCUDA": os.path.join(tmp, "no-libcuda.so")})
 report = os.path.join(tmp, "report.json")
-opts = ("provider=openai endpoint=http://127.0.0.1:%d/v1 model=canary-model "
+opts = ("pattern-table=none provider=openai endpoint=http://127.0.0.1:%d/v1 model=canary-model "
         "arch=sm_90 cache-dir=%s record-dir=%s report=%s" % (
             port, os.path.join(tmp, "cache"), os.path.join(tmp, "record"), report))
 r = subprocess.run([opt, "--llm-fuse=" + opts,
