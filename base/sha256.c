@@ -19,3 +19,11 @@ lf_status_t lf_sha256_hex(const void *data, size_t len,
   out_hex[64] = '\0';
   return LF_OK;
 }
+
+bool lf_sha256_is_hex(const char *s) {
+  size_t i = 0;
+  for (; s && s[i]; ++i)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
+  return i == LF_SHA256_HEX_SIZE - 1;
+}

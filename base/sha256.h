@@ -6,6 +6,7 @@
 #ifndef LF_BASE_SHA256_H
 #define LF_BASE_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/status.h"
@@ -21,6 +22,10 @@ extern "C" {
 /// and a NUL into `out_hex`. Fails only if libcrypto does.
 lf_status_t lf_sha256_hex(const void *data, size_t len,
                           char out_hex[LF_SHA256_HEX_SIZE]);
+
+/// Whether `s` is 64 lower-case hex digits (a digest as lf_sha256_hex
+/// writes it).
+bool lf_sha256_is_hex(const char *s);
 
 #ifdef __cplusplus
 }

@@ -71,17 +71,6 @@ static lf_status_t corrupt(const char *origin, const char *fmt, ...) {
                    origin ? origin : "cache entry", what);
 }
 
-static bool is_hex64(const char *s) {
-  if (!s)
-    return false;
-  size_t i = 0;
-  for (; s[i]; ++i)
-    if (i >= 64 ||
-        !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-      return false;
-  return i == 64;
-}
-
 static char *dup_or_null(const char *s, bool *failed) {
   if (!s)
     return NULL;
@@ -167,7 +156,7 @@ lf_status_t lf_cache_key_validate(const lf_cache_key_t *key) {
                        "longer than %d bytes",
                        key_fields[i].name, KEY_FIELD_MAX);
   }
-  if (!is_hex64(key->fingerprint))
+  if (!lf_sha256_is_hex(key->fingerprint))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "cache key fingerprint '%s' is not 64 lower-case hex "
                      "digits",
@@ -572,7 +561,7 @@ static lf_status_t tree_checksum(const cJSON *root,
 lf_status_t lf_cache_signed_message(const char *digest, const char *checksum,
                                     char out[LF_CACHE_SIGNED_MESSAGE_SIZE],
                                     size_t *out_len) {
-  if (!is_hex64(digest) || !is_hex64(checksum))
+  if (!lf_sha256_is_hex(digest) || !lf_sha256_is_hex(checksum))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "a signed message needs a digest and a checksum of 64 "
                      "hex digits");
@@ -1125,7 +1114,7 @@ const char *lf_cache_dir(const lf_cache_t *cache) { return cache->dir; }
 
 lf_status_t lf_cache_entry_path(const lf_cache_t *cache, const char *digest,
                                 lf_strbuf_t *out) {
-  if (!is_hex64(digest))
+  if (!lf_sha256_is_hex(digest))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "cache digest is not 64 lower-case hex digits");
   return lf_strbuf_appendf(out, "%s/" LF_CACHE_LAYOUT "/%.2s/%s.json",
@@ -1496,7 +1485,7 @@ lf_status_t lf_cache_pull(lf_cache_t *cache, const char *digest,
   *out_outcome = LF_CACHE_MISS;
   if (!cache->remote)
     return LF_STATUS(LF_STATUS_FAILED_PRECONDITION, "no remote cache named");
-  if (!is_hex64(digest))
+  if (!lf_sha256_is_hex(digest))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "'%.80s' is not a 64-hex-digit cache digest", digest);
   lf_cache_entry_t *e = NULL;
@@ -1764,7 +1753,7 @@ static bool visit_file(const char *path, const char *folder, const char *name,
     memcpy(digest, name, 64);
     digest[64] = '\0';
   }
-  bool named = is_hex64(digest);
+  bool named = lf_sha256_is_hex(digest);
   if (named && strncmp(name + 64, ".json.tmp.", 10) == 0) {
     f.digest = digest;
     f.state = LF_CACHE_FILE_TEMP;

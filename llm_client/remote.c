@@ -1,4 +1,5 @@
 /* remote.c - GET/PUT/HEAD of cache entries on an HTTP store (libcurl). */
+#include "base/sha256.h"
 #include "llm_client/remote.h"
 
 #include <pthread.h>
@@ -31,16 +32,6 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static bool is_hex64(const char *s) {
-  if (!s)
-    return false;
-  size_t i = 0;
-  for (; s[i]; ++i)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-      return false;
-  return i == 64;
 }
 
 void lf_remote_options_init(lf_remote_options_t *options) {
@@ -248,7 +239,7 @@ static lf_status_t request(lf_remote_t *r, method_t m, const char *digest,
                            lf_strbuf_t *out, const void *data, size_t len,
                            long *code, int64_t *out_size) {
   *code = 0;
-  if (!is_hex64(digest))
+  if (!lf_sha256_is_hex(digest))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "remote cache: digest is not 64 lower-case hex digits");
   if (r->down[0])

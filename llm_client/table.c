@@ -42,14 +42,6 @@ static lf_status_t oom(void) {
   return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 }
 
-static bool is_hex64(const char *s) {
-  size_t i = 0;
-  for (; s && s[i]; ++i)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-      return false;
-  return i == 64;
-}
-
 static unsigned bucket_of(const char *pattern) {
   unsigned h = 0;
   for (int i = 0; i < 3; ++i) {
@@ -130,7 +122,8 @@ static lf_status_t parse_entry(const char *path, const char *name,
       strcmp(schema->valuestring, LF_TABLE_ENTRY_SCHEMA) != 0)
     st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: schema is not '%s'", path,
                    LF_TABLE_ENTRY_SCHEMA);
-  else if (!cJSON_IsString(pattern) || !is_hex64(pattern->valuestring))
+  else if (!cJSON_IsString(pattern) ||
+           !lf_sha256_is_hex(pattern->valuestring))
     st = LF_STATUS(LF_STATUS_DATA_LOSS,
                    "%s: pattern is not 64 lower-case hex digits", path);
   else if (!cJSON_IsArray(archs) || cJSON_GetArraySize(archs) < 1 ||
@@ -375,7 +368,7 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
                                  const char *arch, const int64_t *sizes,
                                  size_t count, lf_table_match_t *out) {
   memset(out, 0, sizeof(*out));
-  if (!table || !pattern || !is_hex64(pattern) || !arch)
+  if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
     return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
   lf_strbuf_t why;
   lf_strbuf_init(&why, 4096);
@@ -458,9 +451,15 @@ void lf_table_foreach(const lf_table_t *table,
                       bool (*fn)(const lf_table_info_t *info, void *user),
                       void *user) {
   for (const entry_t *e = table ? table->first : NULL; e; e = e->order) {
-    lf_table_info_t info = {e->pattern, e->klass,  (const char *const *)e->archs,
-                            e->num_archs, e->fixed, e->num_sizes,
-                            e->id,        e->path,  e->source};
+    lf_table_info_t info = {.pattern = e->pattern,
+                            .klass = e->klass,
+                            .archs = (const char *const *)e->archs,
+                            .num_archs = e->num_archs,
+                            .fixed = e->fixed,
+                            .num_sizes = e->num_sizes,
+                            .id = e->id,
+                            .path = e->path,
+                            .source = e->source};
     if (!fn(&info, user))
       return;
   }
@@ -471,8 +470,9 @@ lf_status_t lf_table_write_entry(const char *dir,
                                  char **out_path) {
   if (out_path)
     *out_path = NULL;
-  if (!is_hex64(in->pattern) || !in->arch || !in->klass || !in->template_text ||
-      in->num_sizes > LF_TABLE_MAX_SIZES || !in->name || !in->name[0])
+  if (!lf_sha256_is_hex(in->pattern) || !in->arch || !in->klass ||
+      !in->template_text || in->num_sizes > LF_TABLE_MAX_SIZES || !in->name ||
+      !in->name[0])
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "table entry: bad fields");
   for (const char *p = in->name; *p; ++p)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))

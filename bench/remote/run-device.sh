@@ -17,19 +17,13 @@
 set -uo pipefail
 root=$(pwd)
 out=$(mkdir -p "${1:?usage: run-device.sh OUT}" && cd "$1" && pwd)
-stage=$root/.device/loop
-if [ -z "${LF_REMOTE_DRY:-}" ]; then
-  mkdir -p /tmp/lf && tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf
-  export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64
-else # a dry run on the build machine: the lit tests' fake driver and worker
+[ -n "${LF_REMOTE_DRY:-}" ] && LF_DEVICE_DRY=1
+. "$root/bench/loop/device-env.sh"
+verify=$LLM_FUSE_VERIFY
+if [ -n "${LF_REMOTE_DRY:-}" ]; then # a dry run here: the lit tests' fakes
   export LLM_FUSE_LIBCUDA=$root/build/runtime/liblf_fake_libcuda.so
+  verify=$root/lit_tests/loop/Inputs/fake_verify.py
 fi
-export PATH=$stage/bin:/tmp/lf/bin:$PATH
-export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
-export LLM_FUSE_REPLAY_DIR=$root/kernels/replay
-export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-verify=$stage/bin/llm-fuse-verify
-[ -n "${LF_REMOTE_DRY:-}" ] && verify=$root/lit_tests/loop/Inputs/fake_verify.py
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 w=/tmp/lf-remote && rm -rf "$w" && mkdir -p "$w/store"
 store() { python3 "$root/lit_tests/remote/Inputs/store.py" hostile "files:$w/store" "$out/store.log" -- "$@"; }

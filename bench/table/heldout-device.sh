@@ -4,7 +4,7 @@
 # replay: the replay set, then the pattern table), with verification and
 # timing on this GPU; then heldout.py summarize prints per model and
 # subgraph where the candidate came from, kernel ms / fallback ms / speedup,
-# and the verified counts. Written by `heldout.py device-script`.
+# and the verified counts. `heldout.py device-script` stages the models.
 # Run from the repository root with bench/loop/prepare.sh's stage carried in
 # .device/loop and the models in .device/heldout (heldout.py device-script
 # copies them there):
@@ -19,17 +19,9 @@ root=$(pwd)
 if [ $# -ge 2 ]; then held=$1; shift; else held=$root/.device/heldout; fi
 held=$(cd "$held" && pwd)
 out=$(mkdir -p "${1:?usage: heldout-device.sh [HELDOUT] OUT}" && cd "$1" && pwd)
-stage=$root/.device/loop
 [ -f "$held/models.json" ] || { echo "no $held/models.json" >&2; exit 2; }
-[ -x "$stage/bin/llm-fuse-opt" ] || { echo "no stage in $stage (bench/loop/prepare.sh)" >&2; exit 2; }
-mkdir -p /tmp/lf && [ -x /tmp/lf/bin ] || tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf
-export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$stage/bin:/tmp/lf/bin:$PATH
-export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
-export LLM_FUSE_REPLAY_DIR=$root/kernels/replay
-export LLM_FUSE_TABLE_DIR=$root/kernels/table
-export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export LLM_FUSE_VERIFY=$stage/bin/llm-fuse-verify
+[ -x "$root/.device/loop/bin/llm-fuse-opt" ] || { echo "no stage in .device/loop (bench/loop/prepare.sh)" >&2; exit 2; }
+. "$root/bench/loop/device-env.sh"
 arch=${ARCH:-sm_90a}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 mkdir -p "$out/models" "$out/reports" "$out/logs"

@@ -799,66 +799,10 @@ def cmd_summarize(opts):
 
 # ---- device-script ------------------------------------------------------------
 
-DEVICE_SH = r'''#!/bin/bash
-# heldout-device.sh - bench/table/heldout.py's held-out models compiled on
-# the GPU machine by the llm-fuse pass on the offline default (provider
-# replay: the replay set, then the pattern table), with verification and
-# timing on this GPU; then heldout.py summarize prints per model and
-# subgraph where the candidate came from, kernel ms / fallback ms / speedup,
-# and the verified counts. Written by `heldout.py device-script`.
-# Run from the repository root with bench/loop/prepare.sh's stage carried in
-# .device/loop and the models in .device/heldout (heldout.py device-script
-# copies them there):
-#   bash bench/table/heldout-device.sh [HELDOUT] OUT
-# HELDOUT defaults to .device/heldout (models/ and models.json).
-# ARCH (default sm_90a), OPTIONS (more --llm-fuse options) and ONLY (an
-# extended regex: only the models whose names match, e.g. to split the run
-# under a time limit; the cache and reports of earlier runs into OUT are
-# kept then) may be set.
-set -uo pipefail
-root=$(pwd)
-if [ $# -ge 2 ]; then held=$1; shift; else held=$root/.device/heldout; fi
-held=$(cd "$held" && pwd)
-out=$(mkdir -p "${1:?usage: heldout-device.sh [HELDOUT] OUT}" && cd "$1" && pwd)
-stage=$root/.device/loop
-[ -f "$held/models.json" ] || { echo "no $held/models.json" >&2; exit 2; }
-[ -x "$stage/bin/llm-fuse-opt" ] || { echo "no stage in $stage (bench/loop/prepare.sh)" >&2; exit 2; }
-mkdir -p /tmp/lf && [ -x /tmp/lf/bin ] || tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf
-export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$stage/bin:/tmp/lf/bin:$PATH
-export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
-export LLM_FUSE_REPLAY_DIR=$root/kernels/replay
-export LLM_FUSE_TABLE_DIR=$root/kernels/table
-export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export LLM_FUSE_VERIFY=$stage/bin/llm-fuse-verify
-arch=${ARCH:-sm_90a}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-mkdir -p "$out/models" "$out/reports" "$out/logs"
-cp "$held/models.json" "$out/"
-cp "$held"/models/*.mlir "$out/models/"
-[ -n "${ONLY:-}" ] || rm -rf "$out/cache"
-start=$(date +%s)
-for f in "$out"/models/*.mlir; do
-  name=$(basename "$f" .mlir)
-  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then continue; fi
-  t0=$(date +%s%N)
-  llm-fuse-opt --llm-fuse="arch=$arch max-refinements=0 cache-dir=$out/cache report=$out/reports/$name.json remarks=false ${OPTIONS:-}" \
-    "$f" -o /dev/null 2> "$out/logs/$name.err"
-  rc=$?
-  echo "== $name: exit $rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-done
-echo "== all models in $(( $(date +%s) - start )) s"
-python3 "$root/bench/table/heldout.py" summarize ${ONLY:+--present} "$out"
-'''
-
-
 def cmd_device_script(opts):
     out = os.path.abspath(opts.outdir)
     meta = json.load(open(os.path.join(out, "models.json")))
     sh = os.path.join(ROOT, "bench", "table", "heldout-device.sh")
-    with open(sh, "w") as f:
-        f.write(DEVICE_SH)
-    os.chmod(sh, 0o755)
     dest = os.path.join(ROOT, ".device", "heldout")
     if os.path.abspath(dest) != out:
         if os.path.isdir(dest):
@@ -876,7 +820,7 @@ def cmd_device_script(opts):
                 n += os.path.getsize(os.path.join(d, f))
         return n
     held, stage = du(dest), du(os.path.join(ROOT, ".device", "loop"))
-    print("wrote %s" % sh)
+    print("run on the GPU machine: %s" % sh)
     print("models: %d in %s (%.2f MiB); stage .device/loop %.1f MiB; carry "
           "limit 64 MiB: %s" % (len(meta["models"]), dest, held / 2**20,
                                 stage / 2**20,

@@ -10,15 +10,7 @@
 set -uo pipefail
 root=$(pwd)
 out=$(mkdir -p "${1:?usage: run-device.sh OUT}" && cd "$1" && pwd)
-stage=$root/.device/loop
-mkdir -p /tmp/lf && tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf
-export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64
-export PATH=$stage/bin:/tmp/lf/bin:$PATH
-export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
-export LLM_FUSE_REPLAY_DIR=$root/kernels/replay
-export LLM_FUSE_TABLE_DIR=$root/kernels/table
-export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export LLM_FUSE_VERIFY=$stage/bin/llm-fuse-verify
+. "$root/bench/loop/device-env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 m=/tmp/lf-table && rm -rf "$m" && mkdir -p "$m"
 # name: example, then sed expressions (rows changed, the row length kept)
