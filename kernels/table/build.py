@@ -140,18 +140,45 @@ def families():
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--opt", default=os.path.join(ROOT, "build", "bin", "llm-fuse-opt"))
-    ap.add_argument("--check", action="store_true", help="exit 1 if an entry is stale")
-    a = ap.parse_args()
-    out_dir = os.path.join(HERE, "v1")
-    os.makedirs(out_dir, exist_ok=True)
-    wanted, stale = {}, []
+def outline_text(opt, text):
+    """The outline report's groups of a model given as text."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.mlir")
+        with open(path, "w") as fh:
+            fh.write(text)
+        rep = os.path.join(d, "r.json")
+        r = subprocess.run([opt, "--llm-fuse-outline=remarks=false report=" + rep, path, "-o",
+                            os.devnull], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError("does not outline: " + r.stderr.strip()[-400:])
+        rep = json.load(open(rep))
+        return rep.get("groups") or rep.get("subgraphs") or []
+
+
+def entry_of(g, archs, sizes, tmpl, source):
+    """The JSON text of one entry: sizes is the list S0.. with None for a free
+    size."""
+    klass = g.get("class", "?")
+    entry = {
+        "schema": SCHEMA,
+        "pattern": g["pattern"],
+        "archs": archs,
+        "class": klass,
+        "sizes": {"S%d" % i: v for i, v in enumerate(sizes)},
+        "template": tmpl,
+        "source": source,
+        "checksum": checksum(g["pattern"], archs, sizes, klass, tmpl),
+    }
+    return json.dumps(entry, indent=1) + "\n"
+
+
+def sentinel_entries(opt):
+    """(file name, text) of the generators' kernels with S0 free."""
+    out = []
     reports = {}
     for f in families():
         if f["example"] not in reports:
-            reports[f["example"]] = groups_of(outline(a.opt, f["example"]))
+            reports[f["example"]] = groups_of(outline(opt, f["example"]))
         g = reports[f["example"]].get(f["fp"])
         if not g:
             sys.exit("build.py: %s not outlined from examples/%s.mlir" % (f["sg"], f["example"]))
@@ -183,19 +210,58 @@ def main():
         ] + ["  // llm-fuse.tune-require S0 %% %d == 0" % b for b in divisors]
         tmpl = "\n".join(head + lines[1:])
         fixed = [None] + sizes[1:]
-        klass = g.get("class", "?")
-        entry = {
-            "schema": SCHEMA,
-            "pattern": g["pattern"],
-            "archs": f["archs"],
-            "class": klass,
-            "sizes": {"S%d" % i: v for i, v in enumerate(fixed)},
-            "template": tmpl,
-            "source": f["source"],
-            "checksum": checksum(g["pattern"], f["archs"], fixed, klass, tmpl),
-        }
         name = "%s-%s.json" % (g["pattern"][:16], f["name"])
-        text = json.dumps(entry, indent=1) + "\n"
+        out.append((name, entry_of(g, f["archs"], fixed, tmpl, f["source"])))
+    return out
+
+
+def spec_entries(opt, module):
+    """(file name, text) of the templates a module of this folder writes
+    directly. module.templates() yields dicts:
+      name     the entry's file-name suffix (unique in the table);
+      example  the MLIR text of a model, one of whose subgraphs is the target;
+      pick     callable(groups) -> the target group of the outline report;
+      render   callable(group) -> (template text, sizes): the gpu.module text
+               with `// llm-fuse.template-size SK` lines for its free sizes,
+               and the list S0.. with None for a free size, a number for a
+               fixed one;
+      archs, source.
+    """
+    out = []
+    for t in module.templates():
+        groups = outline_text(opt, t["example"])
+        g = t["pick"](groups)
+        if g is None:
+            sys.exit("build.py: %s: the example has no such subgraph" % t["name"])
+        tmpl, sizes = t["render"](g)
+        if len(sizes) != len(g["pattern_sizes"]):
+            sys.exit("build.py: %s: %d sizes for a pattern of %d" % (
+                t["name"], len(sizes), len(g["pattern_sizes"])))
+        name = "%s-%s.json" % (g["pattern"][:16], t["name"])
+        out.append((name, entry_of(g, t["archs"], sizes, tmpl, t["source"])))
+    return out
+
+
+SPEC_MODULES = ["rows_any", "gemm_any"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--opt", default=os.path.join(ROOT, "build", "bin", "llm-fuse-opt"))
+    ap.add_argument("--check", action="store_true", help="exit 1 if an entry is stale")
+    a = ap.parse_args()
+    out_dir = os.path.join(HERE, "v1")
+    os.makedirs(out_dir, exist_ok=True)
+    wanted, stale = {}, []
+    entries = sentinel_entries(a.opt)
+    sys.path.insert(0, HERE)
+    import importlib
+    for m in SPEC_MODULES:
+        if os.path.exists(os.path.join(HERE, m + ".py")):
+            entries += spec_entries(a.opt, importlib.import_module(m))
+    for name, text in entries:
+        if name in wanted:
+            sys.exit("build.py: two entries named %s" % name)
         wanted[name] = text
         path = os.path.join(out_dir, name)
         if a.check:
