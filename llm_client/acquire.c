@@ -491,7 +491,12 @@ static lf_status_t make_messages(ctx_t *c, job_t *j) {
   if (!j->first) {
     lf_strbuf_t b;
     lf_strbuf_init(&b, (size_t)1 << 20);
-    s = lf_prompt_first(c->prompts, &j->subject, &b);
+    /* The examples come from the pattern table only when the prompt goes
+     * to a model: with replay the prompt is rendered only for its token
+     * estimate and strict matching, which stay those of the recordings. */
+    s = lf_prompt_first(
+        c->prompts, c->o->provider == LF_PROVIDER_OPENAI ? c->o->table : NULL,
+        &j->subject, &b);
     j->first = s ? NULL : lf_strbuf_take(&b);
     lf_strbuf_free(&b);
     if (s)
@@ -1317,9 +1322,17 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
     job_t *j = &c.jobs[i];
     j->task = &tasks[i];
     j->res = &c.report->results[i];
-    j->subject = (lf_prompt_subject_t){
-        tasks[i].name,      tasks[i].fingerprint, tasks[i].klass, tasks[i].ir,
-        tasks[i].signature, tasks[i].arch,        o->gpu};
+    j->subject =
+        (lf_prompt_subject_t){.name = tasks[i].name,
+                              .fingerprint = tasks[i].fingerprint,
+                              .klass = tasks[i].klass,
+                              .ir = tasks[i].ir,
+                              .signature = tasks[i].signature,
+                              .arch = tasks[i].arch,
+                              .gpu = o->gpu,
+                              .pattern = tasks[i].pattern,
+                              .pattern_sizes = tasks[i].pattern_sizes,
+                              .num_pattern_sizes = tasks[i].num_pattern_sizes};
     j->key = (lf_cache_key_t){tasks[i].fingerprint,
                               tasks[i].arch,
                               o->toolchain,

@@ -171,7 +171,12 @@ typedef struct lf_acquire_options_s {
   /// The pattern table (NULL: none; borrowed): with provider replay it
   /// answers a first request the replay set lacks; with openai it answers
   /// the first request before the model is asked (the model then refines
-  /// the table's kernel).
+  /// the table's kernel), and the first request's examples are retrieved
+  /// from it (lf_prompt_first: same pattern key, then same class and
+  /// element type, then same class, then examples.json). With replay the
+  /// prompt keeps the examples.json examples: it is rendered only for the
+  /// token estimate and replay_strict, which must stay those of the
+  /// recordings, so offline builds do not change with the table.
   const struct lf_table_s *table;
   /// Growth: where a verified kernel that the model wrote as a template
   /// (`// llm-fuse.template-size SK` lines) joins the pattern table, for

@@ -3,7 +3,9 @@
  * Templates are read once per set, split at their "---" header line and
  * checked for unknown placeholders. Filling is plain substitution of
  * {{name}}; the values (subgraph text, error text, examples) are made safe
- * for a fenced block before they go in.
+ * for a fenced block before they go in. The first request's examples are
+ * retrieved from the pattern table when the caller gives one, and filled
+ * up from examples.json (docs/pattern-table.md, "Retrieval").
  */
 #include "llm_client/prompt.h"
 
@@ -18,6 +20,7 @@
 #include "base/log.h"
 #include "base/sha256.h"
 #include "llm_client/datadir.h"
+#include "llm_client/tune.h"
 
 #ifndef LF_PROMPTS_DIR
 #define LF_PROMPTS_DIR "llm_client/prompts"
@@ -609,17 +612,20 @@ static bool arch_suffixed(const char *arch) {
   return n && isalpha((unsigned char)arch[n - 1]);
 }
 
-/* An example runs on `arch` when one of its chips is `arch`, or an
- * unsuffixed chip no newer than it. */
-static bool example_fits(const example_t *e, const char *arch) {
-  for (size_t i = 0; i < e->chip_count; ++i) {
-    if (strcmp(e->chips[i], arch) == 0)
+/* A kernel for `archs` runs on `arch` when one of them is `arch`, or an
+ * unsuffixed one no newer than it. */
+static bool archs_fit(const char *const *archs, size_t n, const char *arch) {
+  for (size_t i = 0; i < n; ++i) {
+    if (strcmp(archs[i], arch) == 0)
       return true;
-    if (!arch_suffixed(e->chips[i]) &&
-        arch_number(e->chips[i]) <= arch_number(arch))
+    if (!arch_suffixed(archs[i]) && arch_number(archs[i]) <= arch_number(arch))
       return true;
   }
   return false;
+}
+
+static bool example_fits(const example_t *e, const char *arch) {
+  return archs_fit((const char *const *)e->chips, e->chip_count, arch);
 }
 
 /* 0: same class; 1: a related one; -1: not an example for this class. */
@@ -637,15 +643,223 @@ static int class_rank(const char *want, const char *have) {
   return -1;
 }
 
-/* Picks up to LF_PROMPT_MAX_EXAMPLES examples for `subj` into `chosen`
- * (indices into set->examples): same class before related, same dtype
- * before others, smaller first; never the subject's own subgraph, never
- * two for one subgraph. */
-static size_t choose_examples(const lf_prompt_set_t *set,
-                              const lf_prompt_subject_t *subj,
-                              const char *dtype, size_t *chosen) {
-  size_t count = 0;
-  while (count < LF_PROMPT_MAX_EXAMPLES) {
+/* A table entry that may be an example, and, once chosen, its template. */
+typedef struct pick_s {
+  int tier;   /* 0: the subject's pattern; 1: same class and element type;
+                 2: same class */
+  char *name; /* the entry's file name: the tie-break */
+  char *path; /* the entry's file: its identity */
+  char pattern[65];
+  char id[96];
+  char klass[32];
+  char dtype[32];
+  char source[256];
+  int64_t fixed[LF_TABLE_MAX_SIZES];
+  size_t num_sizes;
+  char *text; /* the template (chosen picks only) */
+} pick_t;
+
+typedef struct selection_s {
+  pick_t picks[LF_PROMPT_MAX_EXAMPLES]; /* from the table, shown first */
+  size_t num_picks;
+  size_t seeds[LF_PROMPT_MAX_EXAMPLES]; /* indices into set->examples */
+  size_t num_seeds;
+} selection_t;
+
+static void pick_clear(pick_t *p) {
+  free(p->name), free(p->path), free(p->text);
+  p->name = p->path = p->text = NULL;
+}
+
+static void selection_clear(selection_t *sel) {
+  for (size_t i = 0; i < sel->num_picks; ++i)
+    pick_clear(&sel->picks[i]);
+  sel->num_picks = sel->num_seeds = 0;
+}
+
+/* The element type of a template: that of the last memref parameter of its
+ * first gpu.func (the contract lists the results last), e.g. "bf16" for
+ * `%y: memref<{{S0}}x4096xbf16>`; "" when there is none. */
+static void template_dtype(const char *text, char *dtype, size_t size) {
+  dtype[0] = '\0';
+  const char *f = text ? strstr(text, "gpu.func @") : NULL;
+  const char *open = f ? strchr(f, '(') : NULL;
+  if (!open)
+    return;
+  int depth = 0;
+  const char *param = open + 1, *close = NULL;
+  for (const char *p = open; *p && !close; ++p) {
+    if (*p == '(' || *p == '<' || *p == '[' || *p == '{')
+      ++depth;
+    else if (*p == ')' || *p == '>' || *p == ']' || *p == '}')
+      close = --depth == 0 ? p : NULL;
+    else if (*p == ',' && depth == 1)
+      param = p + 1;
+  }
+  if (!close)
+    return;
+  const char *m = NULL;
+  for (const char *q = param; q && q < close; q = strstr(q + 1, "memref<"))
+    if (strncmp(q, "memref<", 7) == 0 && q < close)
+      m = q + 7;
+  if (!m || m >= close)
+    return;
+  /* The element type follows the last 'x' after a dimension, at depth 0 of
+   * the memref (placeholders and layouts nest). */
+  const char *start = m, *end = NULL;
+  depth = 0;
+  for (const char *p = m; p < close && !end; ++p) {
+    if (*p == '<' || *p == '{' || *p == '(' || *p == '[')
+      ++depth;
+    else if (*p == '>' || *p == '}' || *p == ')' || *p == ']')
+      end = depth-- == 0 ? p : NULL;
+    else if (*p == ',' && depth == 0)
+      end = p;
+    else if (*p == 'x' && depth == 0 && p > m &&
+             (isdigit((unsigned char)p[-1]) || p[-1] == '}' || p[-1] == '?'))
+      start = p + 1;
+  }
+  if (!end || end <= start)
+    return;
+  size_t n = (size_t)(end - start);
+  while (n && isspace((unsigned char)start[n - 1]))
+    --n;
+  if (n == 0 || n >= size)
+    return;
+  memcpy(dtype, start, n);
+  dtype[n] = '\0';
+}
+
+typedef struct gather_s {
+  const lf_prompt_subject_t *subj;
+  const char *dtype; /* the subject's */
+  pick_t *all;
+  size_t count, cap;
+  bool oom;
+} gather_t;
+
+/* Collects every entry that may be an example of the subject, with its
+ * tier. */
+static bool gather_one(const lf_table_info_t *in, void *user) {
+  gather_t *g = user;
+  const lf_prompt_subject_t *subj = g->subj;
+  if (!archs_fit(in->archs, in->num_archs, subj->arch))
+    return true;
+  char dtype[32];
+  template_dtype(in->template_text, dtype, sizeof(dtype));
+  int tier = -1;
+  if (subj->pattern && strcmp(in->pattern, subj->pattern) == 0)
+    tier = 0;
+  else if (strcmp(in->klass, subj->klass) == 0)
+    tier = g->dtype[0] && strcmp(dtype, g->dtype) == 0 ? 1 : 2;
+  if (tier < 0)
+    return true;
+  if (g->count == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 32;
+    pick_t *n = realloc(g->all, cap * sizeof(*n));
+    if (!n) {
+      g->oom = true;
+      return false;
+    }
+    g->all = n, g->cap = cap;
+  }
+  pick_t *p = &g->all[g->count];
+  memset(p, 0, sizeof(*p));
+  const char *slash = strrchr(in->path, '/');
+  p->tier = tier;
+  p->name = strdup(slash ? slash + 1 : in->path);
+  p->path = strdup(in->path);
+  if (!p->name || !p->path) {
+    pick_clear(p);
+    g->oom = true;
+    return false;
+  }
+  snprintf(p->pattern, sizeof(p->pattern), "%s", in->pattern);
+  snprintf(p->id, sizeof(p->id), "%s", in->id);
+  snprintf(p->klass, sizeof(p->klass), "%s", in->klass);
+  snprintf(p->dtype, sizeof(p->dtype), "%s", dtype);
+  snprintf(p->source, sizeof(p->source), "%s", in->source ? in->source : "");
+  p->num_sizes =
+      in->num_sizes < LF_TABLE_MAX_SIZES ? in->num_sizes : LF_TABLE_MAX_SIZES;
+  for (size_t i = 0; i < p->num_sizes; ++i)
+    p->fixed[i] = in->fixed[i];
+  ++g->count;
+  return true;
+}
+
+static int compare_picks(const void *a, const void *b) {
+  const pick_t *x = a, *y = b;
+  if (x->tier != y->tier)
+    return x->tier < y->tier ? -1 : 1;
+  int c = strcmp(x->name, y->name);
+  if (!c)
+    c = strcmp(x->pattern, y->pattern);
+  return c ? c : strcmp(x->path, y->path);
+}
+
+typedef struct fetch_s {
+  selection_t *sel;
+  bool oom;
+} fetch_t;
+
+/* Copies the chosen entries' templates. */
+static bool fetch_one(const lf_table_info_t *in, void *user) {
+  fetch_t *f = user;
+  for (size_t i = 0; i < f->sel->num_picks; ++i) {
+    pick_t *p = &f->sel->picks[i];
+    if (!p->text && strcmp(p->path, in->path) == 0 && in->template_text &&
+        !(p->text = strdup(in->template_text)))
+      f->oom = true;
+  }
+  return !f->oom;
+}
+
+/* Picks up to LF_PROMPT_MAX_EXAMPLES table entries for `subj`: its pattern
+ * first, then same class and element type, then same class; by file name,
+ * pattern key, path within a tier; one per pattern key. */
+static lf_status_t choose_table(const lf_table_t *table,
+                                const lf_prompt_subject_t *subj,
+                                const char *dtype, selection_t *sel) {
+  if (!table)
+    return LF_OK;
+  gather_t g = {.subj = subj, .dtype = dtype};
+  lf_table_foreach(table, gather_one, &g);
+  lf_status_t s = LF_OK;
+  if (g.oom)
+    s = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  if (!s && g.count)
+    qsort(g.all, g.count, sizeof(*g.all), compare_picks);
+  for (size_t i = 0; !s && i < g.count; ++i) {
+    if (sel->num_picks >= LF_PROMPT_MAX_EXAMPLES)
+      break;
+    bool taken = false;
+    for (size_t k = 0; k < sel->num_picks; ++k)
+      taken = taken || strcmp(sel->picks[k].pattern, g.all[i].pattern) == 0;
+    if (taken)
+      continue;
+    sel->picks[sel->num_picks++] = g.all[i]; /* takes name and path */
+    g.all[i].name = g.all[i].path = NULL;
+  }
+  for (size_t i = 0; i < g.count; ++i)
+    pick_clear(&g.all[i]);
+  free(g.all);
+  if (!s && sel->num_picks) {
+    fetch_t f = {.sel = sel};
+    lf_table_foreach(table, fetch_one, &f);
+    if (f.oom)
+      s = LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  return s;
+}
+
+/* Picks examples.json examples for `subj` into the slots the table left:
+ * same class before related, same dtype before others, smaller first;
+ * never the subject's own subgraph, never two for one subgraph, never one
+ * that a chosen table entry's source names (the same kernel). */
+static void choose_seeds(const lf_prompt_set_t *set,
+                         const lf_prompt_subject_t *subj, const char *dtype,
+                         selection_t *sel) {
+  while (sel->num_picks + sel->num_seeds < LF_PROMPT_MAX_EXAMPLES) {
     long best = -1;
     long best_score = 0;
     for (size_t i = 0; i < set->example_count; ++i) {
@@ -655,8 +869,12 @@ static size_t choose_examples(const lf_prompt_set_t *set,
           e->bytes > LF_PROMPT_MAX_EXAMPLE || !example_fits(e, subj->arch))
         continue;
       bool taken = false;
-      for (size_t k = 0; k < count; ++k)
-        if (strcmp(set->examples[chosen[k]].fingerprint, e->fingerprint) == 0)
+      for (size_t k = 0; k < sel->num_seeds; ++k)
+        if (strcmp(set->examples[sel->seeds[k]].fingerprint, e->fingerprint) ==
+            0)
+          taken = true;
+      for (size_t k = 0; k < sel->num_picks; ++k)
+        if (strstr(sel->picks[k].source, e->subgraph))
           taken = true;
       if (taken)
         continue;
@@ -668,23 +886,184 @@ static size_t choose_examples(const lf_prompt_set_t *set,
     }
     if (best < 0)
       break;
-    chosen[count++] = (size_t)best;
+    sel->seeds[sel->num_seeds++] = (size_t)best;
   }
-  return count;
+}
+
+static lf_status_t select_examples(const lf_prompt_set_t *set,
+                                   const lf_table_t *table,
+                                   const lf_prompt_subject_t *subj,
+                                   const char *dtype, selection_t *sel) {
+  memset(sel, 0, sizeof(*sel));
+  lf_status_t s = choose_table(table, subj, dtype, sel);
+  if (s) {
+    selection_clear(sel);
+    return s;
+  }
+  choose_seeds(set, subj, dtype, sel);
+  return LF_OK;
+}
+
+/* `in` as one prompt-safe line of at most size - 1 bytes. */
+static void safe_line(const char *in, char *out, size_t size) {
+  size_t i = 0;
+  for (; in && in[i] && i + 1 < size; ++i) {
+    char c = safe_char((unsigned char)in[i]);
+    out[i] = c == '\n' || c == '\t' ? ' ' : c;
+  }
+  out[i] = '\0';
+}
+
+/* Appends "S0 = 1024, S1 = 4096" for `n` sizes (negative: "free"). */
+static lf_status_t append_sizes(lf_strbuf_t *out, const int64_t *v, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (v[i] < 0)
+      LF_RETURN_IF_ERROR(
+          lf_strbuf_appendf(out, "%sS%zu free", i ? ", " : "", i));
+    else
+      LF_RETURN_IF_ERROR(lf_strbuf_appendf(out, "%sS%zu = %lld", i ? ", " : "",
+                                           i, (long long)v[i]));
+  }
+  return LF_OK;
+}
+
+/* The kernel text a table pick shows, into `text`, and the line that says
+ * what it is, into `note`: instantiated when every size is known (fixed in
+ * the entry, or the subject's when the entry is of its pattern and its
+ * fixed sizes are the subject's) and admitted by its requirements, else
+ * the template. */
+static lf_status_t pick_text(const pick_t *p, const lf_prompt_subject_t *subj,
+                             lf_strbuf_t *text, lf_strbuf_t *note) {
+  int64_t v[LF_TABLE_MAX_SIZES];
+  bool known = true;
+  bool subject_sizes = p->tier == 0 && subj->pattern_sizes &&
+                       subj->num_pattern_sizes == p->num_sizes;
+  bool admits = subject_sizes;
+  for (size_t i = 0; admits && i < p->num_sizes; ++i)
+    admits = p->fixed[i] < 0 || p->fixed[i] == subj->pattern_sizes[i];
+  for (size_t i = 0; i < p->num_sizes; ++i) {
+    v[i] = p->fixed[i] >= 0 ? p->fixed[i]
+           : admits         ? subj->pattern_sizes[i]
+                            : -1;
+    known = known && v[i] >= 1;
+  }
+  if (known) {
+    lf_strbuf_t bound;
+    lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+    lf_tune_set_t *ts = NULL;
+    lf_status_t r = lf_table_bind_sizes(p->text, v, p->num_sizes, &bound);
+    if (!r)
+      r = lf_tune_expand(bound.data ? bound.data : "", bound.len, &ts);
+    lf_strbuf_free(&bound);
+    if (!r && ts->count >= 1) {
+      lf_status_t s = lf_strbuf_append_str(text, ts->variants[0].text);
+      if (!s)
+        s = lf_strbuf_append_str(note, "Instantiated for ");
+      if (!s)
+        s = append_sizes(note, v, p->num_sizes);
+      if (!s && p->num_sizes == 0)
+        s = lf_strbuf_append_str(note, "its sizes");
+      if (!s && admits)
+        s = lf_strbuf_append_str(note, ", this subgraph's sizes");
+      if (!s && ts->count > 1)
+        s = lf_strbuf_appendf(note, " (the first of its tune variants, %s)",
+                              ts->variants[0].label);
+      if (!s)
+        s = lf_strbuf_append_str(note, ".");
+      lf_tune_set_destroy(ts);
+      return s;
+    }
+    lf_tune_set_destroy(ts);
+    lf_status_free(r); /* refused: shown as the template */
+  }
+  LF_RETURN_IF_ERROR(lf_strbuf_append_str(text, p->text));
+  LF_RETURN_IF_ERROR(lf_strbuf_append_str(
+      note, "A template: `{{S0}}`-style placeholders are template sizes, "
+            "declared free by `// llm-fuse.template-size SK` lines ("));
+  int64_t fx[LF_TABLE_MAX_SIZES];
+  for (size_t i = 0; i < p->num_sizes; ++i)
+    fx[i] = p->fixed[i];
+  LF_RETURN_IF_ERROR(append_sizes(note, fx, p->num_sizes));
+  LF_RETURN_IF_ERROR(lf_strbuf_append_str(note, ")."));
+  if (subject_sizes) {
+    LF_RETURN_IF_ERROR(lf_strbuf_append_str(note, " This subgraph binds "));
+    LF_RETURN_IF_ERROR(
+        append_sizes(note, subj->pattern_sizes, subj->num_pattern_sizes));
+    LF_RETURN_IF_ERROR(lf_strbuf_append_str(note, "."));
+  }
+  return LF_OK;
+}
+
+/* Appends `text` made prompt-safe, cut at a line end so that it stays
+ * within LF_PROMPT_MAX_EXAMPLE bytes with a last line saying how many
+ * lines were cut. */
+static lf_status_t append_capped(lf_strbuf_t *out, const char *text,
+                                 size_t len) {
+  if (len <= LF_PROMPT_MAX_EXAMPLE)
+    return append_safe(out, text, len);
+  size_t cut = LF_PROMPT_MAX_EXAMPLE - 128;
+  while (cut > 0 && text[cut - 1] != '\n')
+    --cut;
+  size_t lines = 0;
+  for (size_t i = cut; i < len; ++i)
+    lines += text[i] == '\n';
+  if (len > cut && text[len - 1] != '\n')
+    ++lines;
+  LF_RETURN_IF_ERROR(append_safe(out, text, cut));
+  return lf_strbuf_appendf(
+      out, "// ... (%zu more lines of this kernel not shown here)\n", lines);
+}
+
+static const char *tier_words(int tier) {
+  return tier == 0   ? "the same pattern as this subgraph: the same math"
+         : tier == 1 ? "the same class and element type"
+                     : "the same class";
+}
+
+static lf_status_t render_pick(const pick_t *p, const lf_prompt_subject_t *subj,
+                               size_t number, lf_strbuf_t *out) {
+  lf_strbuf_t text, note;
+  lf_strbuf_init(&text, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+  lf_strbuf_init(&note, 4096);
+  char id[sizeof(p->id)], klass[sizeof(p->klass)], dtype[sizeof(p->dtype)];
+  safe_line(p->id, id, sizeof(id));
+  safe_line(p->klass, klass, sizeof(klass));
+  safe_line(p->dtype[0] ? p->dtype : "element type unknown", dtype,
+            sizeof(dtype));
+  lf_status_t s = pick_text(p, subj, &text, &note);
+  if (!s)
+    s = lf_strbuf_appendf(out,
+                          "%s### Example %zu: pattern table entry %s (%s, %s; "
+                          "%s)\n\n%s\n\n```mlir\n",
+                          number > 1 ? "\n" : "", number, id, klass, dtype,
+                          tier_words(p->tier), lf_strbuf_cstr(&note));
+  if (!s)
+    s = append_capped(out, text.data ? text.data : "", text.len);
+  if (!s && (!text.len || text.data[text.len - 1] != '\n'))
+    s = lf_strbuf_append_str(out, "\n");
+  if (!s)
+    s = lf_strbuf_append_str(out, "```\n");
+  lf_strbuf_free(&note);
+  lf_strbuf_free(&text);
+  return s;
 }
 
 static lf_status_t render_examples(const lf_prompt_set_t *set,
+                                   const lf_table_t *table,
                                    const lf_prompt_subject_t *subj,
                                    const char *dtype, lf_strbuf_t *out) {
-  size_t chosen[LF_PROMPT_MAX_EXAMPLES];
-  size_t n = choose_examples(set, subj, dtype, chosen);
+  selection_t sel;
+  LF_RETURN_IF_ERROR(select_examples(set, table, subj, dtype, &sel));
   size_t shown = 0;
   lf_strbuf_t path, text;
   lf_strbuf_init(&path, 8192);
   lf_strbuf_init(&text, LF_PROMPT_MAX_EXAMPLE + 1);
   lf_status_t s = LF_OK;
-  for (size_t k = 0; k < n && !s; ++k) {
-    const example_t *e = &set->examples[chosen[k]];
+  for (size_t k = 0; k < sel.num_picks && !s; ++k)
+    if (sel.picks[k].text)
+      s = render_pick(&sel.picks[k], subj, ++shown, out);
+  for (size_t k = 0; k < sel.num_seeds && !s; ++k) {
+    const example_t *e = &set->examples[sel.seeds[k]];
     lf_strbuf_reset(&path);
     lf_strbuf_reset(&text);
     s = lf_strbuf_appendf(&path, "%s/%s", set->dir, e->file);
@@ -724,10 +1103,12 @@ static lf_status_t render_examples(const lf_prompt_set_t *set,
                           subj->klass);
   lf_strbuf_free(&text);
   lf_strbuf_free(&path);
+  selection_clear(&sel);
   return s;
 }
 
 lf_status_t lf_prompt_examples_chosen(const lf_prompt_set_t *set,
+                                      const lf_table_t *table,
                                       const lf_prompt_subject_t *subj,
                                       lf_strbuf_t *out) {
   lf_strbuf_t lines;
@@ -736,12 +1117,19 @@ lf_status_t lf_prompt_examples_chosen(const lf_prompt_set_t *set,
   char dtype[128] = "";
   if (!s)
     subject_dtype(lf_strbuf_cstr(&lines), dtype, sizeof(dtype));
-  size_t chosen[LF_PROMPT_MAX_EXAMPLES];
-  size_t n = s ? 0 : choose_examples(set, subj, dtype, chosen);
-  for (size_t k = 0; k < n && !s; ++k)
-    s = lf_strbuf_appendf(out, "%s%s", k ? "," : "",
-                          set->examples[chosen[k]].subgraph);
+  selection_t sel;
+  if (!s)
+    s = select_examples(set, table, subj, dtype, &sel);
   lf_strbuf_free(&lines);
+  if (s)
+    return s;
+  size_t n = 0;
+  for (size_t k = 0; k < sel.num_picks && !s; ++k)
+    s = lf_strbuf_appendf(out, "%stable:%s", n++ ? "," : "", sel.picks[k].id);
+  for (size_t k = 0; k < sel.num_seeds && !s; ++k)
+    s = lf_strbuf_appendf(out, "%s%s", n++ ? "," : "",
+                          set->examples[sel.seeds[k]].subgraph);
+  selection_clear(&sel);
   return s;
 }
 
@@ -796,7 +1184,7 @@ lf_status_t lf_prompt_system(const lf_prompt_set_t *set, lf_strbuf_t *out) {
   return lf_strbuf_append_str(out, set->system);
 }
 
-lf_status_t lf_prompt_first(const lf_prompt_set_t *set,
+lf_status_t lf_prompt_first(const lf_prompt_set_t *set, const lf_table_t *table,
                             const lf_prompt_subject_t *subj, lf_strbuf_t *out) {
   LF_RETURN_IF_ERROR(check_subject(subj));
   lf_strbuf_t lines, operands, args, ir, examples, safe;
@@ -816,7 +1204,7 @@ lf_status_t lf_prompt_first(const lf_prompt_set_t *set,
   if (!s)
     s = lf_prompt_sanitize_ir(subj->ir, strlen(subj->ir), &ir);
   if (!s)
-    s = render_examples(set, subj, dtype, &examples);
+    s = render_examples(set, table, subj, dtype, &examples);
   /* Short fields go through the same filter: no fences, no control chars. */
   char klass[128], name[160], arch[32], sig[4096], gpu[256];
   const struct {

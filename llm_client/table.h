@@ -122,6 +122,7 @@ typedef struct lf_table_info_s {
   const char *id;
   const char *path; /* the entry's file */
   const char *source;
+  const char *template_text; /* the template, as loaded */
 } lf_table_info_t;
 
 /// Calls `fn` for every loaded entry, by file name; stops when it returns

@@ -445,14 +445,22 @@ int main(int argc, char **argv) {
       const lf_acquire_task_t *t = &st.tasks[i];
       if (strcmp(t->name ? t->name : "", print_prompt) != 0)
         continue;
-      lf_prompt_subject_t subj = {t->name,      t->fingerprint, t->klass, t->ir,
-                                  t->signature, t->arch,        o.gpu};
+      lf_prompt_subject_t subj = {.name = t->name,
+                                  .fingerprint = t->fingerprint,
+                                  .klass = t->klass,
+                                  .ir = t->ir,
+                                  .signature = t->signature,
+                                  .arch = t->arch,
+                                  .gpu = o.gpu,
+                                  .pattern = t->pattern,
+                                  .pattern_sizes = t->pattern_sizes,
+                                  .num_pattern_sizes = t->num_pattern_sizes};
       s = lf_prompt_system(prompts, &buf);
       if (!s)
         s = lf_strbuf_appendf(&buf, "\n===== (prompt version %s) =====\n",
                               lf_prompt_set_version(prompts));
       if (!s)
-        s = lf_prompt_first(prompts, &subj, &buf);
+        s = lf_prompt_first(prompts, NULL, &subj, &buf);
       if (!s) {
         fputs(lf_strbuf_cstr(&buf), stdout);
         rc = 0;
