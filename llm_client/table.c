@@ -373,9 +373,18 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
   lf_strbuf_t why;
   lf_strbuf_init(&why, 4096);
   size_t seen = 0;
+  /* The most specific entries first: those with the most fixed sizes (an
+   * entry made for one size, tuned for it, before a general template that
+   * admits it too); in load (file-name) order among equals. */
+  for (size_t want = LF_TABLE_MAX_SIZES + 1; want-- > 0;)
   for (const entry_t *e = table->buckets[bucket_of(pattern)]; e;
        e = e->next) {
     if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch))
+      continue;
+    size_t nfixed = 0;
+    for (size_t i = 0; i < e->num_sizes; ++i)
+      nfixed += e->fixed[i] >= 0;
+    if (nfixed != want)
       continue;
     ++seen;
     char reason[512] = "";
@@ -459,7 +468,8 @@ void lf_table_foreach(const lf_table_t *table,
                             .num_sizes = e->num_sizes,
                             .id = e->id,
                             .path = e->path,
-                            .source = e->source};
+                            .source = e->source,
+                            .template_text = e->template_text};
     if (!fn(&info, user))
       return;
   }

@@ -56,6 +56,23 @@ static lf_status_t bind_tensor_dims(const char *s, size_t n, lf_pattern_t *p) {
   return LF_OK;
 }
 
+/* A float constant that is the f32 reciprocal of a bound size of at least
+ * MIN_SIZE_CONSTANT (a mean's 1/N once a TOSA reciprocal is folded): its
+ * symbol, else -1. */
+static long find_reciprocal(const lf_pattern_t *p, double v) {
+  if (!(v > 0.0) || v > 1.0 / MIN_SIZE_CONSTANT)
+    return -1;
+  for (size_t i = 0; i < p->num_sizes; ++i)
+    if (p->sizes[i] >= MIN_SIZE_CONSTANT &&
+        (float)v == 1.0f / (float)p->sizes[i])
+      return (long)i;
+  return -1;
+}
+
+static lf_status_t put_reciprocal(lf_strbuf_t *b, long k) {
+  return lf_strbuf_appendf(b, "1/S%ld", k);
+}
+
 static lf_status_t put_symbol(lf_strbuf_t *b, long k) {
   return lf_strbuf_appendf(b, "S%ld", k);
 }
@@ -130,6 +147,32 @@ lf_status_t lf_pattern_compute(const char *s, size_t n, lf_pattern_t *p,
       }
       continue;
     }
+    if (i + 6 <= n && memcmp(s + i, "dense<", 6) == 0) {
+      /* dense elements (a TOSA shape's dense<[1, 4096]>, a splat
+       * dense<4.096000e+03> of a mean's divisor): each number equal to a
+       * size -> its symbol, as in integer arrays */
+      st = lf_strbuf_append(&b, s + i, 6);
+      i += 6;
+      while (!st && i < n && s[i] != '>') {
+        double v;
+        size_t len = (s[i - 1] == '<' || s[i - 1] == '[' || s[i - 1] == ' ')
+                         ? number_at(s, n, i, &v)
+                         : 0;
+        long k = len && v >= MIN_SIZE_CONSTANT && v == floor(v) &&
+                         fabs(v) < 9.0e15
+                     ? find_size(p, (int64_t)v)
+                     : -1;
+        long r = len && k < 0 ? find_reciprocal(p, v) : -1;
+        if (k >= 0 || r >= 0) {
+          st = k >= 0 ? put_symbol(&b, k) : put_reciprocal(&b, r);
+          i += len;
+        } else {
+          st = lf_strbuf_append(&b, s + i, 1);
+          ++i;
+        }
+      }
+      continue;
+    }
     if (i + 8 <= n && memcmp(s + i, "value = ", 8) == 0) {
       /* a constant equal to a size (a mean's divisor) -> its symbol */
       st = lf_strbuf_append(&b, s + i, 8);
@@ -140,8 +183,9 @@ lf_status_t lf_pattern_compute(const char *s, size_t n, lf_pattern_t *p,
           len && v >= MIN_SIZE_CONSTANT && v == floor(v) && fabs(v) < 9.0e15
               ? find_size(p, (int64_t)v)
               : -1;
-      if (!st && k >= 0) {
-        st = put_symbol(&b, k);
+      long r = len && k < 0 ? find_reciprocal(p, v) : -1;
+      if (!st && (k >= 0 || r >= 0)) {
+        st = k >= 0 ? put_symbol(&b, k) : put_reciprocal(&b, r);
         i += len;
       }
       continue;

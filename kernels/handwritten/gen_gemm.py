@@ -76,6 +76,21 @@ class Emitter:
             self.const_lines.append("%%c_%s = arith.constant {{%s}} : index" % (name, expr))
         return self.consts[key]
 
+    def symc(self, expr):
+        """An index constant whose value is the placeholder {{expr}} over
+        the template's size symbols (symbolic mode)."""
+        key = ("symx", expr)
+        if key not in self.consts:
+            name = "%%c_x%d" % sum(1 for k in self.consts if k[0] == "symx")
+            self.consts[key] = name
+            self.const_lines.append("%s = arith.constant {{%s}} : index" % (name, expr))
+        return self.consts[key]
+
+    def minu(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return min(a, b)
+        return self.op("arith.minui %s, %s : index" % (self.v(a), self.v(b)), "i")
+
     def fresh(self, hint="v"):
         self.n += 1
         return "%%%s_%d" % (hint, self.n)
@@ -176,6 +191,19 @@ class Emitter:
     def v(self, a):
         return self.idx(a) if isinstance(a, int) else a
 
+    def sub(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        return self.op("arith.subi %s, %s : index" % (self.v(a), self.v(b)), "i")
+
+    def require(self, expr):
+        """A `// llm-fuse.tune-require` line over the template's sizes
+        (symbolic mode), emitted once."""
+        if not hasattr(self, "reqs"):
+            self.reqs = []
+        if expr not in self.reqs:
+            self.reqs.append(expr)
+
     def body(self, indent):
         pad = " " * indent
         return [pad + c for c in self.const_lines] + self.lines
@@ -188,6 +216,80 @@ def memref_ty(shape, dt, space=None):
     return "memref<%sx%s>" % (s, dt)
 
 
+# --------------------------------------------------------------------------
+# Symbolic sizes (the pattern table's templates, kernels/table/gemm_any.py).
+# A config's M, N, K are ints (a kernel for one shape, as checked in) or
+# size symbols "S0", "S1", ... (a template: the signature's dimensions are
+# {{S0}} placeholders; every number derived from a size is a placeholder
+# expression, and what the structure needs of a size is a requirement).
+# With M symbolic (or cfg["mask_m"]) the kernel is masked in M: any M >= 1.
+# --------------------------------------------------------------------------
+def is_sym(x):
+    return isinstance(x, str)
+
+
+def sx(x):
+    """the expression text of a size (or of a number)"""
+    return x if is_sym(x) else str(x)
+
+
+def par(e):
+    e = sx(e)
+    return e if e.replace("_", "").isalnum() else "(%s)" % e
+
+
+def sdiv(x, d):
+    """x / d, d dividing x (asserted for ints, a requirement otherwise)"""
+    if is_sym(x):
+        return "%s / %d" % (par(x), d)
+    assert x % d == 0, (x, d)
+    return x // d
+
+
+def scdiv(x, d):
+    """ceil(x / d)"""
+    if is_sym(x):
+        return "(%s + %d) / %d" % (sx(x), d - 1, d)
+    return -(-x // d)
+
+
+def smul(a, b):
+    if not is_sym(a) and not is_sym(b):
+        return a * b
+    return "%s * %s" % (par(a), par(b))
+
+
+def sval(em, x):
+    """an index value for a size expression: a Python int or an index
+    constant {{expr}}"""
+    return em.symc(x) if is_sym(x) else x
+
+
+def sgrid(x):
+    """a launch dimension: an int, or a placeholder"""
+    return "{{%s}}" % x if is_sym(x) else x
+
+
+def masked_m(cfg):
+    return is_sym(cfg["M"]) or bool(cfg.get("mask_m"))
+
+
+def sizes_and_requirements(em, M, N, K, BM, BN, kdiv, kmin_tiles):
+    """Checks (ints) or requires (symbols) that BN divides N, kdiv divides K
+    and K has at least kmin_tiles k-tiles; returns (gm, gn, KT): the row
+    tiles (ceil(M / BM): masked), the column tiles and the k-tiles, each an
+    int or an expression."""
+    if is_sym(N):
+        em.require("%s %% %d == 0" % (N, BN))
+    else:
+        assert N % BN == 0, "N must divide the tile"
+    if is_sym(K):
+        em.require("%s %% %d == 0 && %s >= %d" % (K, kdiv, K, kdiv * max(1, kmin_tiles)))
+    else:
+        assert K % kdiv == 0 and K // kdiv >= kmin_tiles
+    return scdiv(M, BM), sdiv(N, BN), sdiv(K, kdiv)
+
+
 def parse_signature(sig):
     """'(tensor<AxBxT>, ...) -> tensor<...>' -> ([(shape, dt)...], [(shape, dt)...])"""
     ins, outs = sig.split("->")
@@ -197,7 +299,9 @@ def parse_signature(sig):
         for part in s.replace("(", "").replace(")", "").split("tensor<")[1:]:
             body = part.split(">")[0]
             dims = body.split("x")
-            out.append(([int(d) for d in dims[:-1]], dims[-1]))
+            # a dimension is an int, or (symbolic mode, for the pattern
+            # table) a size placeholder such as {{S0}}, kept as text
+            out.append(([int(d) if d.isdigit() else d for d in dims[:-1]], dims[-1]))
         return out
 
     return types(ins), types(outs)
@@ -236,7 +340,8 @@ def operands(em, cfg, ins, outs, names):
     C = Operand(em, names[len(ins)], *outs[0])
     bias = Operand(em, names[cfg["bias"]], *ins[cfg["bias"]]) if cfg.get("bias") is not None else None
     res = Operand(em, names[cfg["res"]], *ins[cfg["res"]]) if cfg.get("res") is not None else None
-    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    # (symbolic mode: the signature's dimensions are the placeholders {{S0}}...)
+    M, N, K = ["{{%s}}" % x if is_sym(x) else x for x in (cfg["M"], cfg["N"], cfg["K"])]
     assert A.shape == [M, K] and C.shape == [M, N] and all(b.shape == [K, N] for b in Bs)
     assert (bias is None or bias.shape == [N]) and (res is None or res.shape == [M, N])
     return A, Bs, C, bias, res
@@ -280,6 +385,34 @@ def grouped_raster(em, pid, gm, gn, group_m):
     in_group = em.rem(pid, per_group)
     pid_m = em.add(first_m, em.rem(in_group, group_m))
     pid_n = em.div(in_group, group_m)
+    return pid_m, pid_n
+
+
+def grouped_raster_any(em, pid, gm, gn, group_m):
+    """The grouped tile order of grouped_raster() for any number of row
+    tiles gm (ints or expressions; M masked): Triton's form, in which the
+    last group may hold fewer than GROUP_M row tiles. Group g covers row
+    tiles [g*GROUP_M, g*GROUP_M + size) with size = min(gm - g*GROUP_M,
+    GROUP_M), and CTAs [g*GROUP_M*gn, (g*GROUP_M + size)*gn): the grid is
+    gm*gn CTAs, so only the last group is short, and within a group pid_m =
+    first + r % size, pid_n = r / size (r = pid - g*GROUP_M*gn < size*gn) is
+    a bijection onto size x gn tiles. Full groups run exactly as in
+    grouped_raster(). GROUP_M is a knob: the configured value (what a build
+    without a GPU uses, always kept), half of it, double, and 1 (row-major);
+    a value other than the configured one is kept only when it is below gm
+    (at or above gm every value gives the same order)."""
+    values = [group_m] + [v for v in (group_m // 2, group_m * 2, 1) if v >= 1 and v != group_m]
+    values = list(dict.fromkeys(values))
+    if not any(t[0] == "GROUP_M" for t in em.tune):
+        em.tune.append(("GROUP_M", values, "GROUP_M == %d || GROUP_M < %s" % (group_m, par(gm))))
+    g = em.sym_idx("GROUP_M", "GROUP_M")
+    per_group = em.sym_idx("GROUP_M_GN", "GROUP_M * %s" % par(gn))
+    gid = em.div(pid, per_group)
+    first_m = em.mul(gid, g)
+    size_m = em.minu(em.sub(sval(em, gm), first_m), g)
+    in_group = em.rem(pid, per_group)
+    pid_m = em.add(first_m, em.rem(in_group, size_m))
+    pid_n = em.div(in_group, size_m)
     return pid_m, pid_n
 
 
@@ -452,7 +585,36 @@ MMA_HELPER = """\
   }"""
 
 
-def mma_helper():
+MMA_HELPER_F16 = """\
+  // One mma.sync.m16n8k16.row.col.f32.f16.f16.f32: the layouts of
+  // @mma_bf16; the f16 operands are passed as vector<2xf16> registers.
+  func.func private @mma_f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<4xf32>) -> vector<4xf32> {
+    %a0 = vector.extract %a[0] : vector<2xf16> from vector<4x2xf16>
+    %a1 = vector.extract %a[1] : vector<2xf16> from vector<4x2xf16>
+    %a2 = vector.extract %a[2] : vector<2xf16> from vector<4x2xf16>
+    %a3 = vector.extract %a[3] : vector<2xf16> from vector<4x2xf16>
+    %b0 = vector.extract %b[0] : vector<2xf16> from vector<2x2xf16>
+    %b1 = vector.extract %b[1] : vector<2xf16> from vector<2x2xf16>
+    %c0 = vector.extract %c[0] : f32 from vector<4xf32>
+    %c1 = vector.extract %c[1] : f32 from vector<4xf32>
+    %c2 = vector.extract %c[2] : f32 from vector<4xf32>
+    %c3 = vector.extract %c[3] : f32 from vector<4xf32>
+    %d = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
+        {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+         multiplicandAPtxType = #nvvm.mma_type<f16>, multiplicandBPtxType = #nvvm.mma_type<f16>,
+         shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+    %d0 = llvm.extractvalue %d[0] : !llvm.struct<(f32, f32, f32, f32)>
+    %d1 = llvm.extractvalue %d[1] : !llvm.struct<(f32, f32, f32, f32)>
+    %d2 = llvm.extractvalue %d[2] : !llvm.struct<(f32, f32, f32, f32)>
+    %d3 = llvm.extractvalue %d[3] : !llvm.struct<(f32, f32, f32, f32)>
+    %r = vector.from_elements %d0, %d1, %d2, %d3 : vector<4xf32>
+    return %r : vector<4xf32>
+  }"""
+
+
+def mma_helper(dt="bf16"):
+    if dt == "f16":
+        return MMA_HELPER_F16
     regs = []
     for nm, v, rows in (("a", "%a", 4), ("b", "%b", 2)):
         for r in range(rows):
@@ -462,12 +624,78 @@ def mma_helper():
     return MMA_HELPER.replace("{regs}", "\n".join(regs))
 
 
-def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair):
+def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair,
+                      m_bound=None, rows_outer=False, row_hi=None):
     """Epilogue on m16n8 accumulator fragments (the mma.sync C layout, also the
     wgmma D layout per n8 block): for each 16-row block (row_offs) and n8 block
     (col_offs) this thread holds rows row_base+off+8h (h = 0, 1), columns
     col_base+off+{0,1}; pair(j, mi, ni, h) is that vector<2xf32> of product j.
-    Bias pairs are loaded once per n8 block; residual pairs, outputs: 4 bytes."""
+    Bias pairs are loaded once per n8 block; residual pairs, outputs: 4 bytes.
+
+    m_bound (masked M): rows at or past it do not exist. Their accumulators
+    hold products of clamped A rows (finite, meaningless); the residual load,
+    the epilogue and the store of such a row are skipped (scf.if on
+    row < M, computed once per row; the fragment values are extracted
+    before the branch). Columns are never masked (N is a multiple of BN)."""
+    if m_bound is not None and rows_outer == "split":
+        # A CTA-uniform branch: full row tiles (row_hi <= M, every tile but
+        # the last row of tiles) run the unmasked epilogue, exactly the
+        # shipped kernel's code; the last, partial one runs the masked
+        # epilogue below (one branch per row). Predicating every tile costs
+        # the BN = 256 wgmma kernel registers (spills), this does not.
+        full = em.op("arith.cmpi ule, %s, %s : index" % (em.v(row_hi), em.v(m_bound)), "full")
+        em.emit("scf.if %s {" % full)
+        em.indent += 2
+        fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair)
+        em.indent -= 2
+        em.emit("} else {")
+        em.indent += 2
+        fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair,
+                          m_bound=m_bound, rows_outer=True)
+        em.indent -= 2
+        em.emit("}")
+        return
+    if m_bound is not None and rows_outer:
+        # one branch per row this thread holds (wgmma: 2), all its columns
+        # inside; the bias pair is loaded in each branch (L1 hits)
+        for mi, roff in enumerate(row_offs):
+            for h in range(2):
+                row = em.add(row_base, roff + 8 * h)
+                ok = em.op("arith.cmpi ult, %s, %s : index" % (em.v(row), em.v(m_bound)), "ok")
+                em.emit("scf.if %s {" % ok)
+                em.indent += 2
+                for ni, coff in enumerate(col_offs):
+                    col = em.add(col_base, coff)
+                    accs = [pair(j, mi, ni, h) for j in range(nb)]
+                    bv = bias.load(em, [col], 2, "bias") if bias else None
+                    rv = res.load(em, [row, col], 2, "res") if res else None
+                    y = helper.call(em, accs, bv, rv)
+                    em.emit("vector.store %s, %s : %s, vector<2x%s>" % (y, C.at(row, col), C.ty, C.dt))
+                em.indent -= 2
+                em.emit("}")
+        return
+    if m_bound is not None:
+        rows, oks = {}, {}
+        for mi, roff in enumerate(row_offs):
+            for h in range(2):
+                rows[(mi, h)] = em.add(row_base, roff + 8 * h)
+                oks[(mi, h)] = em.op("arith.cmpi ult, %s, %s : index" % (
+                    em.v(rows[(mi, h)]), em.v(m_bound)), "ok")
+        for ni, coff in enumerate(col_offs):
+            col = em.add(col_base, coff)
+            bv = bias.load(em, [col], 2, "bias") if bias else None
+            for mi, roff in enumerate(row_offs):
+                for h in range(2):
+                    row = rows[(mi, h)]
+                    accs = [pair(j, mi, ni, h) for j in range(nb)]
+                    em.emit("scf.if %s {" % oks[(mi, h)])
+                    em.indent += 2
+                    rv = res.load(em, [row, col], 2, "res") if res else None
+                    y = helper.call(em, accs, bv, rv)
+                    em.emit("vector.store %s, %s : %s, vector<2x%s>" % (y, C.at(row, col), C.ty, C.dt))
+                    em.indent -= 2
+                    em.emit("}")
+        return
     for ni, coff in enumerate(col_offs):
         col = em.add(col_base, coff)
         bv = bias.load(em, [col], 2, "bias") if bias else None
@@ -494,29 +722,39 @@ def gen_bf16_mma(cfg):
     T = 32 * warps_m * warps_n
     MI, NI = WM // 16, WN // 8
     assert WN % 16 == 0 and WM % 16 == 0 and BK in (32, 64) and BN % 64 == 0
-    assert M % BM == 0 and N % BN == 0 and K % BK == 0, "shapes must divide the tiles"
-    KT = K // BK
-    assert KT >= S - 1
-    gm, gn = M // BM, N // BN
-    grid = gm * gn
+    em = Emitter()
+    masked = masked_m(cfg)
+    if masked or is_sym(N) or is_sym(K):
+        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK, S - 1)
+        grid = smul(gm, gn)
+    else:
+        assert M % BM == 0 and N % BN == 0 and K % BK == 0, "shapes must divide the tiles"
+        KT = K // BK
+        assert KT >= S - 1
+        gm, gn = M // BM, N // BN
+        grid = gm * gn
     a_bytes = BM * BK * 2
     b_bytes = BK * BN * 2
     smem = S * (a_bytes + nb * b_bytes)
     kchunks = BK // 8           # 16-byte chunks per A row
     nchunks = BN // 8           # 16-byte chunks per B row
 
-    em = Emitter()
     names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
-    sm_ty_a = memref_ty([S, BM, BK], "bf16", WG)
-    sm_ty_b = memref_ty([S, BK, BN], "bf16", WG)
-    acc_ty = "vector<4xf32>"
     A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
+    dt = A.dt                   # bf16 or f16 (mma.sync with f32 accumulation either way)
+    assert dt in ("bf16", "f16") and all(b.dt == dt for b in Bs)
+    sm_ty_a = memref_ty([S, BM, BK], dt, WG)
+    sm_ty_b = memref_ty([S, BK, BN], dt, WG)
+    acc_ty = "vector<4xf32>"
     helper = EpilogueHelper(cfg, 2, nb, bias.dt if bias else None, res.dt if res else None, C.dt)
 
-    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %sx%s tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
     pid = em.op("gpu.block_id x", "pid")
     tid = em.op("gpu.thread_id x", "tid")
-    pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
+    if masked:
+        pid_m, pid_n = grouped_raster_any(em, pid, gm, gn, GROUP_M)
+    else:
+        pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
     m0 = em.mul(pid_m, BM)
     n0 = em.mul(pid_n, BN)
     lane = em.rem(tid, 32)
@@ -541,13 +779,21 @@ def gen_bf16_mma(cfg):
         return em.band(row, 7)
 
     em.comment("cp.async assignments (loop invariant): consecutive threads copy consecutive 16-byte chunks of a row")
+    if masked:
+        em.comment("masked M: A rows past M-1 are read as row M-1 (clamped, loop invariant); their products land in")
+        em.comment("accumulator rows that the epilogue never stores, and rows < M never read them (rows are independent)")
+        m_last = em.symc("%s - 1" % M) if is_sym(M) else M - 1
     a_copies = []
     assert (BM * kchunks) % T == 0 and (BK * nchunks) % T == 0
     for i in range(BM * kchunks // T):
         q = em.add(tid, i * T)
         r = em.div(q, kchunks)
         c = em.rem(q, kchunks)
-        a_copies.append((r, em.mul(em.xor(c, swz_a(r)), 8), em.add(m0, r), em.mul(c, 8)))
+        dcol = em.mul(em.xor(c, swz_a(r)), 8)
+        grow = em.add(m0, r)
+        if masked:
+            grow = em.minu(grow, m_last)
+        a_copies.append((r, dcol, grow, em.mul(c, 8)))
     b_copies = []
     for i in range(BK * nchunks // T):
         q = em.add(tid, i * T)
@@ -598,15 +844,17 @@ def gen_bf16_mma(cfg):
     em.comment("accumulators: %s per m16n8 tile, index (j*%d + mi)*%d + ni for B_j, 16-row block mi, n8 block ni" % (acc_ty, MI, NI))
     res_names = em.fresh("acc")
     iter_args = ", ".join("%%a%d = %s" % (i, zero) for i in range(nacc))
+    em.idx(0)                  # (constant order as before: 0, the k-tile count, 1)
+    kt_n = em.v(sval(em, KT))  # the k-tile count (a placeholder when K is free)
     em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%s) -> (%s) {" % (
-        res_names, nacc, em.idx(0), em.idx(KT), em.idx(1), iter_args, ", ".join([acc_ty] * nacc)))
+        res_names, nacc, em.idx(0), kt_n, em.idx(1), iter_args, ", ".join([acc_ty] * nacc)))
     em.indent += 2
     em.comment("k-tile kt has landed (<= %d younger groups pending); every warp is done with k-tile kt-1" % (S - 2))
     em.emit("nvgpu.device_async_wait %s {numGroups = %d : i32}" % (grp, S - 2))
     em.emit("gpu.barrier")
     em.comment("refill the stage of k-tile kt-1 with k-tile kt+%d (zero-fill past the end)" % (S - 1))
     kl = em.add("%kt", S - 1)
-    valid = em.op("arith.cmpi ult, %s, %s : index" % (kl, em.idx(KT)), "p")
+    valid = em.op("arith.cmpi ult, %s, %s : index" % (kl, kt_n), "p")
     issue_loads(kl, em.rem(kl, S), valid)
     st = em.rem("%kt", S)
     accs = ["%%a%d" % i for i in range(nacc)]
@@ -616,23 +864,23 @@ def gen_bf16_mma(cfg):
 
     for kk in range(BK // 16):
         em.comment("k16 step %d" % kk)
-        afr = [em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = false} : %s -> vector<4x2xbf16>" % (
-            sA, st, a_rows[mi], em.v(a_col[kk]), sm_ty_a), "fa") for mi in range(MI)]
+        afr = [em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = false} : %s -> vector<4x2x%s>" % (
+            sA, st, a_rows[mi], em.v(a_col[kk]), sm_ty_a, dt), "fa") for mi in range(MI)]
         bfr = []
         for j in range(nb):
             bj = []
             for nj in range(WN // 16):
-                r4 = em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = true} : %s -> vector<4x2xbf16>" % (
-                    sB[j], st, b_krows[kk], em.v(b_col[nj]), sm_ty_b), "fb")
+                r4 = em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = true} : %s -> vector<4x2x%s>" % (
+                    sB[j], st, b_krows[kk], em.v(b_col[nj]), sm_ty_b, dt), "fb")
                 for h in range(2):   # rows 0,1: n8 tile 2nj; rows 2,3: n8 tile 2nj+1
-                    bj.append(em.op("vector.extract_strided_slice %s {offsets = [%d, 0], sizes = [2, 2], strides = [1, 1]} : vector<4x2xbf16> to vector<2x2xbf16>" % (r4, 2 * h), "b"))
+                    bj.append(em.op("vector.extract_strided_slice %s {offsets = [%d, 0], sizes = [2, 2], strides = [1, 1]} : vector<4x2x%s> to vector<2x2x%s>" % (r4, 2 * h, dt, dt), "b"))
             bfr.append(bj)
         for j in range(nb):
             for mi in range(MI):
                 for ni in range(NI):
                     i = acc_i(j, mi, ni)
-                    accs[i] = em.op("func.call @mma_bf16(%s, %s, %s) : (vector<4x2xbf16>, vector<2x2xbf16>, %s) -> %s" % (
-                        afr[mi], bfr[j][ni], accs[i], acc_ty, acc_ty), "d")
+                    accs[i] = em.op("func.call @mma_%s(%s, %s, %s) : (vector<4x2x%s>, vector<2x2x%s>, %s) -> %s" % (
+                        dt, afr[mi], bfr[j][ni], accs[i], dt, dt, acc_ty, acc_ty), "d")
     em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nacc)))
     em.indent -= 2
     em.emit("}")
@@ -649,26 +897,27 @@ def gen_bf16_mma(cfg):
             res_names, acc_i(j, mi, ni), 2 * h, acc_ty), "c")
 
     fragment_epilogue(em, helper, C, bias, res, nb, row_base, [16 * mi for mi in range(MI)],
-                      col_base, [8 * ni for ni in range(NI)], pair)
+                      col_base, [8 * ni for ni in range(NI)], pair,
+                      m_bound=sval(em, M) if masked else None)
     em.emit("gpu.return")
 
-    launch = dict(block=[T, 1, 1], grid=[grid, 1, 1], smem=smem)
+    launch = dict(block=[T, 1, 1], grid=[sgrid(grid), 1, 1], smem=smem)
     header = [
         "tiling: CTA %dx%dx%d, %d warps (%dx%d), warp tile %dx%d = %dx%d m16n8k16 tiles%s" % (
             BM, BN, BK, T // 32, warps_m, warps_n, WM, WN, MI, NI, " per B" if nb > 1 else ""),
-        "pipeline: %d-stage cp.async.cg ring (16 B copies), one barrier per k-tile, %d k-tiles" % (S, KT),
+        "pipeline: %d-stage cp.async.cg ring (16 B copies), one barrier per k-tile, %s k-tiles" % (S, KT),
         "smem: XOR-swizzled 16-byte chunks (A: chunk ^ %s, B: chunk ^ (k %% 8)), conflict-free ldmatrix" % (
             "((row >> 1) & 3)" if kchunks == 4 else "(row & 7)"),
-        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
+        "launch: grid (%s,1,1) = %s x %s tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
             grid, gm, gn, GROUP_M, T, smem),
     ]
-    return finish(cfg, em, ins, outs, names, launch, header, [mma_helper(), "\n".join(helper.text)])
+    return finish(cfg, em, ins, outs, names, launch, header, [mma_helper(dt), "\n".join(helper.text)])
 
 
 # --------------------------------------------------------------------------
 # bf16 wgmma kernel (sm_90a)
 # --------------------------------------------------------------------------
-def aligned_smem_bf16(em, smem):
+def aligned_smem_bf16(em, smem, dt="bf16"):
     """The dynamic shared memory (smem bytes, 1 KiB of them slack) with its
     base aligned to 1024 B, as the 128-byte-swizzled wgmma layouts need
     (the hardware swizzles on address bits): the aligned base's
@@ -678,7 +927,7 @@ def aligned_smem_bf16(em, smem):
     pad = em.band(em.op("arith.subi %s, %s : index" % (em.idx(1024), em.band(raw, 1023)), "i"), 1023)
     sbase = em.add(raw, pad)                     # shared-window address of the aligned base
     nel = (smem - 1024) // 2
-    sm_ty = memref_ty([nel], "bf16", WG)
+    sm_ty = memref_ty([nel], dt, WG)
     sflat = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, pad, WG, sm_ty), "sm")
     return sbase, sflat, sm_ty
 
@@ -729,11 +978,17 @@ def gen_bf16_wgmma(cfg):
     nb = len(cfg["b"])
     T = 128 * WGS
     assert BN % 64 == 0 and BN <= 256 and S >= 4
-    assert M % BM == 0 and N % BN == 0 and K % BK == 0
-    KT = K // BK
-    assert KT >= S - 2
-    gm, gn = M // BM, N // BN
-    grid = gm * gn
+    em = Emitter()
+    masked = masked_m(cfg)
+    if masked or is_sym(N) or is_sym(K):
+        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK, S - 2)
+        grid = smul(gm, gn)
+    else:
+        assert M % BM == 0 and N % BN == 0 and K % BK == 0
+        KT = K // BK
+        assert KT >= S - 2
+        gm, gn = M // BM, N // BN
+        grid = gm * gn
     a_bytes = BM * BK * 2
     b_bytes = BK * BN * 2
     smem = S * (a_bytes + nb * b_bytes) + 1024      # + alignment slack
@@ -743,15 +998,19 @@ def gen_bf16_wgmma(cfg):
     nacc = WGN // 2                                   # f32 per thread per accumulator struct
     sw_lbo, sw_sbo = cfg.get("b_lbo_sbo", (BK * 128, 1024))
 
-    em = Emitter()
     names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
     A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
+    dt = A.dt                   # bf16 or f16 (wgmma with f32 accumulation either way)
+    assert dt in ("bf16", "f16") and all(b.dt == dt for b in Bs)
     helper = EpilogueHelper(cfg, 2, nb, bias.dt if bias else None, res.dt if res else None, C.dt)
 
-    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %sx%s tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
     pid = em.op("gpu.block_id x", "pid")
     tid = em.op("gpu.thread_id x", "tid")
-    pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
+    if masked:
+        pid_m, pid_n = grouped_raster_any(em, pid, gm, gn, GROUP_M)
+    else:
+        pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
     m0 = em.mul(pid_m, BM)
     n0 = em.mul(pid_n, BN)
     wg = em.div(tid, 128)
@@ -759,9 +1018,13 @@ def gen_bf16_wgmma(cfg):
     wq = em.rem(em.div(tid, 32), 4)              # warp within the warpgroup
 
     em.comment("shared memory, base aligned to 1024 B: A[S][%d x 64], then B_j[S][%d atoms][64 k][64 n], bf16" % (BM, BN // 64))
-    sbase, sflat, sm_ty = aligned_smem_bf16(em, smem)
+    sbase, sflat, sm_ty = aligned_smem_bf16(em, smem, dt)
 
     em.comment("cp.async assignments (16-byte chunks, element offsets within a stage)")
+    if masked:
+        em.comment("masked M: A rows past M-1 are read as row M-1 (clamped, loop invariant); their products land in")
+        em.comment("accumulator rows that the epilogue never stores, and rows < M never read them (rows are independent)")
+        m_last = em.symc("%s - 1" % M) if is_sym(M) else M - 1
     a_copies = []
     assert (BM * 8) % T == 0 and (BK * BN // 8) % T == 0
     for i in range(BM * 8 // T):
@@ -769,7 +1032,10 @@ def gen_bf16_wgmma(cfg):
         r = em.div(q, 8)
         c = em.rem(q, 8)
         dst = em.add(em.mul(r, 64), em.mul(em.xor(c, em.band(r, 7)), 8))
-        a_copies.append((dst, em.add(m0, r), em.mul(c, 8)))
+        grow = em.add(m0, r)
+        if masked:
+            grow = em.minu(grow, m_last)
+        a_copies.append((dst, grow, em.mul(c, 8)))
     b_copies = []
     for i in range(BK * BN // 8 // T):
         q = em.add(tid, i * T)
@@ -811,12 +1077,14 @@ def gen_bf16_wgmma(cfg):
     wg_row_bytes = em.mul(wg, 64 * 128)
 
     nst = nb * nsub
-    em.comment("main loop over %d k-tiles; accumulator j*%d + s: the m64n%d f32 fragment (%d registers) of product j, columns %d*s.." % (
+    em.comment("main loop over %s k-tiles; accumulator j*%d + s: the m64n%d f32 fragment (%d registers) of product j, columns %d*s.." % (
         KT, nsub, WGN, nacc, WGN))
     res_names = em.fresh("acc")
     iter_args = ", ".join("%%a%d = %s" % (j, zero) for j in range(nst))
+    em.idx(0)                  # (constant order as before: 0, the k-tile count, 1)
+    kt_n = em.v(sval(em, KT))  # the k-tile count (a placeholder when K is free)
     em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%s) -> (%s) {" % (
-        res_names, nst, em.idx(0), em.idx(KT), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
+        res_names, nst, em.idx(0), kt_n, em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
     em.indent += 2
     em.comment("k-tile kt has landed; after the barrier every warpgroup has retired its wgmma of k-tile kt-2")
     em.emit("nvgpu.device_async_wait %s {numGroups = %d : i32}" % (grp, S - 3))
@@ -824,7 +1092,7 @@ def gen_bf16_wgmma(cfg):
     em.emit("gpu.barrier")
     em.comment("refill the stage of k-tile kt-2 with k-tile kt+%d (zero-fill past the end)" % (S - 2))
     kl = em.add("%kt", S - 2)
-    valid = em.op("arith.cmpi ult, %s, %s : index" % (kl, em.idx(KT)), "p")
+    valid = em.op("arith.cmpi ult, %s, %s : index" % (kl, kt_n), "p")
     issue_loads(kl, em.rem(kl, S), valid)
     st = em.rem("%kt", S)
     a_base = em.add(em.add(sbase, em.mul(st, a_bytes)), wg_row_bytes)
@@ -839,9 +1107,9 @@ def gen_bf16_wgmma(cfg):
                 db = desc(em.add(b_base[j], kk * 2048 + sub * (WGN // 64) * BK * 128), k_hi_b)
                 i = j * nsub + sub
                 accs[i] = em.op(("nvvm.wgmma.mma_async %s, %s, %s, #nvvm.shape<m = 64, n = %d, k = 16>, "
-                                 "D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], "
-                                 "B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : %s -> %s") % (
-                                     da, db, accs[i], WGN, acc_ty, acc_ty), "w")
+                                 "D [<f32>, #nvvm.wgmma_scale_out<one>], A [<%s>, #nvvm.wgmma_scale_in<one>, <row>], "
+                                 "B [<%s>, #nvvm.wgmma_scale_in<one>, <row>] : %s -> %s") % (
+                                     da, db, accs[i], WGN, dt, dt, acc_ty, acc_ty), "w")
     em.emit("nvvm.wgmma.commit.group.sync.aligned")
     em.emit("nvvm.wgmma.wait.group.sync.aligned 1")
     em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nst)))
@@ -863,18 +1131,19 @@ def gen_bf16_wgmma(cfg):
     t2 = em.mul(em.band(lane, 3), 2)
     row_base = em.add(em.add(em.add(m0, em.mul(wg, 64)), em.mul(wq, 16)), g)
     col_base = em.add(n0, t2)
-    fragment_epilogue(em, helper, C, bias, res, nb, row_base, [0], col_base, [8 * ni for ni in range(BN // 8)], pair)
+    fragment_epilogue(em, helper, C, bias, res, nb, row_base, [0], col_base, [8 * ni for ni in range(BN // 8)], pair,
+                      m_bound=sval(em, M) if masked else None, rows_outer="split", row_hi=em.add(m0, BM) if masked else None)
     em.emit("gpu.return")
 
-    launch = dict(block=[T, 1, 1], grid=[grid, 1, 1], smem=smem)
+    launch = dict(block=[T, 1, 1], grid=[sgrid(grid), 1, 1], smem=smem)
     header = [
         "tiling (sm_90a): CTA %dx%dx%d, %d warpgroup(s) of 64 rows, each %d x %d wgmma.mma_async m64n%dk16 per k-tile%s" % (
             BM, BN, BK, WGS, BK // 16, nsub, WGN, " per B" if nb > 1 else ""),
-        "pipeline: %d-stage cp.async.cg ring, k-tile kt+%d fetched during k-tile kt, wgmma.wait_group 1; %d k-tiles" % (
+        "pipeline: %d-stage cp.async.cg ring, k-tile kt+%d fetched during k-tile kt, wgmma.wait_group 1; %s k-tiles" % (
             S, S - 2, KT),
         "smem: 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO %d, SBO %d), base aligned to 1024 B" % (
             sw_lbo, sw_sbo),
-        "launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
+        "launch: grid (%s,1,1) = %s x %s tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
             grid, gm, gn, GROUP_M, T, smem),
     ]
     return finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
@@ -899,16 +1168,22 @@ def gen_f32_simt(cfg):
     TT = T * KS
     PAD = 4
     LDA = BM + PAD
-    assert M % BM == 0 and N % BN == 0 and K % (BK * KS) == 0 and BK % 4 == 0
-    KT = K // BK // KS           # k-tiles per slice
-    gm, gn = M // BM, N // BN
-    grid = gm * gn
+    em = Emitter()
+    masked = masked_m(cfg)
+    assert BK % 4 == 0
+    if masked or is_sym(N) or is_sym(K):
+        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK * KS, 1)  # KT: k-tiles per slice
+        grid = smul(gm, gn)
+    else:
+        assert M % BM == 0 and N % BN == 0 and K % (BK * KS) == 0
+        KT = K // BK // KS           # k-tiles per slice
+        gm, gn = M // BM, N // BN
+        grid = gm * gn
     a_floats = KS * 2 * BK * LDA
     pipe_bytes = (a_floats + KS * 2 * BK * BN) * 4
     red_bytes = KS * BM * BN * 4 if KS > 1 else 0
     smem = max(pipe_bytes, red_bytes)
 
-    em = Emitter()
     names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
     A, Bs, C, bias, res = operands(em, cfg, ins, outs, names)
     B = Bs[0]
@@ -919,10 +1194,13 @@ def gen_f32_simt(cfg):
     v8 = "vector<8xf32>"
     q_ty = "vector<8x8xf32>"
 
-    em.comment("CTA tile (pid_m, pid_n): grouped raster over %dx%d tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
+    em.comment("CTA tile (pid_m, pid_n): grouped raster over %sx%s tiles, GROUP_M=%d by default (a tune knob)" % (gm, gn, GROUP_M))
     pid = em.op("gpu.block_id x", "pid")
     tid = em.op("gpu.thread_id x", "tid")
-    pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
+    if masked:
+        pid_m, pid_n = grouped_raster_any(em, pid, gm, gn, GROUP_M)
+    else:
+        pid_m, pid_n = grouped_raster(em, pid, gm, gn, GROUP_M)
     m0 = em.mul(pid_m, BM)
     n0 = em.mul(pid_n, BN)
     if KS > 1:
@@ -945,7 +1223,8 @@ def gen_f32_simt(cfg):
         w = em.div(lt, 32)
         tx = em.add(em.mul(em.rem(w, TX // WX), WX), em.rem(lane, WX))
         ty = em.add(em.mul(em.div(w, TX // WX), WY), em.div(lane, WX))
-    kt0 = em.mul(ks, KT)         # first k-tile of this slice
+    ktv = sval(em, KT)           # k-tiles per slice (a placeholder when K is free)
+    kt0 = em.mul(ks, ktv) if ks != 0 else 0   # first k-tile of this slice
 
     em.comment("shared memory: A^T [KS][2][%d k][%d m + %d pad], B [KS][2][%d k][%d n], f32" % (BK, BM, PAD, BK, BN))
     smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
@@ -954,11 +1233,18 @@ def gen_f32_simt(cfg):
 
     em.comment("global -> register -> shared assignments (float4)")
     assert (BM * BK // 4) % T == 0 and (BK * BN // 4) % T == 0
+    if masked:
+        em.comment("masked M: A rows past M-1 are read as row M-1 (clamped, loop invariant); they fill the columns")
+        em.comment("of A^T whose outputs the epilogue never stores (rows of the product are independent)")
+        m_last = em.symc("%s - 1" % M) if is_sym(M) else M - 1
     a_ld = []
     for i in range(BM * BK // 4 // T):
         q = em.add(lt, i * T)
         r = em.div(q, BK // 4)
-        a_ld.append((em.add(m0, r), em.mul(em.rem(q, BK // 4), 4), r))
+        grow = em.add(m0, r)
+        if masked:
+            grow = em.minu(grow, m_last)
+        a_ld.append((grow, em.mul(em.rem(q, BK // 4), 4), r))
     b_ld = []
     for i in range(BK * BN // 4 // T):
         q = em.add(lt, i * T)
@@ -993,15 +1279,18 @@ def gen_f32_simt(cfg):
     zero = em.const("dense<0.000000e+00>", q_ty, "zero88")
     res_names = em.fresh("acc")
     em.comment("accumulator: %s, row i = output row ra[i/4] + i%%4, column j = cb[j/4] + j%%4" % q_ty)
+    c0 = em.idx(0)
+    kt_n = em.v(ktv)
     em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (%s) {" % (
-        res_names, em.idx(0), em.idx(KT), em.idx(1), zero, q_ty))
+        res_names, c0, kt_n, em.idx(1), zero, q_ty))
     em.indent += 2
     em.comment("prefetch k-tile kt+1 (the last one again at the end) into registers")
     buf = em.band("%kt", 1)
     nbuf = em.xor(buf, em.idx(1))
     kn = em.add("%kt", 1)
-    last = em.op("arith.cmpi ult, %s, %s : index" % (kn, em.idx(KT)), "p")
-    knc = em.op("arith.select %s, %s, %s : index" % (last, kn, em.idx(KT - 1)), "kn")
+    last = em.op("arith.cmpi ult, %s, %s : index" % (kn, kt_n), "p")
+    kt_last = em.v(sval(em, "%s - 1" % KT if is_sym(KT) else KT - 1))
+    knc = em.op("arith.select %s, %s, %s : index" % (last, kn, kt_last), "kn")
     av, bv = gload(knc)
     acc = "%acc"
     em.comment("multiply k-tile kt from shared buffer kt%2: acc += outer(A^T[k][rows], B[k][cols]) (64 fma per k)")
@@ -1029,7 +1318,25 @@ def gen_f32_simt(cfg):
         return em.op("vector.extract_strided_slice %s {offsets = [%d], sizes = [4], strides = [1]} : %s to %s" % (
             rows8[(qi, i)], 4 * qj, v8, v4), "r")
 
-    if KS == 1:
+    if KS == 1 and masked:
+        em.comment("epilogue: per row, two float4 column groups; rows at or past M are skipped (scf.if row < M)")
+        m_n = em.v(sval(em, M))
+        cols = [em.add(n0, cb[qj]) for qj in range(2)]
+        bvs = [bias.load(em, [cols[qj]], 4, "bias") if bias else None for qj in range(2)]
+        for qi in range(2):
+            for i in range(4):
+                row = em.add(m0, em.add(ra[qi], i))
+                ok = em.op("arith.cmpi ult, %s, %s : index" % (row, m_n), "ok")
+                pieces = [row_of(qi, qj, i) for qj in range(2)]
+                em.emit("scf.if %s {" % ok)
+                em.indent += 2
+                for qj in range(2):
+                    rv = res.load(em, [row, cols[qj]], 4, "res") if res else None
+                    y = helper.call(em, [pieces[qj]], bvs[qj], rv)
+                    em.emit("vector.store %s, %s : %s, %s" % (y, C.at(row, cols[qj]), C.ty, v4))
+                em.indent -= 2
+                em.emit("}")
+    elif KS == 1:
         em.comment("epilogue: per row, two float4 column groups")
         for qj in range(2):
             col = em.add(n0, cb[qj])
@@ -1063,12 +1370,19 @@ def gen_f32_simt(cfg):
                 tot = v if tot is None else em.op("arith.addf %s, %s : %s" % (tot, v, v4), "p")
             row, col = em.add(m0, r), em.add(n0, c)
             bv4 = bias.load(em, [col], 4, "bias") if bias else None
+            if masked:   # rows at or past M are skipped
+                ok = em.op("arith.cmpi ult, %s, %s : index" % (row, em.v(sval(em, M))), "ok")
+                em.emit("scf.if %s {" % ok)
+                em.indent += 2
             rv = res.load(em, [row, col], 4, "res") if res else None
             y = helper.call(em, [tot], bv4, rv)
             em.emit("vector.store %s, %s : %s, %s" % (y, C.at(row, col), C.ty, v4))
+            if masked:
+                em.indent -= 2
+                em.emit("}")
     em.emit("gpu.return")
 
-    launch = dict(block=[TT, 1, 1], grid=[grid, 1, 1], smem=smem)
+    launch = dict(block=[TT, 1, 1], grid=[sgrid(grid), 1, 1], smem=smem)
     header = [
         "tiling: CTA %dx%dx%d, %d threads = %d K-slice(s) x %d (%dx%d); 8x8 f32 outputs per thread in four 4x4" % (
             BM, BN, BK, TT, KS, T, TY, TX),
@@ -1076,14 +1390,14 @@ def gen_f32_simt(cfg):
             BM // 2, BN // 2),
         "pipeline: A^T [2][%d][%d+%d pad] (transposed on the way in), B [2][%d][%d] per slice, double-buffered;" % (
             BK, BM, PAD, BK, BN),
-        "  k-tile kt+1 prefetched into registers (float4) while kt is multiplied; %d k-tiles per slice" % KT,
+        "  k-tile kt+1 prefetched into registers (float4) while kt is multiplied; %s k-tiles per slice" % KT,
     ]
     if WX != TX:
         header.append("warp layout: each warp %d (n) x %d (m) threads, %d x %d warps per slice" % (
             WX, 32 // WX, TX // WX, TY // (32 // WX)))
     if KS > 1:
-        header.append("split-K in the CTA: slice s sums k-tiles [s*%d, (s+1)*%d); partials added in slice order in shared memory" % (KT, KT))
-    header.append("launch: grid (%d,1,1) = %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
+        header.append("split-K in the CTA: slice s sums k-tiles [s*%s, (s+1)*%s); partials added in slice order in shared memory" % (KT, KT))
+    header.append("launch: grid (%s,1,1) = %s x %s tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
         grid, gm, gn, GROUP_M, TT, smem))
     return finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
 
@@ -1095,7 +1409,7 @@ def finish(cfg, em, ins, outs, names, launch, header, helpers):
     lines.append("// kernels/handwritten/gen_gemm.py -- edit the generator, not this file.")
     lines.append("//")
     lines.append("// signature: %s" % cfg["signature"])
-    lines.append("// math: C[%d,%d] = %s;" % (cfg["M"], cfg["N"], cfg["product"]))
+    lines.append("// math: C[%s,%s] = %s;" % (cfg["M"], cfg["N"], cfg["product"]))
     lines.append("//       %s" % EPILOGUES[cfg["epilogue"]][1])
     for note in cfg.get("math_notes", []):
         lines.append("//       " + note)
@@ -1107,12 +1421,14 @@ def finish(cfg, em, ins, outs, names, launch, header, helpers):
     for knob, values, require in em.tune:
         lines.append("  // llm-fuse.tune %s = %s" % (knob, ", ".join(str(v) for v in values)))
         lines.append("  // llm-fuse.tune-require %s" % require)
+    for require in getattr(em, "reqs", []):
+        lines.append("  // llm-fuse.tune-require %s" % require)
     for h in helpers:
         lines.append(h)
     args = ", ".join("%s: %s" % (nm, memref_ty(shape, dt)) for (shape, dt), nm in zip(ins + outs, names))
     lines.append("  gpu.func @%s(%s) kernel" % (kname, args))
     lines.append("      attributes {known_block_size = array<i32: %d, %d, %d>," % tuple(launch["block"]))
-    lines.append("                  known_grid_size = array<i32: %d, %d, %d>," % tuple(launch["grid"]))
+    lines.append("                  known_grid_size = array<i32: %s, %s, %s>," % tuple(launch["grid"]))
     extra = ""
     if cfg.get("minctasm"):
         # .minnctapersm: ptxas caps registers so that this many CTAs fit on an SM

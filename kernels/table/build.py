@@ -70,7 +70,7 @@ def templatize(text, d):
     dropped."""
     import re
     body = text[text.index("gpu.module"):]
-    num = re.compile(r"(?<![0-9A-Za-z_.])([0-9]{7,})(?![0-9])")
+    num = re.compile(r"(?<![0-9A-Za-wyz_.])([0-9]{7,})(?![0-9])")
     out = []
     for line in body.split("\n"):
         def rewrite(seg, inside):

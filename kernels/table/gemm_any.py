@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""gemm_any.py - the table's GEMM templates for any row count M, with N and K
+free where the kernel's structure allows, in each element type the kernel
+serves.
+
+kernels/table/build.py imports this module (SPEC_MODULES) and writes one entry
+per (family, element type, kernel) that `templates()` yields. The families are
+the GEMM + epilogue subgraphs of the shipped examples that
+bench/table/heldout.py draws its held-out models from:
+
+  mlp_up      examples/mlp_block.mlir     x W1 + b1, GELU (tanh)      bf16, f16
+  mlp_down    examples/mlp_block.mlir     h W2 + b2 + x (residual)    bf16, f16
+  swiglu      examples/swiglu.mlir        silu(x Wg) * (x Wu)         bf16, f16
+  qkv         examples/minigpt_block.mlir x Wqkv + b                  f32
+  attn_proj   examples/minigpt_block.mlir o Wo + b + x  (Wo square)   f32
+  fc          examples/minigpt_block.mlir x Wfc + b, GELU (tanh)      f32
+  proj        examples/minigpt_block.mlir g Wpr + b + h               f32
+  gemm_relu   examples/gemm_epilogue.mlir relu((x W - 0.5) * 2) (W square) f32
+
+(minigpt_mlp's two GEMMs have fc's and proj's pattern keys.) The kernels are
+kernels/handwritten/gen_gemm.py's, with the same tilings as the shipped
+kernels of those subgraphs, generated in its symbolic mode: M, N, K are the
+pattern's size symbols, so the memref types are {{S0}}-style placeholders,
+every number derived from a size (grid, k-tile count, last row) a
+placeholder expression, and what the structure needs a requirement:
+
+  * M is free and masked: any M >= 1 (with M >= 2 here; M = 1 is another
+    pattern key, a unit dimension). The grid has ceil(M / BM) row tiles; A
+    rows past M - 1 are loaded as row M - 1 (an unsigned min on a
+    loop-invariant address); their accumulator rows are never stored: the
+    residual load, epilogue and store of a row run under scf.if row < M.
+    The grouped raster handles a short last group (Triton's form), so
+    GROUP_M needs no requirement; its values are the configured one, half,
+    double and 1.
+  * N free with `SN % BN == 0`, K free with `SK % BK == 0` (and enough
+    k-tiles for the pipeline's prologue): a size that violates one is
+    refused by name (e.g. N = 1000).
+  * bf16 and f16 for the tensor-core kernels (mma.sync m16n8k16 on sm_80 /
+    sm_90; wgmma m64nNk16 on sm_90a), each from the example rewritten to
+    that type (heldout.py's dtype_rewrite); f32 for the SIMT f32 kernels.
+
+On sm_90a the wgmma entry is tried first (file names sort `..._1wgmma`
+before `..._2mma`); where its BN does not divide N, the mma.sync entry
+(which lists sm_90a too) may still admit the sizes. The shipped entries of
+build.py's sentinel method (M free, N and K fixed) have more fixed sizes, so
+the table tries them first (llm_client/table.c): at the sizes they admit the
+kernels are exactly the shipped ones.
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
+import gen_gemm  # noqa: E402
+from heldout import dtype_rewrite, size_rewrite  # noqa: E402
+
+EX_M = 1000  # the examples' row count: distinct from every other size in them
+
+# name: (example, its dtype, its row count, base subgraph of gen_gemm.py,
+#        element types, whether it has an sm_90a wgmma form)
+FAMILIES = {
+    "mlp_up": ("examples/mlp_block.mlir", "bf16", 4096, "sg_439a925e4900df20", ["bf16", "f16"], True),
+    "mlp_down": ("examples/mlp_block.mlir", "bf16", 4096, "sg_5cdc21b0bac363b8", ["bf16", "f16"], True),
+    "swiglu": ("examples/swiglu.mlir", "bf16", 8192, "sg_74ede17e00bf0352", ["bf16", "f16"], True),
+    "qkv": ("examples/minigpt_block.mlir", "f32", 1024, "sg_775f56ec869d4b28", ["f32", "bf16", "f16"], True),
+    "attn_proj": ("examples/minigpt_block.mlir", "f32", 1024, "sg_1c6bf422e56f7cc7", ["f32", "bf16", "f16"], True),
+    "fc": ("examples/minigpt_block.mlir", "f32", 1024, "sg_208fdd59011a4518", ["f32", "bf16", "f16"], True),
+    "proj": ("examples/minigpt_block.mlir", "f32", 1024, "sg_36d4248ce34e0c94", ["f32", "bf16", "f16"], True),
+    "gemm_relu": ("examples/gemm_epilogue.mlir", "f32", 1024, "sg_5beaf48efb3a6ac0", ["f32", "bf16", "f16"], True),
+}
+
+# The f32 examples rewritten to bf16 / f16 (heldout.py does that: the whole
+# computation, matmul accumulator and epilogue, in the 16-bit type) get the
+# tensor-core kernels of the bf16 subgraph with the same shape of N (wide N:
+# the MLP up-projection's tiling; N = the hidden size: the down-projection's).
+# The kernel accumulates in f32 and runs the epilogue in f32, rounding once
+# at the store: more accurate than the IR's 16-bit arithmetic, so whether it
+# verifies is the verifier's call (tolerances of a 16-bit result).
+TC_TILING = {
+    "sg_775f56ec869d4b28": "sg_439a925e4900df20",
+    "sg_1c6bf422e56f7cc7": "sg_5cdc21b0bac363b8",
+    "sg_208fdd59011a4518": "sg_439a925e4900df20",
+    "sg_36d4248ce34e0c94": "sg_5cdc21b0bac363b8",
+    "sg_5beaf48efb3a6ac0": "sg_439a925e4900df20",
+}
+TILE_KEYS = ("BM", "BN", "BK", "WM", "WN", "stages", "group_m", "minctasm")
+
+# sm_90a forms: gen_gemm.py's plain wgmma kernel (the SwiGLU's shipped sm_90a
+# kernel is the warp-specialized persistent one of gemm_wgmma_ws.py, which is
+# not templated; its plain-wgmma tiling is used here).
+WGMMA = {
+    # BN = 128, not the shipped 256: with masked M, the 256-wide tile's GELU
+    # epilogue spills (255 registers, ~130 B of stack); 128 wide builds at
+    # 182 registers without spills.
+    "sg_439a925e4900df20": dict(WGS=2, BN=128, stages=4, group_m=8),
+    "sg_5cdc21b0bac363b8": dict(WGS=2, BN=64, stages=4, group_m=8),
+    "sg_74ede17e00bf0352": dict(WGS=2, BN=128, stages=4, group_m=8),
+}
+
+
+def base_cfg(sg, wgmma, dtype="bf16"):
+    cfg = dict(next(c for c in gen_gemm.SUBGRAPHS if c["sg"] == sg))
+    if cfg["kind"] == "f32_simt" and dtype != "f32":
+        tiling = next(c for c in gen_gemm.SUBGRAPHS if c["sg"] == TC_TILING[sg])
+        for k in TILE_KEYS + ("KS", "WX"):
+            cfg.pop(k, None)
+        cfg.update({k: tiling[k] for k in TILE_KEYS if k in tiling})
+        cfg["kind"] = "bf16_mma"
+        if wgmma:
+            for k in ("BM", "BK", "WM", "WN", "minctasm"):
+                cfg.pop(k, None)
+            cfg.update(kind="bf16_wgmma", chips=["sm_90a"])
+            cfg.update(WGMMA[TC_TILING[sg]])
+        return cfg
+    if wgmma:
+        for k in ("BM", "BK", "WM", "WN", "minctasm"):
+            cfg.pop(k, None)
+        cfg.update(kind="bf16_wgmma", chips=["sm_90a"])
+        cfg.update(WGMMA[sg])
+    return cfg
+
+
+def example_text(name, dtype):
+    src, sdt, rows = FAMILIES[name][:3]
+    text = open(os.path.join(ROOT, src)).read()
+    text = size_rewrite(text, {rows: EX_M}, {})
+    if dtype != sdt:
+        text = dtype_rewrite(text, sdt, dtype)
+    return text
+
+
+def signature_sizes(sig, mapping):
+    """The distinct dimensions above 1 of a gen_gemm signature in order of
+    first appearance (docs/pattern-key.md), after mapping base -> example."""
+    out = []
+    for d in re.findall(r"(?<=[<x])(\d+)(?=x)", sig):
+        v = mapping.get(int(d), int(d))
+        if v > 1 and v not in out:
+            out.append(v)
+    return out
+
+
+def _pick(cfg):
+    want = signature_sizes(cfg["signature"], {cfg["M"]: EX_M})
+
+    def pick(groups):
+        hit = [g for g in groups if g.get("class") == "contraction" and
+               [g["pattern_sizes"]["S%d" % i] for i in range(len(g["pattern_sizes"]))] == want]
+        return hit[0] if len(hit) == 1 else None
+    return pick
+
+
+def _render(name, dtype, cfg):
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        ex = {"M": EX_M, "N": cfg["N"], "K": cfg["K"]}
+        sym = {r: by_value[v] for r, v in ex.items()}       # role -> SK, by value
+        c = dict(cfg)
+        base = {cfg["M"]: sym["M"], cfg["N"]: sym["N"], cfg["K"]: sym["K"]}
+        sig = re.sub(r"(?<=[<x])(\d+)(?=x)",
+                     lambda m: "{{%s}}" % base[int(m.group(1))] if int(m.group(1)) in base else m.group(1),
+                     cfg["signature"])
+        sdt = FAMILIES[name][1]
+        if dtype != sdt:
+            sig = sig.replace(sdt, dtype)
+        c.update(M=sym["M"], N=sym["N"], K=sym["K"], signature=sig,
+                 sg="ga_%s_%s" % (name, dtype))
+        c["product"] = re.sub(r"\d+", lambda m: base.get(int(m.group(0)), m.group(0)), cfg["product"])
+        if dtype != sdt:
+            c["product"] = c["product"].replace(sdt, dtype)
+        _, text, _ = gen_gemm.generate(c)
+        body = text[text.index("gpu.module"):]
+        lines = body.split("\n")
+        free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K"))
+        head = [lines[0],
+                "  // Pattern-table template: kernels/table/gemm_any.py %s %s (gen_gemm.py %s, %s)." % (
+                    name, dtype, cfg["sg"], c["kind"]),
+                "  // %s; M is masked (any M), N and K as the requirements say." % roles] + \
+               ["  // llm-fuse.template-size %s" % k for k in free]
+        tmpl = "\n".join(head + lines[1:])
+        sizes = [None if "S%d" % i in free else ps["S%d" % i] for i in range(len(ps))]
+        return tmpl, sizes
+    return render
+
+
+def templates():
+    out = []
+    for name in sorted(FAMILIES):
+        src, sdt, rows, sg, dtypes, has_wgmma = FAMILIES[name]
+        for dtype in dtypes:
+            tc = dtype != "f32"
+            forms = [("1wgmma", True), ("2mma", False)] if tc and has_wgmma else [("simt", False)]
+            for tag, wg in forms:
+                cfg = base_cfg(sg, wg, dtype)
+                archs = ["sm_90a"] if wg else sorted(cfg["chips"]) + ["sm_90a"]
+                out.append(dict(
+                    name="gemm_any_%s_%s_%s" % (name, dtype, tag),
+                    example=example_text(name, dtype),
+                    pick=_pick(cfg),
+                    render=_render(name, dtype, cfg),
+                    archs=archs,
+                    source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, masked M; from %s at M = %d)" % (
+                        name, dtype, tag, sg, cfg["kind"], src, EX_M)))
+    return out

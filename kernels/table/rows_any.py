@@ -1,0 +1,537 @@
+#!/usr/bin/env python3
+"""rows_any.py - the table's row templates for any row count, any row length
+and each float type.
+
+kernels/table/build.py imports this module and writes one entry per
+(family, element type, shape form) that `templates()` yields. The families are
+the row patterns of the shipped examples: RMSNorm (linalg and TOSA), residual
++ RMSNorm, LayerNorm (generic and named-op forms), softmax (linalg and TOSA),
+row sum, row max and bias + GELU. Each is made in bf16, f16 and f32 where the
+example, rewritten to that type, is valid IR (a bf16 example whose math
+widens with arith.extf has no f32 form; an f32 example rewritten to bf16
+computes in bf16).
+
+The shape forms, each its own pattern key (docs/pattern-key.md):
+  any     R x N, R != N, both free (R >= 2, N >= 2);
+  row1    a single row, 1 x N (the unit dimension stays in the key);
+  square  R x R (equal sizes share a symbol).
+
+One kernel structure serves every size. A block of 256 threads handles 256 /
+TPR rows, TPR threads per row (a knob the pass times: 32, one warp per row,
+for short rows; 256 for long ones; both in between). Thread t of a row reads
+chunks of V elements at columns (k * TPR + t) * V, k = 0 .. ceil(N / (TPR V))
+- 1, so each warp's loads are contiguous runs; V is the largest of 8 (4 for
+f32), 4, 2, 1 that divides N, so every chunk is either wholly inside the row
+or wholly past its end (skipped). Rows past R (the last block) read the last
+row and store nothing, so every thread reaches every barrier. A row reduction
+is a shuffle butterfly per warp, then one shared-memory step across the row's
+warps, in a fixed order: the result is deterministic.
+
+The row is not held in registers (its length is a placeholder, so the number
+of chunks is a loop trip count): a pass that needs it again after a
+reduction reads it again, from L1/L2 in practice. Softmax is online (max and
+sum of exponentials in one read), LayerNorm two-pass (mean, then the sum of
+squared deviations: the IR's own order, stable). Everything is computed in
+f32, stored in the subgraph's type. The kernels of gen_rows.py, tuned for one
+row length each, stay in the table: an entry with a fixed size is tried
+before a general one (llm_client/table.c).
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
+from heldout import dtype_rewrite, size_rewrite  # noqa: E402
+
+ARCHS = ["sm_80", "sm_90", "sm_90a"]
+SMEM = "#gpu.address_space<workgroup>"
+NEG_INF = "0xFF800000"
+
+# name: (example, its dtype, its row count, its row length, whether the row
+# length appears as a float constant, kind, inputs, outputs)
+#   inputs/outputs: roles in the subgraph's order; "x", "r" are R x N, "w",
+#   "g", "b" are N vectors, "s" an R vector, "y", "h" R x N outputs.
+FAMILIES = {
+    "rmsnorm": ("examples/rmsnorm.mlir", "bf16", 16384, 4096, True,
+                dict(kind="rmsnorm", eps="1.0e-06"), ["x", "w"], ["y"]),
+    "rmsnorm_tosa": ("examples/tosa/rmsnorm.mlir", "bf16", 16384, 4096, True,
+                     dict(kind="rmsnorm", eps="1.0e-06", recip=True), ["x", "w"], ["y"]),
+    "add_rmsnorm": ("examples/bench/add_rmsnorm.mlir", "bf16", 16384, 4096, True,
+                    dict(kind="add_rmsnorm", eps="1.0e-06"), ["x", "r", "w"], ["y", "h"]),
+    "layernorm": ("examples/layernorm.mlir", "bf16", 16384, 4096, True,
+                  dict(kind="layernorm", eps="1.0e-05"), ["x", "g", "b"], ["y"]),
+    "layernorm_f32": ("examples/layernorm_f32.mlir", "f32", 4096, 16384, True,
+                      dict(kind="layernorm", eps="1.0e-05"), ["x", "g", "b"], ["y"]),
+    # The LayerNorm subgraph of the MiniGPT models (the MLP and the block
+    # share its pattern): the example's other subgraphs are GEMMs.
+    "layernorm_gpt": ("examples/bench/minigpt_mlp.mlir", "f32", 65536, 768, True,
+                      dict(kind="layernorm", eps="1.0e-05"), ["x", "g", "b"], ["y"]),
+    "softmax": ("examples/softmax.mlir", "bf16", 16384, 8192, False,
+                dict(kind="softmax"), ["x"], ["y"]),
+    "softmax_tosa": ("examples/tosa/softmax.mlir", "f32", 4096, 16384, False,
+                     dict(kind="softmax", recip=True), ["x"], ["y"]),
+    "rowsum": ("examples/bench/rowsum.mlir", "f32", 16384, 8192, False,
+               dict(kind="rowsum"), ["x"], ["s"]),
+    "rowmax": ("examples/bench/rowmax.mlir", "f32", 16384, 8192, False,
+               dict(kind="rowmax"), ["x"], ["s"]),
+    "bias_gelu": ("examples/bench/bias_gelu.mlir", "bf16", 16384, 8192, False,
+                  dict(kind="bias_gelu"), ["x", "b"], ["y"]),
+}
+
+# The example sizes each form is outlined at: distinct from each other and
+# from every constant of the examples, so sizes map back to roles by value.
+FORMS = {"any": (1000, 776), "row1": (1, 776), "square": (776, 776)}
+DTYPES = ["bf16", "f16", "f32"]
+VMAX = {"bf16": 8, "f16": 8, "f32": 4}
+
+
+class Emitter:
+    """SSA text for one kernel body; names are %v<N> plus a hint."""
+
+    def __init__(self):
+        self.lines = []
+        self.n = 0
+        self.indent = 4
+        self.consts = {}
+
+    def fresh(self, hint):
+        self.n += 1
+        return "%%%s%d" % (hint, self.n)
+
+    def emit(self, text):
+        self.lines.append(" " * self.indent + text)
+
+    def op(self, text, hint="v"):
+        v = self.fresh(hint)
+        self.emit("%s = %s" % (v, text))
+        return v
+
+    def const(self, value, ty):
+        """A constant defined once at the top of the body."""
+        key = (value, ty)
+        if key not in self.consts:
+            v = self.fresh("c")
+            self.consts[key] = (v, "%s = arith.constant %s : %s" % (v, value, ty))
+        return self.consts[key][0]
+
+
+class Kernel:
+    """One row kernel in one element type; R, N are the tokens @R@, @N@ that
+    render() replaces by the pattern's size symbols."""
+
+    def __init__(self, fam, dtype, inputs, outputs):
+        self.fam, self.t = fam, dtype
+        self.inputs, self.outputs = inputs, outputs
+        self.e = Emitter()
+
+    # -- types
+    def mem(self, role):
+        if role in ("x", "r", "y", "h"):
+            return "memref<{{R}}x{{N}}x%s>" % self.t
+        if role == "s":
+            return "memref<{{R}}x%s>" % self.t
+        return "memref<{{N}}x%s>" % self.t
+
+    VT = property(lambda self: "vector<{{V}}x%s>" % self.t)
+    VF = "vector<{{V}}xf32>"
+
+    # -- helpers
+    def to_f32(self, v, vec=True):
+        if self.t == "f32":
+            return v
+        return self.e.op("arith.extf %s : %s to %s" % (
+            v, self.VT if vec else self.t, self.VF if vec else "f32"), "f")
+
+    def from_f32(self, v, vec=True):
+        if self.t == "f32":
+            return v
+        return self.e.op("arith.truncf %s : %s to %s" % (
+            v, self.VF if vec else "f32", self.VT if vec else self.t), "t")
+
+    def load(self, role, col):
+        e = self.e
+        if role in ("x", "r", "y", "h"):
+            idx = "%s, %s" % (self.row, col)
+        else:
+            idx = col
+        raw = e.op("vector.load %%%s[%s] : %s, %s" % (role, idx, self.mem(role), self.VT),
+                   role + "v")
+        return self.to_f32(raw)
+
+    def store(self, role, col, vf):
+        v = self.from_f32(vf)
+        self.e.emit("vector.store %s, %%%s[%s, %s] : %s, %s" % (
+            v, role, self.row, col, self.mem(role), self.VT))
+
+    def splat(self, value):
+        return self.e.const("dense<%s>" % value, self.VF)
+
+    def bcast(self, s):
+        return self.e.op("vector.broadcast %s : f32 to %s" % (s, self.VF), "b")
+
+    def chunks(self, carried, body, guard_store=False):
+        """for k in chunks: if the chunk is in the row: body(col, carried) ->
+        new carried values (f32 scalars or VF vectors: (name, type) pairs).
+        Returns the carried results."""
+        e = self.e
+        c0, c1 = e.const(0, "index"), e.const(1, "index")
+        cC = e.const("{{(N + TPR * V - 1) / (TPR * V)}}", "index")
+        stride = e.const("{{TPR * V}}", "index")
+        cN = e.const("{{N}}", "index")
+        k = e.fresh("k")
+        res = e.fresh("res") if carried else None
+        iters = [e.fresh("a") for _ in carried]
+        types = ", ".join(t for _, t in carried)
+        if carried:
+            e.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
+                res, len(carried), k, c0, cC, c1,
+                ", ".join("%s = %s" % (a, v) for a, (v, _) in zip(iters, carried)), types))
+        else:
+            e.emit("scf.for %s = %s to %s step %s {" % (k, c0, cC, c1))
+        e.indent += 2
+        kk = e.op("arith.muli %s, %s : index" % (k, stride), "kk")
+        col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
+        inside = e.op("arith.cmpi ult, %s, %s : index" % (col, cN), "in")
+        if guard_store:
+            inside = e.op("arith.andi %s, %s : i1" % (inside, self.rowok), "st")
+        if carried:
+            r = e.fresh("r")
+            e.emit("%s:%d = scf.if %s -> (%s) {" % (r, len(carried), inside, types))
+        else:
+            e.emit("scf.if %s {" % inside)
+        e.indent += 2
+        new = body(col, iters)
+        if carried:
+            e.emit("scf.yield %s : %s" % (", ".join(new), types))
+            e.indent -= 2
+            e.emit("} else {")
+            e.indent += 2
+            e.emit("scf.yield %s : %s" % (", ".join(iters), types))
+        e.indent -= 2
+        e.emit("}")
+        if carried:
+            e.emit("scf.yield %s : %s" % (", ".join("%s#%d" % (r, i) for i in range(len(carried))),
+                                          types))
+        e.indent -= 2
+        e.emit("}")
+        return ["%s#%d" % (res, i) for i in range(len(carried))]
+
+    def row_reduce(self, v, kind, slot):
+        """The row's reduction of one f32 per thread (add or max), the same
+        value in every thread of the row."""
+        e = self.e
+        op = {"add": "arith.addf", "max": "arith.maximumf"}[kind]
+        w = e.const(32, "i32")
+        for off in (16, 8, 4, 2, 1):
+            sh = e.fresh("sh")
+            e.emit("%s, %s_ok = gpu.shuffle xor %s, %s, %s : f32" % (
+                sh, sh, v, e.const(off, "i32"), w))
+            v = e.op("%s %s, %s : f32" % (op, v, sh), "red")
+        cs = e.const(slot, "index")
+        e.emit("scf.if %s {" % self.lane0)
+        e.emit("  memref.store %s, %s[%s, %s] : memref<4x8xf32, %s>" % (
+            v, self.red, cs, self.warp, SMEM))
+        e.emit("}")
+        e.emit("gpu.barrier")
+        ident = e.const("0.000000e+00" if kind == "add" else NEG_INF, "f32")
+        c0, c1 = e.const(0, "index"), e.const(1, "index")
+        i, a, r = e.fresh("i"), e.fresh("acc"), e.fresh("row")
+        e.emit("%s = scf.for %s = %s to %s step %s iter_args(%s = %s) -> (f32) {" % (
+            r, i, c0, e.const("{{TPR / 32}}", "index"), c1, a, ident))
+        e.indent += 2
+        j = e.op("arith.addi %s, %s : index" % (self.wbase, i), "j")
+        p = e.op("memref.load %s[%s, %s] : memref<4x8xf32, %s>" % (self.red, cs, j, SMEM), "p")
+        s = e.op("%s %s, %s : f32" % (op, a, p), "s")
+        e.emit("scf.yield %s : f32" % s)
+        e.indent -= 2
+        e.emit("}")
+        return r
+
+    def vsum(self, acc, kind="add"):
+        return self.e.op("vector.reduction <%s>, %s : %s into f32" % (
+            "add" if kind == "add" else "maximumf", acc, self.VF), "sum")
+
+    # -- the kernel
+    def prologue(self):
+        e = self.e
+        tid = e.op("gpu.thread_id x", "tid")
+        bid = e.op("gpu.block_id x", "bid")
+        tpr = e.const("{{TPR}}", "index")
+        lir = e.op("arith.remui %s, %s : index" % (tid, tpr), "lane_r")
+        rib = e.op("arith.divui %s, %s : index" % (tid, tpr), "row_b")
+        r0 = e.op("arith.muli %s, %s : index" % (bid, e.const("{{256 / TPR}}", "index")), "r0")
+        row = e.op("arith.addi %s, %s : index" % (r0, rib), "row_u")
+        self.rowok = e.op("arith.cmpi ult, %s, %s : index" % (row, e.const("{{R}}", "index")),
+                          "rowok")
+        self.row = e.op("arith.minui %s, %s : index" % (row, e.const("{{R - 1}}", "index")),
+                        "row")
+        self.col0 = e.op("arith.muli %s, %s : index" % (lir, e.const("{{V}}", "index")), "col0")
+        c32 = e.const(32, "index")
+        lane = e.op("arith.remui %s, %s : index" % (tid, c32), "lane")
+        self.warp = e.op("arith.divui %s, %s : index" % (tid, c32), "warp")
+        self.lane0 = e.op("arith.cmpi eq, %s, %s : index" % (lane, e.const(0, "index")), "lane0")
+        self.wbase = e.op("arith.muli %s, %s : index" % (rib, e.const("{{TPR / 32}}", "index")),
+                          "wbase")
+        self.red = e.op("memref.get_global @red : memref<4x8xf32, %s>" % SMEM, "redm")
+        self.first = e.op("arith.cmpi eq, %s, %s : index" % (lir, e.const(0, "index")), "first")
+        self.nf = e.op("arith.uitofp %s : i32 to f32" % e.const("{{N}}", "i32"), "nf")
+
+    def body(self):
+        e, f = self.e, self.fam
+        kind = f["kind"]
+        zero_v = self.splat("0.000000e+00")
+        if kind in ("rmsnorm", "add_rmsnorm"):
+            def a(col, it):
+                if kind == "add_rmsnorm":
+                    hs = e.op("arith.addf %s, %s : %s" % (self.load("x", col), self.load("r", col),
+                                                          self.VF), "hs")
+                    h = self.from_f32(hs)
+                    # h is an output: only valid rows store it.
+                    e.emit("scf.if %s {" % self.rowok)
+                    e.emit("  vector.store %s, %%h[%s, %s] : %s, %s" % (
+                        h, self.row, col, self.mem("h"), self.VT))
+                    e.emit("}")
+                    x = self.to_f32(h)
+                else:
+                    x = self.load("x", col)
+                sq = e.op("arith.mulf %s, %s : %s" % (x, x, self.VF), "sq")
+                return [e.op("arith.addf %s, %s : %s" % (it[0], sq, self.VF), "acc")]
+            acc, = self.chunks([(zero_v, self.VF)], a)
+            ss = self.row_reduce(self.vsum(acc), "add", 0)
+            if f.get("recip"):
+                one = e.const("1.000000e+00", "f32")
+                inv = e.op("arith.divf %s, %s : f32" % (one, self.nf), "invn")
+                mean = e.op("arith.mulf %s, %s : f32" % (ss, inv), "mean")
+            else:
+                mean = e.op("arith.divf %s, %s : f32" % (ss, self.nf), "mean")
+            me = e.op("arith.addf %s, %s : f32" % (mean, e.const(f["eps"], "f32")), "me")
+            rs = self.bcast(e.op("math.rsqrt %s : f32" % me, "rstd"))
+
+            def b(col, it):
+                x = self.load("h" if kind == "add_rmsnorm" else "x", col)
+                t = e.op("arith.mulf %s, %s : %s" % (x, rs, self.VF), "xn")
+                u = e.op("arith.mulf %s, %s : %s" % (t, self.load("w", col), self.VF), "yf")
+                self.store("y", col, u)
+                return []
+            self.chunks([], b, guard_store=True)
+        elif kind == "layernorm":
+            def a(col, it):
+                return [e.op("arith.addf %s, %s : %s" % (it[0], self.load("x", col), self.VF),
+                             "acc")]
+            acc, = self.chunks([(zero_v, self.VF)], a)
+            mean = e.op("arith.divf %s, %s : f32" % (self.row_reduce(self.vsum(acc), "add", 0),
+                                                     self.nf), "mean")
+            mv = self.bcast(mean)
+
+            def a2(col, it):
+                d = e.op("arith.subf %s, %s : %s" % (self.load("x", col), mv, self.VF), "d")
+                d2 = e.op("arith.mulf %s, %s : %s" % (d, d, self.VF), "d2")
+                return [e.op("arith.addf %s, %s : %s" % (it[0], d2, self.VF), "acc")]
+            acc2, = self.chunks([(zero_v, self.VF)], a2)
+            var = e.op("arith.divf %s, %s : f32" % (self.row_reduce(self.vsum(acc2), "add", 1),
+                                                    self.nf), "var")
+            ve = e.op("arith.addf %s, %s : f32" % (var, e.const(f["eps"], "f32")), "ve")
+            rs = self.bcast(e.op("math.rsqrt %s : f32" % ve, "rstd"))
+
+            def b(col, it):
+                d = e.op("arith.subf %s, %s : %s" % (self.load("x", col), mv, self.VF), "d")
+                n = e.op("arith.mulf %s, %s : %s" % (d, rs, self.VF), "nrm")
+                sc = e.op("arith.mulf %s, %s : %s" % (n, self.load("g", col), self.VF), "sc")
+                o = e.op("arith.addf %s, %s : %s" % (sc, self.load("b", col), self.VF), "o")
+                self.store("y", col, o)
+                return []
+            self.chunks([], b, guard_store=True)
+        elif kind == "softmax":
+            ninf = e.const(NEG_INF, "f32")
+            zero = e.const("0.000000e+00", "f32")
+
+            def a(col, it):
+                m, s = it
+                x = self.load("x", col)
+                cm = e.op("vector.reduction <maximumf>, %s : %s into f32" % (x, self.VF), "cm")
+                mn = e.op("arith.maximumf %s, %s : f32" % (m, cm), "mn")
+                # exp(m - mn) rescales the old sum; 1 when both are -inf
+                # (nothing seen yet that is not -inf), so no NaN is made.
+                dm = e.op("arith.subf %s, %s : f32" % (m, mn), "dm")
+                al = e.op("math.exp %s : f32" % dm, "al")
+                none = e.op("arith.cmpf oeq, %s, %s : f32" % (mn, ninf), "none")
+                al = e.op("arith.select %s, %s, %s : f32" % (none, e.const("1.000000e+00", "f32"),
+                                                              al), "al")
+                ex = e.op("math.exp %s : %s" % (
+                    e.op("arith.subf %s, %s : %s" % (x, self.bcast(mn), self.VF), "xd"),
+                    self.VF), "ex")
+                es = self.vsum(ex)
+                s2 = e.op("arith.addf %s, %s : f32" % (
+                    e.op("arith.mulf %s, %s : f32" % (s, al), "ss"), es), "s")
+                return [mn, s2]
+            m, s = self.chunks([(ninf, "f32"), (zero, "f32")], a)
+            M = self.row_reduce(m, "max", 0)
+            # This thread's sum rescaled to the row's max; nothing from a
+            # thread that saw only -inf.
+            sc = e.op("arith.mulf %s, %s : f32" % (
+                s, e.op("math.exp %s : f32" % e.op("arith.subf %s, %s : f32" % (m, M), "dm"),
+                        "al")), "sc")
+            none = e.op("arith.cmpf oeq, %s, %s : f32" % (m, ninf), "none")
+            sc = e.op("arith.select %s, %s, %s : f32" % (none, zero, sc), "sc")
+            S = self.row_reduce(sc, "add", 1)
+            Mv = self.bcast(M)
+            if f.get("recip"):
+                inv = self.bcast(e.op("arith.divf %s, %s : f32" % (
+                    e.const("1.000000e+00", "f32"), S), "inv"))
+            else:
+                Sv = self.bcast(S)
+
+            def b(col, it):
+                x = self.load("x", col)
+                ex = e.op("math.exp %s : %s" % (
+                    e.op("arith.subf %s, %s : %s" % (x, Mv, self.VF), "xd"), self.VF), "ex")
+                if f.get("recip"):
+                    y = e.op("arith.mulf %s, %s : %s" % (ex, inv, self.VF), "y")
+                else:
+                    y = e.op("arith.divf %s, %s : %s" % (ex, Sv, self.VF), "y")
+                self.store("y", col, y)
+                return []
+            self.chunks([], b, guard_store=True)
+        elif kind in ("rowsum", "rowmax"):
+            mx = kind == "rowmax"
+            init = self.splat(NEG_INF) if mx else zero_v
+
+            def a(col, it):
+                return [e.op("%s %s, %s : %s" % ("arith.maximumf" if mx else "arith.addf", it[0],
+                                                  self.load("x", col), self.VF), "acc")]
+            acc, = self.chunks([(init, self.VF)], a)
+            r = self.row_reduce(self.vsum(acc, "max" if mx else "add"), "max" if mx else "add",
+                                0)
+            ok = e.op("arith.andi %s, %s : i1" % (self.first, self.rowok), "st")
+            e.emit("scf.if %s {" % ok)
+            e.indent += 2
+            v = self.from_f32(r, vec=False)
+            e.emit("memref.store %s, %%s[%s] : %s" % (v, self.row, self.mem("s")))
+            e.indent -= 2
+            e.emit("}")
+        elif kind == "bias_gelu":
+            def b(col, it):
+                v = e.op("arith.addf %s, %s : %s" % (self.load("x", col), self.load("b", col),
+                                                     self.VF), "v")
+                v2 = e.op("arith.mulf %s, %s : %s" % (v, v, self.VF), "v2")
+                v3 = e.op("arith.mulf %s, %s : %s" % (v2, v, self.VF), "v3")
+                t0 = e.op("arith.mulf %s, %s : %s" % (v3, self.splat("4.471500e-02"), self.VF),
+                          "t0")
+                t1 = e.op("arith.addf %s, %s : %s" % (v, t0, self.VF), "t1")
+                u = e.op("arith.mulf %s, %s : %s" % (t1, self.splat("0.797884583"), self.VF), "u")
+                # 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)), as gen_rows.py.
+                m2u = e.op("arith.mulf %s, %s : %s" % (u, self.splat("-2.000000e+00"), self.VF),
+                           "m2u")
+                ex = e.op("math.exp %s : %s" % (m2u, self.VF), "ex")
+                den = e.op("arith.addf %s, %s : %s" % (ex, self.splat("1.000000e+00"), self.VF),
+                           "den")
+                g = e.op("arith.divf %s, %s : %s" % (v, den, self.VF), "g")
+                self.store("y", col, g)
+                return []
+            self.chunks([], b, guard_store=True)
+        else:
+            raise ValueError(kind)
+
+    def text(self, kname, header):
+        self.prologue()
+        self.body()
+        e = self.e
+        args = ["%%%s: %s" % (r, self.mem(r)) for r in self.inputs + self.outputs]
+        consts = ["    " + c for _, c in sorted(e.consts.values(), key=lambda x: int(
+            x[0].lstrip("%c")))]
+        out = ["gpu.module @kernels {"] + ["  // " + h for h in header]
+        out.append("  memref.global \"private\" @red : memref<4x8xf32, %s> = uninitialized "
+                   "{alignment = 16}" % SMEM)
+        out.append("  gpu.func @%s(%s) kernel" % (kname, ", ".join(args)))
+        out.append("      attributes {known_block_size = array<i32: 256, 1, 1>,")
+        out.append("                  known_grid_size = array<i32: {{(R + 256 / TPR - 1) / "
+                   "(256 / TPR)}}, 1, 1>} {")
+        out += consts + e.lines
+        out.append("    gpu.return")
+        out.append("  }")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+def tune_lines(t):
+    vmax = VMAX[t]
+    vals = [v for v in (8, 4, 2, 1) if v <= vmax]
+    return [
+        "llm-fuse.tune TPR = 32, 256",
+        "llm-fuse.tune-require (TPR == 32 && N <= 2048) || (TPR == 256 && N >= 512)",
+        "llm-fuse.tune V = %s" % ", ".join(str(v) for v in vals),
+        "llm-fuse.tune-require N %% V == 0 && (V == %d || N %% (V * 2) != 0)" % vmax,
+    ]
+
+
+def example_text(name, dtype, rows, n):
+    src, sdt, srows, sn, nfloat, *_ = FAMILIES[name]
+    text = open(os.path.join(ROOT, src)).read()
+    text = size_rewrite(text, {srows: rows, sn: n} if rows != n else {srows: n, sn: n},
+                        {float(sn): n} if nfloat else {})
+    if dtype != sdt:
+        text = dtype_rewrite(text, sdt, dtype)
+    return text
+
+
+def _render(name, dtype, form):
+    src, sdt, srows, sn, nfloat, fam, ins, outs = FAMILIES[name]
+    rows, n = FORMS[form]
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        sym = {v: k for k, v in sorted(ps.items(), reverse=True)}
+        nsym = sym[n]
+        rsym = "1" if rows == 1 else sym[rows]
+        k = Kernel(fam, dtype, ins, outs)
+        free = sorted(ps, key=lambda s: int(s[1:]))
+        header = [
+            "Pattern-table template: kernels/table/rows_any.py %s %s (%s form): any row "
+            "count and row length." % (name, dtype, form),
+            "R = %s rows, N = %s columns; TPR threads per row, V elements per load." % (
+                rsym, nsym),
+        ] + ["llm-fuse.template-size %s" % s for s in free]
+        header += tune_lines(dtype)
+        if rows == 1:
+            header.append("llm-fuse.tune-require TPR == 256 || N <= 2048")
+        text = k.text("%s_%s" % (name, dtype), header)
+        # The tokens become the pattern's symbols; placeholders and
+        # requirements are evaluated by llm_client/tune.c.
+        import re
+
+        def fix_placeholder(m):
+            return re.sub(r"\bN\b", nsym, re.sub(r"\bR\b", rsym, m.group(0)))
+        text = re.sub(r"\{\{[^}]*\}\}", fix_placeholder, text)
+        text = "\n".join(
+            re.sub(r"\bN\b", nsym, re.sub(r"\bR\b", rsym, l)) if "tune-require" in l else l
+            for l in text.split("\n"))
+        # A literal 1 for R: {{1}} and {{1 - 1}} are still placeholders that
+        # evaluate; memref<{{1}}x...> would be a type with a placeholder in
+        # it, fine for tune.c.
+        return text, [None] * len(ps)
+    return render
+
+
+def templates():
+    out = []
+    for name in sorted(FAMILIES):
+        src, sdt = FAMILIES[name][0], FAMILIES[name][1]
+        for dtype in DTYPES:
+            if sdt != "f32" and dtype == "f32":
+                continue  # arith.extf f32 -> f32 is not valid IR
+            for form in ("any", "row1", "square"):
+                rows, n = FORMS[form]
+
+                def pick(groups):
+                    rows = [g for g in groups if g.get("class") in ("reduction", "elementwise")]
+                    return rows[0] if len(rows) == 1 else None
+                out.append(dict(
+                    name="zz-any-%s-%s-%s" % (name, dtype, form),
+                    example=example_text(name, dtype, rows, n),
+                    pick=pick,
+                    render=_render(name, dtype, form),
+                    archs=ARCHS,
+                    source="kernels/table/rows_any.py %s %s %s (from %s at %d x %d)" % (
+                        name, dtype, form, src, rows, n)))
+    return out
