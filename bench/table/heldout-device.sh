@@ -5,6 +5,12 @@
 # timing on this GPU; then heldout.py summarize prints per model and
 # subgraph where the candidate came from, kernel ms / fallback ms / speedup,
 # and the verified counts. `heldout.py device-script` stages the models.
+# Then, in the same run, bench/table/torch_time.py times every subgraph's
+# torch translation (HELDOUT/torch/manifest.json, made by device-script
+# with bench/table/torch_ref.py) in torch eager and torch.compile on the
+# same sizes and element types, and the copy bandwidth once; summarize
+# adds the table against torch and the totals against issue 15 point 7's
+# targets. A torch failure never stops the run: it is a row's note.
 # Run from the repository root with bench/loop/prepare.sh's stage carried in
 # .device/loop and the models in .device/heldout (heldout.py device-script
 # copies them there):
@@ -13,7 +19,12 @@
 # ARCH (default sm_90a), OPTIONS (more --llm-fuse options) and ONLY (an
 # extended regex: only the models whose names match, e.g. to split the run
 # under a time limit; the cache and reports of earlier runs into OUT are
-# kept then) may be set.
+# kept then) may be set. TORCH=0 skips the torch part;
+# TORCH_COMPILE_BUDGET_S (default 180) stops compiling once the compiles
+# took that long in all (later subgraphs: eager only; the subgraphs the
+# pass swapped are compiled first); TORCH_TIMEOUT_S (default 360) bounds
+# the whole torch part; TORCH_BUDGET_MS (default 100) is the timing budget
+# per variant and subgraph.
 set -uo pipefail
 root=$(pwd)
 if [ $# -ge 2 ]; then held=$1; shift; else held=$root/.device/heldout; fi
@@ -21,6 +32,7 @@ held=$(cd "$held" && pwd)
 out=$(mkdir -p "${1:?usage: heldout-device.sh [HELDOUT] OUT}" && cd "$1" && pwd)
 [ -f "$held/models.json" ] || { echo "no $held/models.json" >&2; exit 2; }
 [ -x "$root/.device/loop/bin/llm-fuse-opt" ] || { echo "no stage in .device/loop (bench/loop/prepare.sh)" >&2; exit 2; }
+ld0=${LD_LIBRARY_PATH:-}  # torch runs with the machine's own libraries
 . "$root/bench/loop/device-env.sh"
 arch=${ARCH:-sm_90a}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
@@ -39,4 +51,18 @@ for f in "$out"/models/*.mlir; do
   echo "== $name: exit $rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 done
 echo "== all models in $(( $(date +%s) - start )) s"
-python3 "$root/bench/table/heldout.py" summarize ${ONLY:+--present} "$out"
+if [ "${TORCH:-1}" != 0 ] && [ -f "$held/torch/manifest.json" ]; then
+  mkdir -p "$out/torch" && cp "$held/torch/manifest.json" "$out/torch/"
+  t0=$(date +%s)
+  env LD_LIBRARY_PATH="$ld0" timeout -k 20 "${TORCH_TIMEOUT_S:-360}" \
+    python3 "$root/bench/table/torch_time.py" "$held/torch/manifest.json" "$out/torch.json" \
+      --compile-budget-s "${TORCH_COMPILE_BUDGET_S:-180}" --budget-ms "${TORCH_BUDGET_MS:-100}" \
+      --reports "$out/reports" \
+      ${ONLY:+--only "$ONLY"} > "$out/logs/torch.log" 2>&1
+  rc=$?
+  grep -E "^copy bandwidth|^torch:|^torch_time:" "$out/logs/torch.log" || tail -3 "$out/logs/torch.log"
+  echo "== torch eager / torch.compile: exit $rc in $(( $(date +%s) - t0 )) s (log: logs/torch.log)"
+elif [ "${TORCH:-1}" != 0 ]; then
+  echo "== no $held/torch/manifest.json (heldout.py device-script makes it): no torch timings"
+fi
+python3 "$root/bench/table/heldout.py" summarize ${ONLY:+--present} "$out" | tee "$out/summary.txt"

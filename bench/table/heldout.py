@@ -15,14 +15,22 @@ on the offline default (provider=replay: the replay set, then the table).
       Compiles every model with the pass without a GPU
       (LLM_FUSE_LIBCUDA=/nonexistent), reports in OUTDIR/reports, and prints
       the table and totals; OUTDIR/offline.json.
-  heldout.py summarize OUTDIR [--json FILE]
+  heldout.py summarize OUTDIR [--json FILE] [--torch FILE]
       The same table from OUTDIR/reports (with kernel / fallback ms, speedup
       and verified counts when the reports come from a GPU run);
-      OUTDIR/summary.json unless --json.
-  heldout.py device-script OUTDIR
-      Writes bench/table/heldout-device.sh and copies OUTDIR's models to
-      .device/heldout (ignored by git, carried to the GPU machine with
-      .device/loop); prints the command to run there.
+      OUTDIR/summary.json unless --json. With OUTDIR/torch.json (or
+      --torch; bench/table/torch_time.py writes it on the GPU machine), a
+      second table per subgraph: ours ms, fallback ms, torch eager ms,
+      torch.compile ms, ours/compile, and for memory-bound subgraphs
+      (reduction, elementwise) with a tensor of 64 MiB or more the
+      fraction of the measured copy bandwidth (bytes moved = inputs +
+      outputs, once each); totals against issue 15 point 7's targets.
+  heldout.py device-script OUTDIR [--opt BIN]
+      Copies OUTDIR's models to .device/heldout (ignored by git, carried to
+      the GPU machine with .device/loop), with .device/heldout/torch/
+      manifest.json: every distinct subgraph translated to a torch
+      function (bench/table/torch_ref.py) with its signature; prints the
+      command to run there (bench/table/heldout-device.sh).
 
 Python 3 standard library only.
 """
@@ -723,7 +731,8 @@ def summarize(out, meta, runs=None, gpu=None, present=False):
                        decision=s.get("decision"), reason=s.get("reason"),
                        verified=ver, kernel_ms=p.get("kernel_ms"),
                        fallback_ms=p.get("fallback_ms"), speedup=s.get("speedup"),
-                       build_ms=(s.get("ms") or {}).get("build"))
+                       build_ms=(s.get("ms") or {}).get("build"),
+                       signature=s.get("signature"))
             rows.append(row)
             print("%-40s %-20s %-14s %-7s %-8s %-9s %-8s %10s %10s %8s  %s%s" % (
                 name[:40], s["name"], (s.get("class") or "")[:14],
@@ -786,10 +795,168 @@ def summarize(out, meta, runs=None, gpu=None, present=False):
                 rows=rows)
 
 
+MEM_CLASSES = ("reduction", "elementwise")
+BIG_BYTES = 64 << 20
+
+
+def sig_bytes(sig):
+    """(sum of the tensors' bytes, the largest) of [(shape, elt)]."""
+    total = big = 0
+    for shape, elt in sig or []:
+        n = ELT_BYTES.get(elt, 4)
+        for d in shape:
+            n *= d
+        total += n
+        big = max(big, n)
+    return total, big
+
+
+def sig_types(text):
+    """[(shape, elt)] of the tensor types in a signature's text."""
+    return [([int(d) for d in dims.split("x") if d], elt)
+            for dims, elt in re.findall(r"tensor<((?:\d+x)*)([a-z]+\d*)>", text)]
+
+
+def torch_table(rows, tres):
+    """The comparison with torch eager and torch.compile (torch_time.py's
+    OUT/torch.json) per subgraph row of summarize(), and the totals
+    against issue 15 point 7's targets. Prints; returns a dict."""
+    subs = tres.get("subgraphs", {})
+    copy = tres.get("copy") or {}
+    bw = copy.get("GBps")
+    print()
+    print("against torch (%s, torch %s; eager and torch.compile default mode "
+          "of the subgraph's translation, bench/table/torch_ref.py):" % (
+              tres.get("device", "?"), tres.get("torch", "?")))
+    if tres.get("error"):
+        print("  no torch timings: %s" % tres["error"])
+    print("  copy bandwidth (1 GiB device-to-device, read + write): %s" % (
+        "%.0f GB/s" % bw if bw else copy.get("error", "not measured")))
+    print("%-40s %-20s %-11s %-8s %9s %9s %9s %9s %8s %7s %7s  %s" % (
+        "model", "subgraph", "class", "decision", "ours ms", "fallback",
+        "eager ms", "compile", "ours/cmp", "ours bw", "cmp bw", "note"))
+    out_rows = []
+    n_cmp = n_within = 0
+    slower, mem_rows, missing = [], [], 0
+    for r in rows:
+        t = subs.get(r["subgraph"])
+        ours = r["kernel_ms"] if r.get("decision") == "swapped" else None
+        eager = compile_ = None
+        note = []
+        if t is None:
+            missing += 1
+            note.append("no torch record")
+            t = {}
+        eager, compile_ = t.get("eager_ms"), t.get("compile_ms")
+        if t.get("error"):
+            note.append("torch error: " + t["error"][:120])
+        elif t.get("compile_error"):
+            note.append("compile: " + t["compile_error"][:120])
+        if t.get("compile_vs_eager_ok") is False:
+            note.append("compile != eager (worst %.3g of tolerance)" %
+                        t.get("compile_vs_eager_worst", float("nan")))
+        args, results = t.get("args"), t.get("results")
+        if args is None and r.get("signature"):  # the report's signature
+            ins, _, outs_ = r["signature"].partition("->")
+            args, results = sig_types(ins), sig_types(outs_)
+        nbytes_in, big_in = sig_bytes(args)
+        nbytes_out, big_out = sig_bytes(results)
+        nbytes, big = nbytes_in + nbytes_out, max(big_in, big_out)
+        ratio = ours / compile_ if ours and compile_ else None
+        mem = r.get("cls") in MEM_CLASSES and big >= BIG_BYTES
+        frac_ours = (nbytes / (ours * 1e-3) / (bw * 1e9)
+                     if mem and ours and bw else None)
+        frac_cmp = (nbytes / (compile_ * 1e-3) / (bw * 1e9)
+                    if mem and compile_ and bw else None)
+        if ratio is not None:
+            n_cmp += 1
+            if ratio <= 1.10:
+                n_within += 1
+            else:
+                slower.append(dict(model=r["model"], subgraph=r["subgraph"],
+                                   cls=r.get("cls"), ours_ms=ours,
+                                   compile_ms=compile_, ratio=ratio))
+        if mem and ours:
+            mem_rows.append(dict(model=r["model"], subgraph=r["subgraph"],
+                                 bytes=nbytes, ours_ms=ours, frac=frac_ours))
+        if r.get("decision") != "swapped" and r.get("kernel_ms"):
+            note.append("kernel %.4f ms not swapped (%s)" % (
+                r["kernel_ms"], r.get("reason") or "?"))
+        row = dict(model=r["model"], subgraph=r["subgraph"], cls=r.get("cls"),
+                   decision=r.get("decision"), ours_ms=ours,
+                   fallback_ms=r.get("fallback_ms"), eager_ms=eager,
+                   compile_ms=compile_, ours_over_compile=ratio,
+                   compile_s=t.get("compile_s"), bytes=nbytes,
+                   largest_tensor_bytes=big, memory_bound_64mb=mem,
+                   copy_fraction_ours=frac_ours,
+                   copy_fraction_compile=frac_cmp, note="; ".join(note))
+        out_rows.append(row)
+        print("%-40s %-20s %-11s %-8s %9s %9s %9s %9s %8s %7s %7s  %s" % (
+            r["model"][:40], r["subgraph"], (r.get("cls") or "")[:11],
+            (r.get("decision") or "")[:8], fmt_ms(ours),
+            fmt_ms(r.get("fallback_ms")), fmt_ms(eager), fmt_ms(compile_),
+            "%.2fx" % ratio if ratio else "-",
+            "%.0f%%" % (100 * frac_ours) if frac_ours else "-",
+            "%.0f%%" % (100 * frac_cmp) if frac_cmp else "-",
+            "; ".join(note)))
+    n_sg = len(rows)
+    n_ver = sum(1 for r in rows if r.get("verified"))
+    print()
+    print("targets (issue 15 point 7):")
+    print("  verified kernel on the offline default: %d of %d subgraphs "
+          "(%.0f%%; target >= 90%%)" % (n_ver, n_sg,
+                                        100.0 * n_ver / n_sg if n_sg else 0))
+    ok_mem = [m for m in mem_rows if m["frac"] is not None and m["frac"] >= 0.9]
+    print("  memory-bound swapped kernels on tensors >= 64 MiB: %d, at >= 90%% "
+          "of the copy bandwidth: %d%s" % (
+              len(mem_rows), len(ok_mem), "" if bw else
+              " (no copy bandwidth measured)"))
+    for m in mem_rows:
+        if m not in ok_mem:
+            print("    below: %-40s %-20s %.4f ms, %.1f MB, %s of copy" % (
+                m["model"][:40], m["subgraph"], m["ours_ms"], m["bytes"] / 1e6,
+                "%.0f%%" % (100 * m["frac"]) if m["frac"] is not None else "?"))
+    print("  swapped kernels with a torch.compile time: %d, within 10%% of "
+          "torch.compile (or faster): %d, more than 10%% slower: %d" % (
+              n_cmp, n_within, len(slower)))
+    for x in sorted(slower, key=lambda x: -x["ratio"]):
+        print("    slower: %-40s %-20s %-11s ours %.4f ms, compile %.4f ms "
+              "(%.2fx)" % (x["model"][:40], x["subgraph"], (x["cls"] or "")[:11],
+                           x["ours_ms"], x["compile_ms"], x["ratio"]))
+    n_sw = sum(1 for r in rows if r.get("decision") == "swapped")
+    if n_sw > n_cmp:
+        print("    (%d swapped without a torch.compile time: see the notes)" % (
+            n_sw - n_cmp))
+    if missing:
+        print("  %d row(s) without a torch record (a stage from another build "
+              "names subgraphs differently?)" % missing)
+    if tres.get("wall_s") is not None:
+        print("  torch part: %.0f s (compiles %.0f s, budget %.0f s)" % (
+            tres["wall_s"], tres.get("compile_spent_s", 0),
+            tres.get("compile_budget_s", 0)))
+    return dict(device=tres.get("device"), torch=tres.get("torch"),
+                copy_GBps=bw, rows=out_rows, verified=n_ver, subgraphs=n_sg,
+                mem_bound_64mb=len(mem_rows), mem_bound_at_90pct=len(ok_mem),
+                swapped_with_compile=n_cmp, within_10pct=n_within,
+                slower_than_compile=slower, error=tres.get("error"))
+
+
 def cmd_summarize(opts):
     out = os.path.abspath(opts.outdir)
     meta = json.load(open(os.path.join(out, "models.json")))
     res = summarize(out, meta, present=opts.present)
+    tpath = opts.torch or os.path.join(out, "torch.json")
+    if os.path.exists(tpath):
+        try:
+            tres = json.load(open(tpath))
+        except (OSError, ValueError) as e:
+            tres = dict(error="%s does not read: %s" % (tpath, e))
+        try:
+            res["torch"] = torch_table(res["rows"], tres)
+        except Exception as e:  # noqa: BLE001 (the table above stands)
+            print("the torch table failed: %s: %s" % (type(e).__name__, e))
+    elif opts.torch:
+        print("no %s" % tpath)
     dest = opts.json or os.path.join(out, "summary.json")
     with open(dest, "w") as f:
         json.dump(res, f, indent=1)
@@ -798,6 +965,60 @@ def cmd_summarize(opts):
 
 
 # ---- device-script ------------------------------------------------------------
+
+def torch_manifest(opt, dest, meta):
+    """DEST/torch/manifest.json: each distinct subgraph of DEST's models
+    (outlined by `opt`, so the names are the pass's) translated to a torch
+    function by torch_ref.py, with its signature; a subgraph that does not
+    translate carries the error instead. Returns the manifest."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_ref
+    subs, order = {}, []
+    cls = {}
+    for m in meta["models"]:
+        for sg in m.get("subgraphs", []):
+            cls[sg["name"]] = sg.get("cls")
+    for m in meta["models"]:
+        path = os.path.join(dest, "models", m["name"] + ".mlir")
+        r = subprocess.run([opt, "--llm-fuse-outline=remarks=false", path],
+                           capture_output=True, text=True, env=tool_env())
+        if r.returncode:
+            why = "does not outline: " + r.stderr.strip()[-200:]
+            names = [sg["name"] for sg in m.get("subgraphs", [])]
+            for n in names:
+                if n not in subs:
+                    order.append(n)
+                    subs[n] = dict(name=n, models=[], cls=cls.get(n), error=why)
+                subs[n]["models"].append(m["name"])
+            continue
+        try:
+            gtext = torch_ref.prepare(opt, r.stdout)
+            fns = torch_ref.functions(gtext)
+        except (torch_ref.Unsupported, subprocess.SubprocessError) as e:
+            gtext, fns = None, [sg["name"] for sg in m.get("subgraphs", [])]
+            prep_err = str(e)
+        for fn in fns:
+            if fn in subs:
+                subs[fn]["models"].append(m["name"])
+                continue
+            rec = dict(name=fn, models=[m["name"]], cls=cls.get(fn))
+            try:
+                if gtext is None:
+                    raise torch_ref.Unsupported(prep_err)
+                src, sig = torch_ref.translate(gtext, fn)
+                rec.update(source=src, args=sig["args"], results=sig["results"])
+            except Exception as e:  # noqa: BLE001 (recorded per subgraph)
+                rec["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+            order.append(fn)
+            subs[fn] = rec
+    man = dict(schema="llm-fuse-heldout-torch-manifest/1",
+               translator="bench/table/torch_ref.py", opt=opt,
+               subgraphs=[subs[n] for n in order])
+    os.makedirs(os.path.join(dest, "torch"), exist_ok=True)
+    with open(os.path.join(dest, "torch", "manifest.json"), "w") as f:
+        json.dump(man, f, indent=1)
+    return man
+
 
 def cmd_device_script(opts):
     out = os.path.abspath(opts.outdir)
@@ -812,6 +1033,12 @@ def cmd_device_script(opts):
         for m in meta["models"]:
             shutil.copy2(os.path.join(out, "models", m["name"] + ".mlir"),
                          os.path.join(dest, "models"))
+
+    man = torch_manifest(opts.opt, dest, meta)
+    print("torch translations: %d distinct subgraph(s), %d untranslated%s" % (
+        len(man["subgraphs"]), sum(1 for x in man["subgraphs"] if x.get("error")),
+        "".join("\n  %s (%s): %s" % (x["name"], ", ".join(x["models"]), x["error"])
+                for x in man["subgraphs"] if x.get("error"))))
 
     def du(p):
         n = 0
@@ -829,6 +1056,8 @@ def cmd_device_script(opts):
         print("no .device/loop stage: run bench/loop/prepare.sh first")
     print("on the GPU machine (carry .device/loop and .device/heldout):")
     print("  bash bench/table/heldout-device.sh .device/heldout $OUT/heldout")
+    print("  (TORCH=0 skips the torch eager / torch.compile timing; "
+          "TORCH_COMPILE_BUDGET_S caps the compiles, default 180)")
     return 0
 
 
@@ -858,10 +1087,16 @@ def main(argv=None):
     s = sub.add_parser("summarize", help="the table from OUTDIR/reports")
     s.add_argument("outdir")
     s.add_argument("--json")
+    s.add_argument("--torch", help="torch_time.py's results "
+                   "(default OUTDIR/torch.json when it exists)")
     s.add_argument("--present", action="store_true",
                    help="only the models that have a report")
-    d = sub.add_parser("device-script", help="write heldout-device.sh")
+    d = sub.add_parser("device-script", help="stage the models and their "
+                       "torch translations for heldout-device.sh")
     d.add_argument("outdir")
+    d.add_argument("--opt", default=default_opt(),
+                   help="llm-fuse-opt that outlines for the translations "
+                   "(the same build as the stage's)")
     opts = ap.parse_args(argv)
     if getattr(opts, "opt", None):
         opts.opt = os.path.abspath(opts.opt)

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""torch_time.py - the torch half of bench/table/heldout-device.sh: times
+every held-out subgraph's torch translation (bench/table/torch_ref.py,
+made on the build machine by `heldout.py device-script` into
+HELDOUT/torch/manifest.json) in torch eager and torch.compile (default
+mode) on this GPU, on the subgraph's own sizes and element types, and
+measures the device-to-device copy bandwidth once.
+
+  python3 bench/table/torch_time.py MANIFEST OUT.json [--budget-ms 100]
+          [--compile-budget-s 240] [--only REGEX] [--no-compile]
+
+The timing method is bench/gpu/run.py's (its Timer, stats and
+time_variants, copied here so that this script imports nothing but torch):
+CUDA events around one call, a 256 MiB memset before each (an L2 flush),
+a warm-up call first, then iterations filling --budget-ms per variant
+(3 to 200) spread over 3 interleaved rounds; the median is reported. The
+copy bandwidth is the median of a 1 GiB device-to-device copy, counting
+bytes read plus written (bench/gpu/run.py's ceilings(), copy only).
+
+torch.compile compiles per shape: its first call (the compile) is timed
+by the host clock and reported as compile_s, a second call warms up, then
+it is timed like eager. Compiles stop once their total passes
+--compile-budget-s (default 180 s; one compile is typically a few
+seconds): later subgraphs get eager only, with the reason. With --reports
+(the pass's reports of the same run) the subgraphs the pass swapped go
+first, so the budget is spent where the target "no swapped kernel more
+than 10% slower than torch.compile" needs it. A compile that hangs cannot
+be cut short from here, so heldout-device.sh also runs this script under
+`timeout`.
+
+TF32 is off (torch.backends.cuda.matmul.allow_tf32 = False), as for the
+f32 GEMM kernels it is compared with. Inputs are uniform in [-1, 1).
+
+Every subgraph is guarded: an exception (translation, out of memory,
+compile) becomes that subgraph's `error`, never a crash. OUT.json is
+rewritten after every subgraph, so that a run cut short keeps what it
+measured.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+import traceback
+
+FLUSH_BYTES = 256 << 20
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("manifest")
+    ap.add_argument("out")
+    ap.add_argument("--budget-ms", type=float, default=100.0)
+    ap.add_argument("--compile-budget-s", type=float, default=180.0)
+    ap.add_argument("--only", help="regex over model names")
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--reports", help="the pass's reports (a folder): the "
+                    "subgraphs it swapped are timed first, so that the "
+                    "compile budget goes to them first")
+    a = ap.parse_args()
+    res = dict(schema="llm-fuse-heldout-torch/1", manifest=a.manifest,
+               budget_ms=a.budget_ms, compile_budget_s=a.compile_budget_s,
+               subgraphs={}, started=time.strftime("%Y-%m-%d %H:%M:%S"))
+
+    def save():
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(tmp, a.out)
+
+    if a.only and os.path.exists(a.out):
+        try:  # a run split by --only: keep the other parts' records
+            old = json.load(open(a.out))
+            res["subgraphs"] = old.get("subgraphs", {})
+        except (OSError, ValueError):
+            pass
+    try:
+        man = json.load(open(a.manifest))
+    except (OSError, ValueError) as e:
+        res["error"] = "no manifest: %s" % e
+        save()
+        print("torch_time: %s" % res["error"])
+        return 0
+    t_import = time.time()
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        res["error"] = "no torch: %s: %s" % (type(e).__name__, e)
+        save()
+        print("torch_time: %s" % res["error"])
+        return 0
+    res["import_s"] = round(time.time() - t_import, 2)
+    res["torch"] = torch.__version__
+    if not torch.cuda.is_available():
+        res["error"] = "torch sees no GPU"
+        save()
+        print("torch_time: %s" % res["error"])
+        return 0
+    res["device"] = torch.cuda.get_device_name(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
+          "f64": torch.float64, "i64": torch.int64, "i32": torch.int32}
+
+    # ---- bench/gpu/run.py's timing method (copied) ----
+    class Timer:
+        def __init__(self):
+            self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+
+        def once(self, fn):
+            a_ = torch.cuda.Event(enable_timing=True)
+            b_ = torch.cuda.Event(enable_timing=True)
+            self.flush.zero_()
+            a_.record()
+            fn()
+            b_.record()
+            b_.synchronize()
+            return a_.elapsed_time(b_)
+
+        def series(self, fn, n):
+            ev = [(torch.cuda.Event(enable_timing=True),
+                   torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            for a_, b_ in ev:
+                self.flush.zero_()
+                a_.record()
+                fn()
+                b_.record()
+            torch.cuda.synchronize()
+            return [a_.elapsed_time(b_) for a_, b_ in ev]
+
+    def stats(ts):
+        s = sorted(ts)
+        n = len(s)
+
+        def q(p):
+            if n == 1:
+                return s[0]
+            x = p * (n - 1)
+            i = int(math.floor(x))
+            j = min(i + 1, n - 1)
+            return s[i] + (s[j] - s[i]) * (x - i)
+        return {"n": n, "median": q(0.5), "min": s[0], "max": s[-1],
+                "p25": q(0.25), "p75": q(0.75)}
+
+    def time_variants(timer, variants, budget_ms, rounds=3):
+        est = {}
+        for name, fn in variants.items():
+            fn()
+            torch.cuda.synchronize()
+            est[name] = max(timer.once(fn), 1e-3)
+        n_total = {k: int(min(200, max(3, budget_ms / v))) for k, v in est.items()}
+        times = {k: [] for k in variants}
+        names = list(variants)
+        for r in range(rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order:
+                k = n_total[name] // rounds + (1 if r < n_total[name] % rounds else 0)
+                if k:
+                    times[name] += timer.series(variants[name], k)
+        return {k: stats(v) for k, v in times.items()}
+
+    timer = Timer()
+    # ---- copy bandwidth ----
+    try:
+        n = 1 << 30
+        src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
+        dst = torch.empty_like(src)
+        ts = time_variants(timer, {"copy": lambda: dst.copy_(src)}, 200)["copy"]
+        res["copy"] = dict(bytes=2 * n, ms=ts,
+                           GBps=2 * n / (ts["median"] * 1e-3) / 1e9)
+        del src, dst
+        torch.cuda.empty_cache()
+        print("copy bandwidth: %.0f GB/s (1 GiB, read + write, median of %d)" % (
+            res["copy"]["GBps"], ts["n"]), flush=True)
+    except Exception as e:  # noqa: BLE001
+        res["copy"] = dict(error="%s: %s" % (type(e).__name__, str(e)[:300]))
+    save()
+
+    def compare(out, ref):
+        """eager vs compiled output, by the verifier's rule: (ok, worst),
+        on at most 4M evenly spaced elements (the outputs can be 1 GiB)."""
+        rtol = {torch.bfloat16: 2e-2, torch.float16: 1e-2}.get(out.dtype, 1e-3)
+        step = max(1, out.numel() // (1 << 22))
+        r = ref.reshape(-1)[::step].double()
+        c = out.reshape(-1)[::step].double()
+        fin = torch.isfinite(r)
+        atol = rtol * (r[fin].abs().mean().item() if fin.any() else 0.0)
+        bound = rtol * r.abs() + atol
+        diff = (c - r).abs()
+        same = (c == r) | (torch.isnan(c) & torch.isnan(r))
+        ratio = torch.where(same, torch.zeros_like(diff), diff / bound)
+        worst = ratio.nan_to_num(nan=float("inf")).max().item() if ratio.numel() else 0.0
+        return worst <= 1.0, worst
+
+    compile_spent = 0.0
+    todo = [s for s in man.get("subgraphs", [])
+            if not a.only or any(re.search(a.only, m) for m in s.get("models", []))]
+    swapped = set()
+    if a.reports and os.path.isdir(a.reports):
+        for f in sorted(os.listdir(a.reports)):
+            try:
+                rep = json.load(open(os.path.join(a.reports, f)))
+            except (OSError, ValueError):
+                continue
+            for x in rep.get("subgraphs", []):
+                if x.get("decision") == "swapped":
+                    swapped.add(x.get("name"))
+    todo.sort(key=lambda s: s["name"] not in swapped)  # stable
+    res["swapped_first"] = len([s for s in todo if s["name"] in swapped])
+    t_all = time.time()
+    for i, s in enumerate(todo):
+        name = s["name"]
+        rec = dict(models=s.get("models"), cls=s.get("cls"),
+                   args=s.get("args"), results=s.get("results"))
+        res["subgraphs"][name] = rec
+        if s.get("error"):
+            rec["error"] = "translation: " + s["error"]
+            save()
+            print("[%d/%d] %s: %s" % (i + 1, len(todo), name, rec["error"]),
+                  flush=True)
+            continue
+        ins = outs = fn = cf = None
+        t0 = time.time()
+        try:
+            env = {"torch": torch, "__name__": "lf_" + name}
+            exec(compile(s["source"], "<%s>" % name, "exec"), env)
+            fn = env["subgraph"]
+            g = torch.Generator(device="cuda").manual_seed(1000 + i)
+            ins = []
+            for shape, elt in s["args"]:
+                x = torch.rand(shape, generator=g, dtype=torch.float32,
+                               device="cuda") * 2 - 1
+                ins.append(x.to(DT[elt]))
+            args = list(ins)
+            outs = fn(*args)
+            torch.cuda.synchronize()
+            for o, (shape, elt) in zip(outs, s["results"]):
+                if list(o.shape) != list(shape) or o.dtype != DT[elt]:
+                    raise RuntimeError("eager result %s %s, want %s %s" % (
+                        list(o.shape), o.dtype, shape, elt))
+            variants = {"eager": lambda: fn(*args)}
+            if a.no_compile:
+                rec["compile_error"] = "--no-compile"
+            elif compile_spent > a.compile_budget_s:
+                rec["compile_error"] = ("compile budget spent (%.0f s > %.0f s)"
+                                        % (compile_spent, a.compile_budget_s))
+            else:
+                tc = time.time()
+                try:
+                    cf = torch.compile(fn)
+                    couts = cf(*args)
+                    torch.cuda.synchronize()
+                    rec["compile_s"] = round(time.time() - tc, 2)
+                    try:  # a sanity check only: never costs the timing
+                        oks = [compare(c, o) for c, o in zip(couts, outs)]
+                        rec["compile_vs_eager_ok"] = all(ok for ok, _ in oks)
+                        rec["compile_vs_eager_worst"] = max(w for _, w in oks)
+                    except Exception as e:  # noqa: BLE001
+                        rec["compile_vs_eager_error"] = "%s: %s" % (
+                            type(e).__name__, str(e)[:200])
+                    del couts
+                    variants["compile"] = lambda: cf(*args)
+                except Exception as e:  # noqa: BLE001
+                    rec["compile_error"] = "%s: %s" % (type(e).__name__,
+                                                       str(e)[-400:])
+                    try:
+                        torch._dynamo.reset()
+                    except Exception:  # noqa: BLE001
+                        pass
+                compile_spent += time.time() - tc
+            del outs
+            outs = None
+            ts = time_variants(timer, variants, a.budget_ms)
+            rec["eager_ms"] = ts["eager"]["median"]
+            rec["eager"] = ts["eager"]
+            if "compile" in ts:
+                rec["compile_ms"] = ts["compile"]["median"]
+                rec["compile"] = ts["compile"]
+        except Exception as e:  # noqa: BLE001
+            rec["error"] = "%s: %s" % (type(e).__name__, str(e)[-400:])
+            rec["traceback"] = traceback.format_exc()[-1500:]
+        finally:
+            ins = outs = fn = cf = args = variants = None
+            try:
+                torch.cuda.synchronize()
+            except Exception:  # noqa: BLE001
+                pass
+            torch.cuda.empty_cache()
+        rec["wall_s"] = round(time.time() - t0, 2)
+        save()
+        print("[%d/%d] %s: eager %s ms, compile %s ms (compiled in %s s)%s" % (
+            i + 1, len(todo), name,
+            "%.4f" % rec["eager_ms"] if "eager_ms" in rec else "-",
+            "%.4f" % rec["compile_ms"] if "compile_ms" in rec else "-",
+            rec.get("compile_s", "-"),
+            "; " + (rec.get("error") or rec.get("compile_error") or "")
+            if rec.get("error") or rec.get("compile_error") else ""),
+            flush=True)
+    res["wall_s"] = round(time.time() - t_all, 1)
+    res["compile_spent_s"] = round(compile_spent, 1)
+    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    save()
+    print("torch: %d subgraph(s) in %.0f s (compiles %.0f s); %s" % (
+        len(todo), res["wall_s"], compile_spent, a.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
