@@ -224,9 +224,20 @@ def main():
         ins = outs = fn = cf = None
         t0 = time.time()
         try:
-            env = {"torch": torch, "__name__": "lf_" + name}
-            exec(compile(s["source"], "<%s>" % name, "exec"), env)
-            fn = env["subgraph"]
+            # A real module from a real file: torch.compile (dynamo)
+            # imports the function's module and reads its source.
+            import importlib.util
+            import tempfile
+            mdir = os.path.join(tempfile.gettempdir(), "lf_torch_ref")
+            os.makedirs(mdir, exist_ok=True)
+            mpath = os.path.join(mdir, "lf_%s.py" % name)
+            with open(mpath, "w") as fh:
+                fh.write("import torch\n" + s["source"])
+            spec = importlib.util.spec_from_file_location("lf_" + name, mpath)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules["lf_" + name] = mod
+            spec.loader.exec_module(mod)
+            fn = mod.subgraph
             g = torch.Generator(device="cuda").manual_seed(1000 + i)
             ins = []
             for shape, elt in s["args"]:

@@ -20,7 +20,8 @@ One kernel structure serves every size. A block of 256 threads handles 256 /
 TPR rows, TPR threads per row (a knob the pass times: 32, one warp per row,
 for short rows; 256 for long ones; both in between). Thread t of a row reads
 chunks of V elements at columns (k * TPR + t) * V, k = 0 .. ceil(N / (TPR V))
-- 1, so each warp's loads are contiguous runs; V is the largest of 8 (4 for
+- 1, so each warp's loads are contiguous runs (the full chunks in a loop with
+no guard, the last one guarded); V is the largest of 8 (4 for
 f32), 4, 2, 1 that divides N, so every chunk is either wholly inside the row
 or wholly past its end (skipped). Rows past R (the last block) read the last
 row and store nothing, so every thread reaches every barrier. A row reduction
@@ -171,51 +172,63 @@ class Kernel:
         return self.e.op("vector.broadcast %s : f32 to %s" % (s, self.VF), "b")
 
     def chunks(self, carried, body, guard_store=False):
-        """for k in chunks: if the chunk is in the row: body(col, carried) ->
-        new carried values (f32 scalars or VF vectors: (name, type) pairs).
-        Returns the carried results."""
+        """body(col, carried) -> new carried values (f32 scalars or VF
+        vectors: (name, type) pairs) for every chunk of this thread's row:
+        first the N / (TPR V) chunks that every thread has in full, in a loop
+        without a guard (constant trip count: unrolled, its loads issued
+        together), then one tail chunk under `col < N`. With guard_store
+        (passes that store y) all of it runs only for a valid row. Returns
+        the carried results."""
         e = self.e
         c0, c1 = e.const(0, "index"), e.const(1, "index")
-        cC = e.const("{{(N + TPR * V - 1) / (TPR * V)}}", "index")
+        cF = e.const("{{N / (TPR * V)}}", "index")
         stride = e.const("{{TPR * V}}", "index")
         cN = e.const("{{N}}", "index")
+        types = ", ".join(t for _, t in carried)
+        if guard_store:
+            e.emit("scf.if %s {" % self.rowok)
+            e.indent += 2
         k = e.fresh("k")
         res = e.fresh("res") if carried else None
         iters = [e.fresh("a") for _ in carried]
-        types = ", ".join(t for _, t in carried)
         if carried:
             e.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-                res, len(carried), k, c0, cC, c1,
+                res, len(carried), k, c0, cF, c1,
                 ", ".join("%s = %s" % (a, v) for a, (v, _) in zip(iters, carried)), types))
         else:
-            e.emit("scf.for %s = %s to %s step %s {" % (k, c0, cC, c1))
+            e.emit("scf.for %s = %s to %s step %s {" % (k, c0, cF, c1))
         e.indent += 2
         kk = e.op("arith.muli %s, %s : index" % (k, stride), "kk")
         col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
+        new = body(col, iters)
+        if carried:
+            e.emit("scf.yield %s : %s" % (", ".join(new), types))
+        e.indent -= 2
+        e.emit("}")
+        acc = ["%s#%d" % (res, i) for i in range(len(carried))]
+        # The tail: columns F * TPR * V .. N - 1 (none when TPR V divides N).
+        kk = e.op("arith.muli %s, %s : index" % (cF, stride), "kk")
+        col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
         inside = e.op("arith.cmpi ult, %s, %s : index" % (col, cN), "in")
-        if guard_store:
-            inside = e.op("arith.andi %s, %s : i1" % (inside, self.rowok), "st")
         if carried:
             r = e.fresh("r")
             e.emit("%s:%d = scf.if %s -> (%s) {" % (r, len(carried), inside, types))
         else:
             e.emit("scf.if %s {" % inside)
         e.indent += 2
-        new = body(col, iters)
+        new = body(col, acc)
         if carried:
             e.emit("scf.yield %s : %s" % (", ".join(new), types))
             e.indent -= 2
             e.emit("} else {")
             e.indent += 2
-            e.emit("scf.yield %s : %s" % (", ".join(iters), types))
+            e.emit("scf.yield %s : %s" % (", ".join(acc), types))
         e.indent -= 2
         e.emit("}")
-        if carried:
-            e.emit("scf.yield %s : %s" % (", ".join("%s#%d" % (r, i) for i in range(len(carried))),
-                                          types))
-        e.indent -= 2
-        e.emit("}")
-        return ["%s#%d" % (res, i) for i in range(len(carried))]
+        if guard_store:
+            e.indent -= 2
+            e.emit("}")
+        return ["%s#%d" % (r, i) for i in range(len(carried))] if carried else []
 
     def row_reduce(self, v, kind, slot):
         """The row's reduction of one f32 per thread (add or max), the same
