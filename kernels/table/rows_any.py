@@ -59,7 +59,7 @@ FAMILIES = {
     "rmsnorm_tosa": ("examples/tosa/rmsnorm.mlir", "bf16", 16384, 4096, True,
                      dict(kind="rmsnorm", eps="1.0e-06", recip=True), ["x", "w"], ["y"]),
     "add_rmsnorm": ("examples/bench/add_rmsnorm.mlir", "bf16", 16384, 4096, True,
-                    dict(kind="add_rmsnorm", eps="1.0e-06"), ["x", "r", "w"], ["y", "h"]),
+                    dict(kind="add_rmsnorm", eps="1.0e-06"), ["x", "r", "w"], ["h", "y"]),
     "layernorm": ("examples/layernorm.mlir", "bf16", 16384, 4096, True,
                   dict(kind="layernorm", eps="1.0e-05"), ["x", "g", "b"], ["y"]),
     "layernorm_f32": ("examples/layernorm_f32.mlir", "f32", 4096, 16384, True,
@@ -84,6 +84,13 @@ FAMILIES = {
 # from every constant of the examples, so sizes map back to roles by value.
 FORMS = {"any": (1000, 776), "row1": (1, 776), "square": (776, 776)}
 DTYPES = ["bf16", "f16", "f32"]
+# f32 examples that sum along the row: rewritten to bf16 or f16, the IR
+# accumulates in 16 bits, and the verifier's reference (the IR's own
+# lowering) then differs from any f32-accumulating kernel by more than the
+# 16-bit tolerance, or is degenerate (on an H100: rowsum mismatches,
+# LayerNorm and softmax references NaN or constant). No template is made for
+# them; the row max is exact in any type and is made.
+SUM16 = {"layernorm_f32", "layernorm_gpt", "softmax_tosa", "rowsum"}
 VMAX = {"bf16": 8, "f16": 8, "f32": 4}
 
 
@@ -533,6 +540,8 @@ def templates():
         for dtype in DTYPES:
             if sdt != "f32" and dtype == "f32":
                 continue  # arith.extf f32 -> f32 is not valid IR
+            if sdt == "f32" and dtype != "f32" and name in SUM16:
+                continue  # the IR would sum in 16 bits: see SUM16
             for form in ("any", "row1", "square"):
                 rows, n = FORMS[form]
 
