@@ -92,6 +92,7 @@ DTYPES = ["bf16", "f16", "f32"]
 # them; the row max is exact in any type and is made.
 SUM16 = {"layernorm_f32", "layernorm_gpt", "softmax_tosa", "rowsum"}
 VMAX = {"bf16": 8, "f16": 8, "f32": 4}
+UNROLL = 4  # full chunks per step of the main loop
 
 
 class Emitter:
@@ -181,8 +182,8 @@ class Kernel:
     def chunks(self, carried, body, guard_store=False):
         """body(col, carried) -> new carried values (f32 scalars or VF
         vectors: (name, type) pairs) for every chunk of this thread's row:
-        first the N / (TPR V) chunks that every thread has in full, in a loop
-        without a guard (constant trip count: unrolled, its loads issued
+        first the N / (TPR V) chunks that every thread has in full, without
+        a guard, UNROLL per loop step (their loads independent, in flight
         together), then one tail chunk under `col < N`. With guard_store
         (passes that store y) all of it runs only for a valid row. Returns
         the carried results."""
@@ -195,24 +196,36 @@ class Kernel:
         if guard_store:
             e.emit("scf.if %s {" % self.rowok)
             e.indent += 2
-        k = e.fresh("k")
-        res = e.fresh("res") if carried else None
-        iters = [e.fresh("a") for _ in carried]
-        if carried:
-            e.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-                res, len(carried), k, c0, cF, c1,
-                ", ".join("%s = %s" % (a, v) for a, (v, _) in zip(iters, carried)), types))
-        else:
-            e.emit("scf.for %s = %s to %s step %s {" % (k, c0, cF, c1))
-        e.indent += 2
-        kk = e.op("arith.muli %s, %s : index" % (k, stride), "kk")
-        col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
-        new = body(col, iters)
-        if carried:
-            e.emit("scf.yield %s : %s" % (", ".join(new), types))
-        e.indent -= 2
-        e.emit("}")
-        acc = ["%s#%d" % (res, i) for i in range(len(carried))]
+        # The full chunks, UNROLL at a time (the loads of a group are
+        # independent, issued together), then the rest one at a time.
+        cU = e.const(UNROLL, "index")
+        groups = e.op("arith.divui %s, %s : index" % (cF, cU), "ng")
+        done = e.op("arith.muli %s, %s : index" % (groups, cU), "nd")
+        acc = [v for v, _ in carried]
+        for lo, hi, step in ((c0, groups, UNROLL), (done, cF, 1)):
+            k = e.fresh("k")
+            res = e.fresh("res") if carried else None
+            iters = [e.fresh("a") for _ in carried]
+            if carried:
+                e.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
+                    res, len(carried), k, lo, hi, c1,
+                    ", ".join("%s = %s" % (a, v) for a, v in zip(iters, acc)), types))
+            else:
+                e.emit("scf.for %s = %s to %s step %s {" % (k, lo, hi, c1))
+            e.indent += 2
+            cur = iters
+            for u in range(step):
+                kk = e.op("arith.muli %s, %s : index" % (k, cU), "kk") if step > 1 else k
+                if u:
+                    kk = e.op("arith.addi %s, %s : index" % (kk, e.const(u, "index")), "kk")
+                kk = e.op("arith.muli %s, %s : index" % (kk, stride), "kk")
+                col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
+                cur = body(col, cur)
+            if carried:
+                e.emit("scf.yield %s : %s" % (", ".join(cur), types))
+            e.indent -= 2
+            e.emit("}")
+            acc = ["%s#%d" % (res, i) for i in range(len(carried))]
         # The tail: columns F * TPR * V .. N - 1 (none when TPR V divides N).
         kk = e.op("arith.muli %s, %s : index" % (cF, stride), "kk")
         col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
