@@ -63,8 +63,15 @@ static char *esc(const char *s) {
 
 static void write_entry(const char *dir, const char *name, const char *pattern,
                         long s1, const char *text, bool break_sum) {
-  char sizes[64], sum[80], path[512];
-  snprintf(sizes, sizeof(sizes), "S0=*,S1=%ld", s1);
+  char sizes[64], sum[80], path[512], s1json[32];
+  /* s1 < 0: S1 free too */
+  if (s1 < 0) {
+    snprintf(sizes, sizeof(sizes), "S0=*,S1=*");
+    snprintf(s1json, sizeof(s1json), "null");
+  } else {
+    snprintf(sizes, sizeof(sizes), "S0=*,S1=%ld", s1);
+    snprintf(s1json, sizeof(s1json), "%ld", s1);
+  }
   checksum(pattern, sizes, "reduction", text, sum);
   if (break_sum)
     sum[10] = sum[10] == '0' ? '1' : '0';
@@ -77,15 +84,37 @@ static void write_entry(const char *dir, const char *name, const char *pattern,
   fprintf(f,
           "{\"schema\": \"llm-fuse-table-entry/1\", \"pattern\": \"%s\", "
           "\"archs\": [\"sm_90\"], \"class\": \"reduction\", \"sizes\": "
-          "{\"S0\": null, \"S1\": %ld}, \"template\": \"%s\", \"source\": "
+          "{\"S0\": null, \"S1\": %s}, \"template\": \"%s\", \"source\": "
           "\"test\", \"checksum\": \"%s\"}\n",
-          pattern, s1, t, sum);
+          pattern, s1json, t, sum);
   free(t);
   fclose(f);
 }
 
 static const char *P1 =
     "cbc872d66f5ef5e5000000000000000000000000000000000000000000000000";
+
+/* An entry made for one size is tried before a general template that admits
+ * the same sizes, whatever the file names' order. */
+LF_TEST(most_specific_entry_first) {
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/t_spec", root);
+  write_entry(dir, "a_general.json", P1, -1, TEMPLATE, false);
+  write_entry(dir, "z_specific.json", P1, 768, TEMPLATE, false);
+  lf_table_t *t = NULL;
+  LF_EXPECT(lf_table_open(dir, &t) == LF_OK);
+  LF_EXPECT(lf_table_size(t) == 2);
+  lf_table_match_t m;
+  int64_t at768[2] = {2048, 768};
+  LF_EXPECT(lf_table_instantiate(t, P1, "sm_90", at768, 2, &m) == LF_OK);
+  LF_EXPECT(strstr(m.id, "z_specific.json") != NULL);
+  lf_table_match_clear(&m);
+  int64_t at1000[2] = {2048, 1000};
+  LF_EXPECT(lf_table_instantiate(t, P1, "sm_90", at1000, 2, &m) == LF_OK);
+  LF_EXPECT(strstr(m.id, "a_general.json") != NULL);
+  lf_table_match_clear(&m);
+  lf_table_close(t);
+}
 
 LF_TEST(instantiates_and_refuses_with_reasons) {
   char dir[300];
@@ -202,6 +231,7 @@ int main(void) {
   if (!mkdtemp(root))
     return 1;
   LF_RUN(instantiates_and_refuses_with_reasons);
+  LF_RUN(most_specific_entry_first);
   LF_RUN(missing_folder_is_an_empty_table);
   LF_RUN(ten_thousand_entries);
   int rc = lf_test_finish();
