@@ -18,7 +18,7 @@ The shape forms, each its own pattern key (docs/pattern-key.md):
 
 One kernel structure serves every size. A block of 256 threads handles 256 /
 TPR rows, TPR threads per row (a knob the pass times: 32, one warp per row,
-for short rows; 256 for long ones; both in between). Thread t of a row reads
+for short rows; 128 and 256 for longer ones). Thread t of a row reads
 chunks of V elements at columns (k * TPR + t) * V, k = 0 .. ceil(N / (TPR V))
 - 1, so each warp's loads are contiguous runs (the full chunks in a loop with
 no guard, the last one guarded); V is the largest of 8 (4 for
@@ -491,8 +491,9 @@ def tune_lines(t):
     vmax = VMAX[t]
     vals = [v for v in (8, 4, 2, 1) if v <= vmax]
     return [
-        "llm-fuse.tune TPR = 32, 256",
-        "llm-fuse.tune-require (TPR == 32 && N <= 2048) || (TPR == 256 && N >= 512)",
+        "llm-fuse.tune TPR = 32, 128, 256",
+        "llm-fuse.tune-require (TPR == 32 && N <= 2048) || (TPR == 128 && N >= 256 && "
+        "N <= 16384) || (TPR == 256 && N >= 512)",
         "llm-fuse.tune V = %s" % ", ".join(str(v) for v in vals),
         "llm-fuse.tune-require N %% V == 0 && (V == %d || N %% (V * 2) != 0)" % vmax,
     ]
@@ -527,7 +528,7 @@ def _render(name, dtype, form):
         ] + ["llm-fuse.template-size %s" % s for s in free]
         header += tune_lines(dtype)
         if rows == 1:
-            header.append("llm-fuse.tune-require TPR == 256 || N <= 2048")
+            header.append("llm-fuse.tune-require TPR != 128")
         text = k.text("%s_%s" % (name, dtype), header)
         # The tokens become the pattern's symbols; placeholders and
         # requirements are evaluated by llm_client/tune.c.
