@@ -101,6 +101,41 @@ WGMMA = {
 }
 
 
+# Small-M alternatives (tune knob TILE of gen_gemm.generate_alternatives):
+# tilings that make more, smaller CTAs where the default tile leaves most SMs
+# idle, each admitted only at the row counts it is for, so that the pass
+# times it beside the default tile there (and keeps the fastest) and nowhere
+# else. Per kind: (overrides, keys dropped, admitted where M <= bound).
+#   f32_simt: 16 x 32 tiles with the K loop split 16 ways inside the CTA
+#     (KS = 16: 128 threads, the slices' partial tiles summed in shared
+#     memory in slice order: deterministic), and 32 x 64 tiles split 4 ways.
+#     At M = 17, N = 3072, K = 768 the default 64 x 128 tile makes 24 CTAs
+#     with 96 k-tiles each; 16 x 32 x 16 makes 192 CTAs with 6 k-tiles per
+#     slice.
+#   bf16_mma: 32 x 64 tiles (8 warps of 16 x 16; 16 x 32 warp tiles spilled
+#     8 bytes in the SwiGLU kernel), 4 stages.
+#   bf16_wgmma: one warpgroup (64 rows) x 64 columns.
+# With GROUP_M fixed for the alternatives and the default's GROUP_M values
+# other than the configured one kept only below its row-tile count, at most
+# 4 variants survive at any size.
+SMALL_M = {
+    "f32_simt": [(dict(BM=16, BN=32, BK=8, KS=16, group_m=8), ("WX", "minctasm"), 128),
+                 (dict(BM=32, BN=64, BK=8, KS=4, group_m=8), ("WX", "minctasm"), 1024)],
+    "bf16_mma": [(dict(BM=32, BN=64, BK=64, WM=16, WN=16, stages=4, group_m=8), ("minctasm",), 256)],
+    "bf16_wgmma": [(dict(WGS=1, BN=64, stages=4, group_m=8), (), 256)],
+}
+# M = 1 (a unit dimension: its own pattern key, the entries *_row): the
+# small tilings alone, M the literal 1 (masked: rows 1.. of the tile are
+# row 0 again, never stored). f32: 16 x 32 x 16 slices, and 8 x 64 x 16
+# slices (one row of 8 threads per slice); 16-bit: mma.sync, one m16 block
+# of 4 warps x 16 columns (the wgmma's 64-row minimum would waste 63 rows,
+# the mma.sync entry lists sm_90a too).
+SINGLE_ROW = {
+    "f32_simt": [dict(BM=16, BN=32, BK=8, KS=16, group_m=8), dict(BM=8, BN=64, BK=8, KS=16, group_m=8)],
+    "bf16_mma": [dict(BM=16, BN=64, BK=64, WM=16, WN=16, stages=4, group_m=8)],
+}
+
+
 def base_cfg(sg, wgmma, dtype="bf16"):
     cfg = dict(next(c for c in gen_gemm.SUBGRAPHS if c["sg"] == sg))
     if cfg["kind"] == "f32_simt" and dtype != "f32":
@@ -123,10 +158,10 @@ def base_cfg(sg, wgmma, dtype="bf16"):
     return cfg
 
 
-def example_text(name, dtype):
+def example_text(name, dtype, m=EX_M):
     src, sdt, rows = FAMILIES[name][:3]
     text = open(os.path.join(ROOT, src)).read()
-    text = size_rewrite(text, {rows: EX_M}, {})
+    text = size_rewrite(text, {rows: m}, {})
     if dtype != sdt:
         text = dtype_rewrite(text, sdt, dtype)
     return text
@@ -143,8 +178,8 @@ def signature_sizes(sig, mapping):
     return out
 
 
-def _pick(cfg):
-    want = signature_sizes(cfg["signature"], {cfg["M"]: EX_M})
+def _pick(cfg, m=EX_M):
+    want = signature_sizes(cfg["signature"], {cfg["M"]: m})
 
     def pick(groups):
         hit = [g for g in groups if g.get("class") == "contraction" and
@@ -153,34 +188,68 @@ def _pick(cfg):
     return pick
 
 
-def _render(name, dtype, cfg):
+def _alternatives(c, small, m_sym):
+    """[(cfg, admit)] for gen_gemm.generate_alternatives: c first (the
+    default), then each small-M tiling of `small` [(overrides, dropped keys,
+    M bound)]."""
+    alts = [(c, None)]
+    for ov, drop, bound in small:
+        a = {k: v for k, v in c.items() if k not in drop}
+        a.update(ov)
+        alts.append((a, "%s <= %d" % (m_sym, bound)))
+    return alts
+
+
+def _render(name, dtype, cfg, small=(), single=None):
+    """single: the M = 1 form, a list of tilings (the first the default)."""
+    m_ex = 1 if single else EX_M
+
     def render(g):
         ps = g["pattern_sizes"]
         by_value = {v: k for k, v in ps.items()}
-        ex = {"M": EX_M, "N": cfg["N"], "K": cfg["K"]}
+        ex = {"N": cfg["N"], "K": cfg["K"]} if single else {"M": EX_M, "N": cfg["N"], "K": cfg["K"]}
         sym = {r: by_value[v] for r, v in ex.items()}       # role -> SK, by value
         c = dict(cfg)
-        base = {cfg["M"]: sym["M"], cfg["N"]: sym["N"], cfg["K"]: sym["K"]}
+        base = {cfg["N"]: sym["N"], cfg["K"]: sym["K"]}
+        if not single:
+            base[cfg["M"]] = sym["M"]
         sig = re.sub(r"(?<=[<x])(\d+)(?=x)",
-                     lambda m: "{{%s}}" % base[int(m.group(1))] if int(m.group(1)) in base else m.group(1),
+                     lambda m: ("{{%s}}" % base[int(m.group(1))] if int(m.group(1)) in base else
+                                "1" if single and int(m.group(1)) == cfg["M"] else m.group(1)),
                      cfg["signature"])
         sdt = FAMILIES[name][1]
         if dtype != sdt:
             sig = sig.replace(sdt, dtype)
-        c.update(M=sym["M"], N=sym["N"], K=sym["K"], signature=sig,
-                 sg="ga_%s_%s" % (name, dtype))
-        c["product"] = re.sub(r"\d+", lambda m: base.get(int(m.group(0)), m.group(0)), cfg["product"])
+        c.update(M=1 if single else sym["M"], N=sym["N"], K=sym["K"], signature=sig,
+                 sg="ga_%s_%s%s" % (name, dtype, "_row" if single else ""))
+        if single:
+            c["mask_m"] = True
+        c["product"] = re.sub(r"\d+", lambda m: ("1" if single and int(m.group(0)) == cfg["M"] else
+                                                 base.get(int(m.group(0)), m.group(0))), cfg["product"])
         if dtype != sdt:
             c["product"] = c["product"].replace(sdt, dtype)
-        _, text, _ = gen_gemm.generate(c)
+        if single:
+            alts = []
+            for i, ov in enumerate(single):
+                a = {k: v for k, v in c.items() if k not in ("WX", "minctasm")}
+                a.update(ov)
+                alts.append((a, None))
+        else:
+            alts = _alternatives(c, small, sym["M"])
+        if len(alts) > 1:
+            _, text, _ = gen_gemm.generate_alternatives(alts)
+        else:
+            _, text, _ = gen_gemm.generate(dict(alts[0][0]))
         body = text[text.index("gpu.module"):]
         lines = body.split("\n")
         free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
-        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K"))
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K") if r in sym)
+        what = ("M = 1 (a single row: the tile's other rows read row 0 and are never stored)" if single else
+                "M is masked (any M)")
         head = [lines[0],
                 "  // Pattern-table template: kernels/table/gemm_any.py %s %s (gen_gemm.py %s, %s)." % (
-                    name, dtype, cfg["sg"], c["kind"]),
-                "  // %s; M is masked (any M), N and K as the requirements say." % roles] + \
+                    name, dtype, cfg["sg"], alts[0][0]["kind"]),
+                "  // %s; %s, N and K as the requirements say." % (roles, what)] + \
                ["  // llm-fuse.template-size %s" % k for k in free]
         tmpl = "\n".join(head + lines[1:])
         sizes = [None if "S%d" % i in free else ps["S%d" % i] for i in range(len(ps))]
@@ -198,12 +267,26 @@ def templates():
             for tag, wg in forms:
                 cfg = base_cfg(sg, wg, dtype)
                 archs = ["sm_90a"] if wg else sorted(cfg["chips"]) + ["sm_90a"]
+                small = SMALL_M.get(cfg["kind"], [])
                 out.append(dict(
                     name="gemm_any_%s_%s_%s" % (name, dtype, tag),
                     example=example_text(name, dtype),
                     pick=_pick(cfg),
-                    render=_render(name, dtype, cfg),
+                    render=_render(name, dtype, cfg, small),
                     archs=archs,
-                    source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, masked M; from %s at M = %d)" % (
-                        name, dtype, tag, sg, cfg["kind"], src, EX_M)))
+                    source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, masked M%s; from %s at M = %d)" % (
+                        name, dtype, tag, sg, cfg["kind"],
+                        ", with %d small-M tiling(s)" % len(small) if small else "", src, EX_M)))
+            # the single-row form (M = 1: another pattern key)
+            cfg = base_cfg(sg, False, dtype)
+            tag = "simt" if cfg["kind"] == "f32_simt" else "mma"
+            archs = sorted(cfg["chips"]) + ["sm_90a"]
+            out.append(dict(
+                name="gemm_any_%s_%s_%s_row" % (name, dtype, tag),
+                example=example_text(name, dtype, 1),
+                pick=_pick(cfg, 1),
+                render=_render(name, dtype, cfg, single=SINGLE_ROW[cfg["kind"]]),
+                archs=archs,
+                source="kernels/table/gemm_any.py %s %s %s_row (gen_gemm.py %s %s, M = 1; from %s at M = 1)" % (
+                    name, dtype, tag, sg, cfg["kind"], src)))
     return out
