@@ -12,5 +12,11 @@ for t in llm-fuse-opt llm-fuse-build-kernel llm-fuse-verify llm-fuse-device-info
 done
 [ -f "$root/.device/mlir-runtime.tar.xz" ] ||
   (cd "$root" && bash "$root/../shared/device/pack-mlir-runtime.sh" .device)
-cp "$root/.device/mlir-runtime.tar.xz" "$stage/"
+# The runtime without mlir-opt (nothing here runs it on the GPU machine):
+# the stage, the tracked tree and the models must fit the 64 MiB carry.
+tmp=$(mktemp -d)
+tar -xJf "$root/.device/mlir-runtime.tar.xz" -C "$tmp"
+rm -f "$tmp"/bin/mlir-opt*
+XZ_OPT=-9e tar -C "$tmp" -cJf "$stage/mlir-runtime.tar.xz" bin lib
+rm -rf "$tmp"
 du -sh "$stage"
