@@ -275,11 +275,34 @@ def masked_m(cfg):
     return is_sym(cfg["M"]) or bool(cfg.get("mask_m"))
 
 
-def sizes_and_requirements(em, M, N, K, BM, BN, kdiv, kmin_tiles):
+def masked_nk(cfg):
+    """cfg["mask_nk"] (the alignment a, an int): N and K masked too, any
+    N and K that are multiples of a (16-byte rows for the vector / cp.async
+    loads): column tiles past N - 1 and the k-tile past K - 1 are read at
+    clamped (in-bounds) addresses, the k part zero-filled, and the columns
+    past N - 1 never stored."""
+    return cfg.get("mask_nk") or 0
+
+
+def tile_requirements(N, K, BN, kdiv, kmin_tiles):
+    """The requirements sizes_and_requirements() states for symbolic N and K
+    (without masking)."""
+    return ["%s %% %d == 0" % (N, BN), "%s %% %d == 0 && %s >= %d" % (K, kdiv, K, kdiv * max(1, kmin_tiles))]
+
+
+def sizes_and_requirements(em, M, N, K, BM, BN, kdiv, kmin_tiles, nk=0):
     """Checks (ints) or requires (symbols) that BN divides N, kdiv divides K
     and K has at least kmin_tiles k-tiles; returns (gm, gn, KT): the row
     tiles (ceil(M / BM): masked), the column tiles and the k-tiles, each an
-    int or an expression."""
+    int or an expression. nk (an alignment, masked N and K): only that N and
+    K are multiples of nk; the column tiles and k-tiles are rounded up."""
+    if nk:
+        for x in (N, K):
+            if is_sym(x):
+                em.require("%s %% %d == 0 && %s >= %d" % (x, nk, x, nk))
+            else:
+                assert x % nk == 0
+        return scdiv(M, BM), scdiv(N, BN), scdiv(K, kdiv)
     if is_sym(N):
         em.require("%s %% %d == 0" % (N, BN))
     else:
@@ -626,7 +649,7 @@ def mma_helper(dt="bf16"):
 
 
 def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair,
-                      m_bound=None, rows_outer=False, row_hi=None):
+                      m_bound=None, rows_outer=False, row_hi=None, n_bound=None):
     """Epilogue on m16n8 accumulator fragments (the mma.sync C layout, also the
     wgmma D layout per n8 block): for each 16-row block (row_offs) and n8 block
     (col_offs) this thread holds rows row_base+off+8h (h = 0, 1), columns
@@ -637,7 +660,10 @@ def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base
     hold products of clamped A rows (finite, meaningless); the residual load,
     the epilogue and the store of such a row are skipped (scf.if on
     row < M, computed once per row; the fragment values are extracted
-    before the branch). Columns are never masked (N is a multiple of BN)."""
+    before the branch). Columns are masked only with n_bound (masked N, N
+    even): a column pair at or past it is not stored, and the bias pair is
+    read at a clamped column (n_bound - 2)."""
+    assert n_bound is None or (m_bound is not None and not rows_outer)
     if m_bound is not None and rows_outer == "split":
         # A CTA-uniform branch: full row tiles (row_hi <= M, every tile but
         # the last row of tiles) run the unmasked epilogue, exactly the
@@ -684,12 +710,20 @@ def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base
                     em.v(rows[(mi, h)]), em.v(m_bound)), "ok")
         for ni, coff in enumerate(col_offs):
             col = em.add(col_base, coff)
-            bv = bias.load(em, [col], 2, "bias") if bias else None
+            if n_bound is not None:
+                okn = em.op("arith.cmpi ult, %s, %s : index" % (em.v(col), em.v(n_bound)), "okn")
+                bcol = em.minu(col, em.sub(n_bound, 2))
+            else:
+                bcol = col
+            bv = bias.load(em, [bcol], 2, "bias") if bias else None
             for mi, roff in enumerate(row_offs):
                 for h in range(2):
                     row = rows[(mi, h)]
                     accs = [pair(j, mi, ni, h) for j in range(nb)]
-                    em.emit("scf.if %s {" % oks[(mi, h)])
+                    ok = oks[(mi, h)]
+                    if n_bound is not None:
+                        ok = em.op("arith.andi %s, %s : i1" % (ok, okn), "ok")
+                    em.emit("scf.if %s {" % ok)
                     em.indent += 2
                     rv = res.load(em, [row, col], 2, "res") if res else None
                     y = helper.call(em, accs, bv, rv)
@@ -725,8 +759,10 @@ def gen_bf16_mma(cfg):
     assert WN % 16 == 0 and WM % 16 == 0 and BK in (32, 64) and BN % 64 == 0
     em = Emitter()
     masked = masked_m(cfg)
+    nk = masked_nk(cfg)
+    assert nk in (0, 8)
     if masked or is_sym(N) or is_sym(K):
-        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK, S - 1)
+        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK, S - 1, nk)
         grid = smul(gm, gn)
     else:
         assert M % BM == 0 and N % BN == 0 and K % BK == 0, "shapes must divide the tiles"
@@ -795,16 +831,29 @@ def gen_bf16_mma(cfg):
         if masked:
             grow = em.minu(grow, m_last)
         a_copies.append((r, dcol, grow, em.mul(c, 8)))
+    if nk:
+        em.comment("masked N and K: B columns past N-1 are read at clamped columns (never stored); the k part past")
+        em.comment("K-1 of the last k-tile is zero-filled (cp.async source size 0, clamped in-bounds address)")
+        n_last8 = sval(em, "%s - 8" % N if is_sym(N) else N - 8)
+        k_last8 = sval(em, "%s - 8" % K if is_sym(K) else K - 8)
+        k_last = sval(em, "%s - 1" % K if is_sym(K) else K - 1)
+        k_n = em.v(sval(em, K))
     b_copies = []
     for i in range(BK * nchunks // T):
         q = em.add(tid, i * T)
         r = em.div(q, nchunks)
         c = em.rem(q, nchunks)
-        b_copies.append((r, em.mul(em.xor(c, em.band(r, 7)), 8), em.add(n0, em.mul(c, 8))))
+        dcol = em.mul(em.xor(c, em.band(r, 7)), 8)
+        gcol = em.add(n0, em.mul(c, 8))
+        if nk:
+            gcol = em.minu(gcol, n_last8)
+        b_copies.append((r, dcol, gcol))
 
     def issue_loads(kt_load, stage, valid):
         """k-tile kt_load -> stage; when valid (i1) is false the copies read
         nothing and zero-fill, so that every iteration commits one group."""
+        if nk:
+            return issue_loads_nk(kt_load, stage, valid)
         if valid is None:
             ktc, tail = kt_load, ""
         else:
@@ -820,6 +869,31 @@ def gen_bf16_mma(cfg):
                 toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8%s {bypassL1} : %s to %s" % (
                     Bs[j].at(em.v(em.add(k0, r)), em.v(gcol)), sB[j], em.v(stage), em.v(r), em.v(dcol), tail,
                     Bs[j].ty, sm_ty_b), "cp"))
+        return em.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+
+    def issue_loads_nk(kt_load, stage, valid):
+        """issue_loads() with K masked: each copy's k index (A column chunk,
+        B row) is clamped into [0, K) and its source size is 0 (zero-fill)
+        where the index is at or past K, or the k-tile is not valid."""
+        k0 = em.mul(kt_load, BK)
+
+        def size(kidx):
+            ok = em.op("arith.cmpi ult, %s, %s : index" % (em.v(kidx), k_n), "kin")
+            if valid is not None:
+                ok = em.op("arith.andi %s, %s : i1" % (ok, valid), "kin")
+            return em.op("arith.select %s, %s, %s : index" % (ok, em.idx(8), em.idx(0)), "n")
+        toks = []
+        for (r, dcol, grow, gcol) in a_copies:
+            kc = em.add(k0, gcol)
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8, %s {bypassL1} : %s to %s" % (
+                A.at(em.v(grow), em.v(em.minu(kc, k_last8))), sA, em.v(stage), em.v(r), em.v(dcol), size(kc),
+                A.ty, sm_ty_a), "cp"))
+        for j in range(nb):
+            for (r, dcol, gcol) in b_copies:
+                kr = em.add(k0, r)
+                toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8, %s {bypassL1} : %s to %s" % (
+                    Bs[j].at(em.v(em.minu(kr, k_last)), em.v(gcol)), sB[j], em.v(stage), em.v(r), em.v(dcol),
+                    size(kr), Bs[j].ty, sm_ty_b), "cp"))
         return em.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
 
     em.comment("prologue: k-tiles 0..%d in flight" % (S - 2))
@@ -899,7 +973,8 @@ def gen_bf16_mma(cfg):
 
     fragment_epilogue(em, helper, C, bias, res, nb, row_base, [16 * mi for mi in range(MI)],
                       col_base, [8 * ni for ni in range(NI)], pair,
-                      m_bound=sval(em, M) if masked else None)
+                      m_bound=sval(em, M) if masked else None,
+                      n_bound=sval(em, N) if nk else None)
     em.emit("gpu.return")
 
     launch = dict(block=[T, 1, 1], grid=[sgrid(grid), 1, 1], smem=smem)
@@ -1171,9 +1246,10 @@ def gen_f32_simt(cfg):
     LDA = BM + PAD
     em = Emitter()
     masked = masked_m(cfg)
-    assert BK % 4 == 0
+    nk = masked_nk(cfg)
+    assert BK % 4 == 0 and nk in (0, 4)
     if masked or is_sym(N) or is_sym(K):
-        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK * KS, 1)  # KT: k-tiles per slice
+        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK * KS, 1, nk)  # KT: k-tiles per slice
         grid = smul(gm, gn)
     else:
         assert M % BM == 0 and N % BN == 0 and K % (BK * KS) == 0
@@ -1246,17 +1322,39 @@ def gen_f32_simt(cfg):
         if masked:
             grow = em.minu(grow, m_last)
         a_ld.append((grow, em.mul(em.rem(q, BK // 4), 4), r))
+    if nk:
+        em.comment("masked N and K: B columns past N-1 are read at clamped columns (never stored); the k part past")
+        em.comment("K-1 (the last k-tile, and whole k-tiles of the last slices) is loaded clamped and replaced by zeros")
+        n_last4 = sval(em, "%s - 4" % N if is_sym(N) else N - 4)
+        k_last4 = sval(em, "%s - 4" % K if is_sym(K) else K - 4)
+        k_last = sval(em, "%s - 1" % K if is_sym(K) else K - 1)
+        k_n = em.v(sval(em, K))
+        zero4 = em.const("dense<0.000000e+00>", v4, "zero4")
     b_ld = []
     for i in range(BK * BN // 4 // T):
         q = em.add(lt, i * T)
         kr = em.div(q, BN // 4)
         c = em.mul(em.rem(q, BN // 4), 4)
-        b_ld.append((kr, em.add(n0, c), c))
+        gc = em.add(n0, c)
+        if nk:
+            gc = em.minu(gc, n_last4)
+        b_ld.append((kr, gc, c))
+
+    def kload(X, kidx, kclamp, other, first, hint):
+        """a float4 of X at k index kidx (A: the column, B: the row), zero
+        where kidx is at or past K (masked K; clamped address)"""
+        if not nk:
+            idx = [kidx, other] if not first else [other, kidx]
+            return X.load(em, [em.v(i) for i in idx], 4, hint)
+        kc = em.v(em.minu(kidx, kclamp))
+        v = X.load(em, [kc, em.v(other)] if not first else [em.v(other), kc], 4, hint)
+        ok = em.op("arith.cmpi ult, %s, %s : index" % (em.v(kidx), k_n), "kin")
+        return em.op("arith.select %s, %s, %s : %s" % (ok, v, zero4, v4), hint)
 
     def gload(kt):
         k0 = em.mul(em.add(kt0, kt), BK)
-        av = [A.load(em, [em.v(gr), em.v(em.add(k0, kc))], 4, "ga") for (gr, kc, r) in a_ld]
-        bv = [B.load(em, [em.v(em.add(k0, kr)), em.v(gc)], 4, "gb") for (kr, gc, c) in b_ld]
+        av = [kload(A, em.add(k0, kc), k_last4 if nk else None, gr, True, "ga") for (gr, kc, r) in a_ld]
+        bv = [kload(B, em.add(k0, kr), k_last if nk else None, gc, False, "gb") for (kr, gc, c) in b_ld]
         return av, bv
 
     def sstore(buf, av, bv):
@@ -1323,7 +1421,13 @@ def gen_f32_simt(cfg):
         em.comment("epilogue: per row, two float4 column groups; rows at or past M are skipped (scf.if row < M)")
         m_n = em.v(sval(em, M))
         cols = [em.add(n0, cb[qj]) for qj in range(2)]
-        bvs = [bias.load(em, [cols[qj]], 4, "bias") if bias else None for qj in range(2)]
+        if nk:
+            em.comment("masked N: column groups at or past N are not stored (the bias read at a clamped column)")
+            okn = [em.op("arith.cmpi ult, %s, %s : index" % (cols[qj], em.v(sval(em, N))), "okn") for qj in range(2)]
+            bcols = [em.minu(cols[qj], n_last4) for qj in range(2)]
+        else:
+            bcols = cols
+        bvs = [bias.load(em, [bcols[qj]], 4, "bias") if bias else None for qj in range(2)]
         for qi in range(2):
             for i in range(4):
                 row = em.add(m0, em.add(ra[qi], i))
@@ -1332,9 +1436,15 @@ def gen_f32_simt(cfg):
                 em.emit("scf.if %s {" % ok)
                 em.indent += 2
                 for qj in range(2):
+                    if nk:
+                        em.emit("scf.if %s {" % okn[qj])
+                        em.indent += 2
                     rv = res.load(em, [row, cols[qj]], 4, "res") if res else None
                     y = helper.call(em, [pieces[qj]], bvs[qj], rv)
                     em.emit("vector.store %s, %s : %s, %s" % (y, C.at(row, cols[qj]), C.ty, v4))
+                    if nk:
+                        em.indent -= 2
+                        em.emit("}")
                 em.indent -= 2
                 em.emit("}")
     elif KS == 1:
@@ -1370,9 +1480,12 @@ def gen_f32_simt(cfg):
                 v = em.op("vector.load %s[%s, %s, %s] : %s, %s" % (red, em.idx(sl), em.v(r), em.v(c), red_ty, v4), "p")
                 tot = v if tot is None else em.op("arith.addf %s, %s : %s" % (tot, v, v4), "p")
             row, col = em.add(m0, r), em.add(n0, c)
-            bv4 = bias.load(em, [col], 4, "bias") if bias else None
-            if masked:   # rows at or past M are skipped
+            bv4 = bias.load(em, [em.minu(col, n_last4) if nk else col], 4, "bias") if bias else None
+            if masked:   # rows at or past M are skipped (and columns at or past N: masked N)
                 ok = em.op("arith.cmpi ult, %s, %s : index" % (row, em.v(sval(em, M))), "ok")
+                if nk:
+                    okn = em.op("arith.cmpi ult, %s, %s : index" % (col, em.v(sval(em, N))), "okn")
+                    ok = em.op("arith.andi %s, %s : i1" % (ok, okn), "ok")
                 em.emit("scf.if %s {" % ok)
                 em.indent += 2
             rv = res.load(em, [row, col], 4, "res") if res else None

@@ -35,6 +35,11 @@ placeholder expression, and what the structure needs a requirement:
   * N free with `SN % BN == 0`, K free with `SK % BK == 0` (and enough
     k-tiles for the pipeline's prologue): a size that violates one is
     refused by name (e.g. N = 1000).
+    The *_nk entries (f32 SIMT and mma.sync kernels) take the rest: N and K
+    masked too (B columns and the last k-tile read at clamped addresses, k
+    past K zero-filled, columns past N not stored), N and K only multiples
+    of the 16-byte load (4 f32 / 8 16-bit elements), admitted only where
+    the unmasked entry's default tiling refuses N or K (e.g. D = 1000).
   * bf16 and f16 for the tensor-core kernels (mma.sync m16n8k16 on sm_80 /
     sm_90; wgmma m64nNk16 on sm_90a), each from the example rewritten to
     that type (heldout.py's dtype_rewrite); f32 for the SIMT f32 kernels.
@@ -188,20 +193,40 @@ def _pick(cfg, m=EX_M):
     return pick
 
 
-def _alternatives(c, small, m_sym):
+def _alternatives(c, small, m_sym, extra=None):
     """[(cfg, admit)] for gen_gemm.generate_alternatives: c first (the
     default), then each small-M tiling of `small` [(overrides, dropped keys,
-    M bound)]."""
-    alts = [(c, None)]
+    M bound)]; extra: a condition every alternative is admitted under too."""
+    alts = [(c, extra)]
     for ov, drop, bound in small:
         a = {k: v for k, v in c.items() if k not in drop}
         a.update(ov)
-        alts.append((a, "%s <= %d" % (m_sym, bound)))
+        alts.append((a, "%s <= %d" % (m_sym, bound) + (" && (%s)" % extra if extra else "")))
     return alts
 
 
-def _render(name, dtype, cfg, small=(), single=None):
-    """single: the M = 1 form, a list of tilings (the first the default)."""
+# Masked N and K (the entries *_nk): the same kernels with N and K masked too
+# (gen_gemm.py mask_nk: B columns and the last k-tile read at clamped
+# addresses, the k part past K zero-filled, columns past N not stored), so
+# that N and K need only be multiples of the 16-byte load (8 16-bit or 4 f32
+# elements). Each is admitted only where the unmasked entry's default tiling
+# refuses N or K (where it admits them, its kernels are the ones used, as
+# before); its name sorts after the unmasked entry's.
+NK_ALIGN = {"f32_simt": 4, "bf16_mma": 8}
+
+
+def _old_refuses(cfg, n_sym, k_sym):
+    """where the unmasked default tiling's N / K requirements fail"""
+    if cfg["kind"] == "f32_simt":
+        bn, kdiv, kmin = cfg["BN"], cfg["BK"] * cfg.get("KS", 1), 1
+    else:
+        bn, kdiv, kmin = cfg["BN"], cfg["BK"], cfg["stages"] - 1
+    return "%s %% %d != 0 || %s %% %d != 0 || %s < %d" % (n_sym, bn, k_sym, kdiv, k_sym, kdiv * kmin)
+
+
+def _render(name, dtype, cfg, small=(), single=None, nk=False):
+    """single: the M = 1 form, a list of tilings (the first the default);
+    nk: the masked N and K form."""
     m_ex = 1 if single else EX_M
 
     def render(g):
@@ -224,6 +249,8 @@ def _render(name, dtype, cfg, small=(), single=None):
                  sg="ga_%s_%s%s" % (name, dtype, "_row" if single else ""))
         if single:
             c["mask_m"] = True
+        if nk:
+            c["mask_nk"] = NK_ALIGN[c["kind"]]
         c["product"] = re.sub(r"\d+", lambda m: ("1" if single and int(m.group(0)) == cfg["M"] else
                                                  base.get(int(m.group(0)), m.group(0))), cfg["product"])
         if dtype != sdt:
@@ -235,7 +262,7 @@ def _render(name, dtype, cfg, small=(), single=None):
                 a.update(ov)
                 alts.append((a, None))
         else:
-            alts = _alternatives(c, small, sym["M"])
+            alts = _alternatives(c, small, sym["M"], _old_refuses(c, sym["N"], sym["K"]) if nk else None)
         if len(alts) > 1:
             _, text, _ = gen_gemm.generate_alternatives(alts)
         else:
@@ -245,6 +272,8 @@ def _render(name, dtype, cfg, small=(), single=None):
         free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
         roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K") if r in sym)
         what = ("M = 1 (a single row: the tile's other rows read row 0 and are never stored)" if single else
+                "M, N and K are masked (N and K multiples of %d, used where the unmasked entry refuses them)" % (
+                    NK_ALIGN[c["kind"]]) if nk else
                 "M is masked (any M)")
         head = [lines[0],
                 "  // Pattern-table template: kernels/table/gemm_any.py %s %s (gen_gemm.py %s, %s)." % (
@@ -277,6 +306,20 @@ def templates():
                     source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, masked M%s; from %s at M = %d)" % (
                         name, dtype, tag, sg, cfg["kind"],
                         ", with %d small-M tiling(s)" % len(small) if small else "", src, EX_M)))
+            # the masked N and K form (f32 SIMT, mma.sync)
+            cfg = base_cfg(sg, False, dtype)
+            tag = "simt_nk" if cfg["kind"] == "f32_simt" else "3mma_nk"
+            archs = sorted(cfg["chips"]) + ["sm_90a"]
+            small = SMALL_M.get(cfg["kind"], [])
+            out.append(dict(
+                name="gemm_any_%s_%s_%s" % (name, dtype, tag),
+                example=example_text(name, dtype),
+                pick=_pick(cfg),
+                render=_render(name, dtype, cfg, small, nk=True),
+                archs=archs,
+                source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, masked M, N and K%s; from %s at M = %d)" % (
+                    name, dtype, tag, sg, cfg["kind"],
+                    ", with %d small-M tiling(s)" % len(small) if small else "", src, EX_M)))
             # the single-row form (M = 1: another pattern key)
             cfg = base_cfg(sg, False, dtype)
             tag = "simt" if cfg["kind"] == "f32_simt" else "mma"
