@@ -42,6 +42,14 @@ static lf_status_t oom(void) {
   return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 }
 
+/* How many of an entry's sizes are fixed: its specificity. */
+static size_t fixed_count(const entry_t *e) {
+  size_t n = 0;
+  for (size_t i = 0; i < e->num_sizes; ++i)
+    n += e->fixed[i] >= 0;
+  return n;
+}
+
 static unsigned bucket_of(const char *pattern) {
   unsigned h = 0;
   for (int i = 0; i < 3; ++i) {
@@ -280,10 +288,14 @@ lf_status_t lf_table_add_dir(lf_table_t *t, const char *dir) {
     else
       t->first = e;
     t->last = e;
-    unsigned bkt = bucket_of(e->pattern);
-    entry_t **tail = &t->buckets[bkt];
-    while (*tail)
+    /* Each bucket is kept most specific first: after every entry with as
+     * many fixed sizes or more, so a lookup's first admitting entry is an
+     * entry made for those sizes (tuned for them) before a general
+     * template; load (file-name) order among equals. */
+    entry_t **tail = &t->buckets[bucket_of(e->pattern)];
+    while (*tail && fixed_count(*tail) >= fixed_count(e))
       tail = &(*tail)->next;
+    e->next = *tail;
     *tail = e;
     ++t->count;
   }
@@ -373,18 +385,10 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
   lf_strbuf_t why;
   lf_strbuf_init(&why, 4096);
   size_t seen = 0;
-  /* The most specific entries first: those with the most fixed sizes (an
-   * entry made for one size, tuned for it, before a general template that
-   * admits it too); in load (file-name) order among equals. */
-  for (size_t want = LF_TABLE_MAX_SIZES + 1; want-- > 0;)
+  /* The bucket is in specificity order (lf_table_add_dir). */
   for (const entry_t *e = table->buckets[bucket_of(pattern)]; e;
        e = e->next) {
     if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch))
-      continue;
-    size_t nfixed = 0;
-    for (size_t i = 0; i < e->num_sizes; ++i)
-      nfixed += e->fixed[i] >= 0;
-    if (nfixed != want)
       continue;
     ++seen;
     char reason[512] = "";

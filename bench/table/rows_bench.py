@@ -110,30 +110,19 @@ def io_bytes(c):
     return tot
 
 
-FLUSH = []
+def bench(fn, args, torch, budget_ms=50):
+    """Median ms of fn(*args) by bench/gpu/run.py's method (an L2 flush
+    before each call between CUDA events, which also keeps the GPU busy
+    while the CPU enqueues the call, so torch.compile's Python overhead is
+    not timed as GPU idle; iterations filling a budget)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
+    from run import Timer, time_variants
+    if not TIMER:
+        TIMER.append(Timer())
+    return time_variants(TIMER[0], {"f": lambda: fn(*args)}, budget_ms)["f"]["median"]
 
 
-def bench(fn, args, torch, reps=50):
-    """Median of `reps` CUDA-event timings after warm-up, in ms; before each
-    call a 256 MiB write flushes L2 and keeps the GPU busy while the CPU
-    enqueues the call (so torch.compile's Python overhead is not timed as
-    GPU idle), as bench/gpu does."""
-    if not FLUSH:
-        FLUSH.append(torch.empty(1 << 26, dtype=torch.float32, device="cuda"))
-    for _ in range(3):
-        fn(*args)
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        FLUSH[0].zero_()
-        a.record()
-        fn(*args)
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+TIMER = []
 
 
 def cmd_torch(outdir):
@@ -144,7 +133,7 @@ def cmd_torch(outdir):
     res = {}
     x = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
     y = torch.empty_like(x)
-    ms = bench(lambda: y.copy_(x), (), torch, 20)
+    ms = bench(lambda: y.copy_(x), (), torch)
     res["_copy"] = dict(bytes=2 * x.numel() * 4, ms=ms, gbps=2 * x.numel() * 4 / ms / 1e6)
     del x, y
     print("copy: %.1f GB/s" % res["_copy"]["gbps"], flush=True)
@@ -163,7 +152,7 @@ def cmd_torch(outdir):
             half = max(1, io_bytes(c) // 8)
             src = torch.empty(half, dtype=torch.float32, device="cuda")
             dst = torch.empty_like(src)
-            cp = bench(lambda: dst.copy_(src), (), torch, 20)
+            cp = bench(lambda: dst.copy_(src), (), torch)
             del src, dst
             res[c["name"]] = dict(eager_ms=e, compile_ms=k, copy_ms=cp)
         except Exception as ex:  # a row with the error, never a crash

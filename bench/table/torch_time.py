@@ -45,8 +45,6 @@ import sys
 import time
 import traceback
 
-FLUSH_BYTES = 256 << 20
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -101,65 +99,11 @@ def main():
     res["device"] = torch.cuda.get_device_name(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
-          "f64": torch.float64, "i64": torch.int64, "i32": torch.int32}
-
-    # ---- bench/gpu/run.py's timing method (copied) ----
-    class Timer:
-        def __init__(self):
-            self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-
-        def once(self, fn):
-            a_ = torch.cuda.Event(enable_timing=True)
-            b_ = torch.cuda.Event(enable_timing=True)
-            self.flush.zero_()
-            a_.record()
-            fn()
-            b_.record()
-            b_.synchronize()
-            return a_.elapsed_time(b_)
-
-        def series(self, fn, n):
-            ev = [(torch.cuda.Event(enable_timing=True),
-                   torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-            for a_, b_ in ev:
-                self.flush.zero_()
-                a_.record()
-                fn()
-                b_.record()
-            torch.cuda.synchronize()
-            return [a_.elapsed_time(b_) for a_, b_ in ev]
-
-    def stats(ts):
-        s = sorted(ts)
-        n = len(s)
-
-        def q(p):
-            if n == 1:
-                return s[0]
-            x = p * (n - 1)
-            i = int(math.floor(x))
-            j = min(i + 1, n - 1)
-            return s[i] + (s[j] - s[i]) * (x - i)
-        return {"n": n, "median": q(0.5), "min": s[0], "max": s[-1],
-                "p25": q(0.25), "p75": q(0.75)}
-
-    def time_variants(timer, variants, budget_ms, rounds=3):
-        est = {}
-        for name, fn in variants.items():
-            fn()
-            torch.cuda.synchronize()
-            est[name] = max(timer.once(fn), 1e-3)
-        n_total = {k: int(min(200, max(3, budget_ms / v))) for k, v in est.items()}
-        times = {k: [] for k in variants}
-        names = list(variants)
-        for r in range(rounds):
-            order = names[r % len(names):] + names[:r % len(names)]
-            for name in order:
-                k = n_total[name] // rounds + (1 if r < n_total[name] % rounds else 0)
-                if k:
-                    times[name] += timer.series(variants[name], k)
-        return {k: stats(v) for k, v in times.items()}
+    # bench/gpu/run.py's timing method: its Timer (L2 flush, CUDA events),
+    # stats and time_variants, and its element types.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "gpu"))
+    from run import DT, Timer, stats, time_variants  # noqa: E402,F401
 
     timer = Timer()
     # ---- copy bandwidth ----

@@ -609,36 +609,22 @@ MMA_HELPER = """\
   }"""
 
 
-MMA_HELPER_F16 = """\
-  // One mma.sync.m16n8k16.row.col.f32.f16.f16.f32: the layouts of
-  // @mma_bf16; the f16 operands are passed as vector<2xf16> registers.
-  func.func private @mma_f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: vector<4xf32>) -> vector<4xf32> {
-    %a0 = vector.extract %a[0] : vector<2xf16> from vector<4x2xf16>
-    %a1 = vector.extract %a[1] : vector<2xf16> from vector<4x2xf16>
-    %a2 = vector.extract %a[2] : vector<2xf16> from vector<4x2xf16>
-    %a3 = vector.extract %a[3] : vector<2xf16> from vector<4x2xf16>
-    %b0 = vector.extract %b[0] : vector<2xf16> from vector<2x2xf16>
-    %b1 = vector.extract %b[1] : vector<2xf16> from vector<2x2xf16>
-    %c0 = vector.extract %c[0] : f32 from vector<4xf32>
-    %c1 = vector.extract %c[1] : f32 from vector<4xf32>
-    %c2 = vector.extract %c[2] : f32 from vector<4xf32>
-    %c3 = vector.extract %c[3] : f32 from vector<4xf32>
-    %d = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
-        {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
-         multiplicandAPtxType = #nvvm.mma_type<f16>, multiplicandBPtxType = #nvvm.mma_type<f16>,
-         shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-    %d0 = llvm.extractvalue %d[0] : !llvm.struct<(f32, f32, f32, f32)>
-    %d1 = llvm.extractvalue %d[1] : !llvm.struct<(f32, f32, f32, f32)>
-    %d2 = llvm.extractvalue %d[2] : !llvm.struct<(f32, f32, f32, f32)>
-    %d3 = llvm.extractvalue %d[3] : !llvm.struct<(f32, f32, f32, f32)>
-    %r = vector.from_elements %d0, %d1, %d2, %d3 : vector<4xf32>
-    return %r : vector<4xf32>
-  }"""
-
-
 def mma_helper(dt="bf16"):
     if dt == "f16":
-        return MMA_HELPER_F16
+        # The same instruction on f16 operands, passed as vector<2xf16>
+        # registers (no bitcast to i32).
+        regs = ["    %%%s%d = vector.extract %s[%d] : vector<2xf16> from vector<%dx2xf16>"
+                % (nm, r, v, r, rows)
+                for nm, v, rows in (("a", "%a", 4), ("b", "%b", 2)) for r in range(rows)]
+        head, rest = MMA_HELPER.split("  func.func", 1)
+        text = ("  // One mma.sync.m16n8k16.row.col.f32.f16.f16.f32: the layouts of\n"
+                "  // @mma_bf16; the f16 operands are passed as vector<2xf16> registers.\n"
+                "  func.func" + rest)
+        return (text.replace("{regs}", "\n".join(regs))
+                .replace("@mma_bf16(%a: vector<4x2xbf16>, %b: vector<2x2xbf16>",
+                         "@mma_f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>")
+                .replace("#nvvm.mma_type<bf16>", "#nvvm.mma_type<f16>")
+                .replace("(i32, i32, f32)", "(vector<2xf16>, vector<2xf16>, f32)"))
     regs = []
     for nm, v, rows in (("a", "%a", 4), ("b", "%b", 2)):
         for r in range(rows):

@@ -288,6 +288,21 @@ def _render(name, dtype, cfg, small=(), single=None, nk=False):
 
 def templates():
     out = []
+
+    def entry(name, dtype, tag, cfg, archs, what, m=None, **render_kw):
+        src, sg = FAMILIES[name][0], FAMILIES[name][3]
+        out.append(dict(
+            name="gemm_any_%s_%s_%s" % (name, dtype, tag),
+            example=example_text(name, dtype, *([m] if m else [])),
+            pick=_pick(cfg, *([m] if m else [])),
+            render=_render(name, dtype, cfg, **render_kw),
+            archs=archs,
+            source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, %s; from %s at M = %d)"
+                   % (name, dtype, tag, sg, cfg["kind"], what, src, m or EX_M)))
+
+    def small_note(small):
+        return ", with %d small-M tiling(s)" % len(small) if small else ""
+
     for name in sorted(FAMILIES):
         src, sdt, rows, sg, dtypes, has_wgmma = FAMILIES[name]
         for dtype in dtypes:
@@ -297,39 +312,15 @@ def templates():
                 cfg = base_cfg(sg, wg, dtype)
                 archs = ["sm_90a"] if wg else sorted(cfg["chips"]) + ["sm_90a"]
                 small = SMALL_M.get(cfg["kind"], [])
-                out.append(dict(
-                    name="gemm_any_%s_%s_%s" % (name, dtype, tag),
-                    example=example_text(name, dtype),
-                    pick=_pick(cfg),
-                    render=_render(name, dtype, cfg, small),
-                    archs=archs,
-                    source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, masked M%s; from %s at M = %d)" % (
-                        name, dtype, tag, sg, cfg["kind"],
-                        ", with %d small-M tiling(s)" % len(small) if small else "", src, EX_M)))
+                entry(name, dtype, tag, cfg, archs, "masked M" + small_note(small), small=small)
             # the masked N and K form (f32 SIMT, mma.sync)
             cfg = base_cfg(sg, False, dtype)
-            tag = "simt_nk" if cfg["kind"] == "f32_simt" else "3mma_nk"
             archs = sorted(cfg["chips"]) + ["sm_90a"]
             small = SMALL_M.get(cfg["kind"], [])
-            out.append(dict(
-                name="gemm_any_%s_%s_%s" % (name, dtype, tag),
-                example=example_text(name, dtype),
-                pick=_pick(cfg),
-                render=_render(name, dtype, cfg, small, nk=True),
-                archs=archs,
-                source="kernels/table/gemm_any.py %s %s %s (gen_gemm.py %s %s, masked M, N and K%s; from %s at M = %d)" % (
-                    name, dtype, tag, sg, cfg["kind"],
-                    ", with %d small-M tiling(s)" % len(small) if small else "", src, EX_M)))
+            entry(name, dtype, "simt_nk" if cfg["kind"] == "f32_simt" else "3mma_nk", cfg, archs,
+                  "masked M, N and K" + small_note(small), small=small, nk=True)
             # the single-row form (M = 1: another pattern key)
-            cfg = base_cfg(sg, False, dtype)
             tag = "simt" if cfg["kind"] == "f32_simt" else "mma"
-            archs = sorted(cfg["chips"]) + ["sm_90a"]
-            out.append(dict(
-                name="gemm_any_%s_%s_%s_row" % (name, dtype, tag),
-                example=example_text(name, dtype, 1),
-                pick=_pick(cfg, 1),
-                render=_render(name, dtype, cfg, single=SINGLE_ROW[cfg["kind"]]),
-                archs=archs,
-                source="kernels/table/gemm_any.py %s %s %s_row (gen_gemm.py %s %s, M = 1; from %s at M = 1)" % (
-                    name, dtype, tag, sg, cfg["kind"], src)))
+            entry(name, dtype, tag + "_row", cfg, archs, "M = 1", m=1,
+                  single=SINGLE_ROW[cfg["kind"]])
     return out
