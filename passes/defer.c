@@ -73,9 +73,11 @@ static bool ends_with(const char *s, const char *suffix) {
 
 /* Adds the reference folder's plan.json and, per kernel, its .cubin when
  * there is one, else its .ptx (the worker prefers the cubin), in name
- * order. The kernels' .mlir sources are not needed. */
+ * order, as members `prefix`/<file>; then its opmath truth (truth/, for a
+ * subgraph that accumulates in 16 bits) the same way. The kernels' .mlir
+ * sources are not needed. */
 static lf_status_t put_reference(lf_strbuf_t *b, uint32_t *count,
-                                 const char *refdir) {
+                                 const char *refdir, const char *prefix) {
   struct dirent **names = NULL;
   int n = scandir(refdir, &names, NULL, alphasort);
   if (n < 0)
@@ -97,7 +99,7 @@ static lf_status_t put_reference(lf_strbuf_t *b, uint32_t *count,
     have_plan |= !strcmp(f, "plan.json");
     char path[4600], member[300];
     snprintf(path, sizeof(path), "%s/%s", refdir, f);
-    snprintf(member, sizeof(member), "reference/%s", f);
+    snprintf(member, sizeof(member), "%s/%s", prefix, f);
     lf_strbuf_t data;
     lf_strbuf_init(&data, 256u << 20);
     st = lf_read_file(path, &data);
@@ -111,6 +113,15 @@ static lf_status_t put_reference(lf_strbuf_t *b, uint32_t *count,
   free(names);
   if (!st && !have_plan)
     st = LF_STATUS(LF_STATUS_NOT_FOUND, "no plan.json in %s", refdir);
+  char truth[4600], truth_prefix[300];
+  snprintf(truth, sizeof(truth), "%s/" LF_REFERENCE_TRUTH_DIR "/plan.json",
+           refdir);
+  if (!st && access(truth, R_OK) == 0) {
+    snprintf(truth, sizeof(truth), "%s/" LF_REFERENCE_TRUTH_DIR, refdir);
+    snprintf(truth_prefix, sizeof(truth_prefix), "%s/" LF_REFERENCE_TRUTH_DIR,
+             prefix);
+    st = put_reference(b, count, truth, truth_prefix);
+  }
   return st;
 }
 
@@ -154,7 +165,7 @@ static lf_status_t make_blob(const char *fname, const lf_build_result_t *build,
   uint32_t count = 0;
   char refdir[4200], args[256] = "";
   snprintf(refdir, sizeof(refdir), "%s/reference", staged_dir);
-  lf_status_t st = put_reference(&body, &count, refdir);
+  lf_status_t st = put_reference(&body, &count, refdir, "reference");
   if (!st)
     st = put_candidate(&body, &count, build);
   size_t a = 0;

@@ -4,6 +4,7 @@
  */
 #include "passes/reference.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "base/strbuf.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
 #include "mlir-c/Pass.h"
 #include "passes/mlir_util.h"
 
@@ -358,7 +360,10 @@ static void pipeline_error_cb(MlirStringRef s, void *user_data) {
   lf_status_free(lf_strbuf_append(user_data, s.data, s.length));
 }
 
-lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
+/* Lowers a public copy of `func`, in a module of its own, by `pipeline`
+ * into `*out`. */
+static lf_status_t lower_with(MlirOperation func, const char *pipeline,
+                              lf_reference_t *out) {
   memset(out, 0, sizeof(*out));
   MlirContext ctx = mlirOperationGetContext(func);
   MlirAttribute fname = mlirOperationGetAttributeByName(
@@ -389,9 +394,9 @@ lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
   lf_strbuf_init(&err, 4096);
   MlirPassManager pm =
       mlirPassManagerCreateOnOperation(ctx, lf_str("builtin.module"));
-  if (mlirLogicalResultIsFailure(mlirParsePassPipeline(
-          mlirPassManagerGetAsOpPassManager(pm), lf_str(LF_REFERENCE_PIPELINE),
-          pipeline_error_cb, &err))) {
+  if (mlirLogicalResultIsFailure(
+          mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm),
+                                lf_str(pipeline), pipeline_error_cb, &err))) {
     s = LF_STATUS(LF_STATUS_INTERNAL, "reference pipeline does not parse: %s",
                   lf_strbuf_cstr(&err));
     goto out;
@@ -411,6 +416,514 @@ out:
   mlirPassManagerDestroy(pm);
   lf_strbuf_free(&err);
   mlirModuleDestroy(module);
+  if (s)
+    lf_reference_free(out);
+  return s;
+}
+
+/* ---- 16-bit accumulation: detection and the opmath promotion. ---- */
+
+static bool is_half(MlirType t) {
+  return mlirTypeIsABF16(t) || mlirTypeIsAF16(t);
+}
+
+static MlirType element_of(MlirType t) {
+  return mlirTypeIsAShaped(t) ? mlirShapedTypeGetElementType(t) : t;
+}
+
+/* Whether the printed form of a type or attribute names bf16 or f16. */
+static bool text_mentions_half(char *text) {
+  bool found = text && strstr(text, "f16") != NULL;
+  free(text);
+  return found;
+}
+
+static bool type_mentions_half(MlirType t) {
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 1 << 20);
+  mlirTypePrint(t, lf_strbuf_print_cb, &b);
+  return text_mentions_half(lf_strbuf_take(&b));
+}
+
+static bool attr_mentions_half(MlirAttribute a) {
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 1 << 24);
+  mlirAttributePrint(a, lf_strbuf_print_cb, &b);
+  return text_mentions_half(lf_strbuf_take(&b));
+}
+
+/* The ops nested in `root` (itself excluded), in pre-order. */
+typedef struct op_list_s {
+  MlirOperation root;
+  MlirOperation *ops;
+  size_t n, cap;
+  bool oom;
+} op_list_t;
+
+static MlirWalkResult collect_cb(MlirOperation op, void *user_data) {
+  op_list_t *l = user_data;
+  if (mlirOperationEqual(op, l->root))
+    return MlirWalkResultAdvance;
+  lf_status_t s = grow((void **)&l->ops, &l->cap, l->n, sizeof(*l->ops));
+  if (s) {
+    lf_status_free(s);
+    l->oom = true;
+    return MlirWalkResultInterrupt;
+  }
+  l->ops[l->n++] = op;
+  return MlirWalkResultAdvance;
+}
+
+static lf_status_t collect_ops(MlirOperation root, op_list_t *out) {
+  *out = (op_list_t){root, NULL, 0, 0, false};
+  mlirOperationWalk(root, collect_cb, out, MlirWalkPreOrder);
+  if (out->oom) {
+    free(out->ops);
+    out->ops = NULL;
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  return LF_OK;
+}
+
+static bool name_starts(MlirOperation op, const char *prefix) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  size_t k = strlen(prefix);
+  return n.length >= k && memcmp(n.data, prefix, k) == 0;
+}
+
+static bool name_contains(MlirOperation op, const char *part) {
+  char *n = lf_op_name_dup(op);
+  bool found = n && strstr(n, part);
+  free(n);
+  return found;
+}
+
+/* Named ops whose every result element is a sum of products (or a sum):
+ * their result type is the accumulator's. */
+static bool is_named_contraction(MlirOperation op) {
+  static const char *const prefixes[] = {"linalg.matmul",
+                                         "linalg.batch_matmul",
+                                         "linalg.batch_reduce_matmul",
+                                         "linalg.matvec",
+                                         "linalg.vecmat",
+                                         "linalg.batch_matvec",
+                                         "linalg.batch_vecmat",
+                                         "linalg.dot",
+                                         "linalg.contract",
+                                         "linalg.mmt4d",
+                                         "linalg.batch_mmt4d",
+                                         "linalg.conv_",
+                                         "linalg.depthwise_conv_",
+                                         "tosa.matmul",
+                                         "tosa.conv2d",
+                                         "tosa.conv3d",
+                                         "tosa.depthwise_conv2d",
+                                         "tosa.transpose_conv2d",
+                                         "tosa.fully_connected",
+                                         "tosa.reduce_sum",
+                                         "tosa.reduce_product",
+                                         "tosa.avg_pool2d"};
+  for (size_t i = 0; i < sizeof(prefixes) / sizeof(*prefixes); ++i)
+    if (name_starts(op, prefixes[i]))
+      return true;
+  return name_starts(op, "linalg.pooling_") && name_contains(op, "_sum");
+}
+
+/* The first 16-bit float result element type of `op`, or a null type. */
+static MlirType half_result(MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+    MlirType e = element_of(mlirValueGetType(mlirOperationGetResult(op, i)));
+    if (is_half(e))
+      return e;
+  }
+  return (MlirType){NULL};
+}
+
+/* Whether a region of `op` adds, subtracts or multiplies in 16 bits (a
+ * max or min reduction is exact in any type and needs no truth). */
+static bool body_accumulates_half(MlirOperation op) {
+  op_list_t l;
+  lf_status_t s = collect_ops(op, &l);
+  if (s) {
+    lf_status_free(s);
+    return true; /* out of memory: the promotion will say so */
+  }
+  bool found = false;
+  for (size_t i = 0; i < l.n && !found; ++i) {
+    MlirOperation o = l.ops[i];
+    if ((lf_op_is(o, "arith.addf") || lf_op_is(o, "arith.subf") ||
+         lf_op_is(o, "arith.mulf") || lf_op_is(o, "math.fma")) &&
+        mlirOperationGetNumResults(o) == 1)
+      found =
+          is_half(element_of(mlirValueGetType(mlirOperationGetResult(o, 0))));
+  }
+  free(l.ops);
+  return found;
+}
+
+bool lf_reference_accum16(MlirOperation func, char *why, size_t why_size) {
+  if (why_size)
+    why[0] = '\0';
+  op_list_t l;
+  lf_status_t s = collect_ops(func, &l);
+  if (s) {
+    lf_status_free(s);
+    return false;
+  }
+  bool found = false;
+  for (size_t i = 0; i < l.n && !found; ++i) {
+    MlirOperation op = l.ops[i];
+    MlirType acc = half_result(op);
+    if (mlirTypeIsNull(acc))
+      continue;
+    if (lf_op_is(op, "linalg.generic")) {
+      MlirAttribute it =
+          mlirOperationGetAttributeByName(op, lf_str("iterator_types"));
+      lf_strbuf_t b;
+      lf_strbuf_init(&b, 1 << 20);
+      if (!mlirAttributeIsNull(it))
+        mlirAttributePrint(it, lf_strbuf_print_cb, &b);
+      char *text = lf_strbuf_take(&b);
+      bool reduction = text && strstr(text, "reduction");
+      free(text);
+      found = reduction && body_accumulates_half(op);
+    } else if (lf_op_is(op, "linalg.reduce")) {
+      found = body_accumulates_half(op);
+    } else if (is_named_contraction(op)) {
+      /* TOSA says where it accumulates when it is not the result type. */
+      MlirAttribute at =
+          mlirOperationGetAttributeByName(op, lf_str("acc_type"));
+      if (!mlirAttributeIsNull(at) && mlirAttributeIsAType(at)) {
+        MlirType t = mlirTypeAttrGetValue(at);
+        found = is_half(t);
+        acc = t;
+      } else {
+        found = true;
+      }
+    }
+    if (found && why_size) {
+      char *n = lf_op_name_dup(op);
+      snprintf(why, why_size, "accumulates in %s (%s)",
+               mlirTypeIsABF16(acc) ? "bf16" : "f16", n ? n : "?");
+      free(n);
+    }
+  }
+  free(l.ops);
+  return found;
+}
+
+/* The f32 version of `t` when it holds a bf16/f16 element, else `t`.
+ * Sets *bad for a type that holds one in a form not handled here. */
+static MlirType widen_type(MlirContext ctx, MlirType t, bool *bad) {
+  MlirType f32 = mlirF32TypeGet(ctx);
+  if (is_half(t))
+    return f32;
+  if (mlirTypeIsAShaped(t) && is_half(mlirShapedTypeGetElementType(t))) {
+    if (mlirTypeIsAUnrankedTensor(t))
+      return mlirUnrankedTensorTypeGet(f32);
+    intptr_t rank = mlirShapedTypeGetRank(t);
+    int64_t dims[64];
+    if (rank > 64) {
+      *bad = true;
+      return t;
+    }
+    for (intptr_t i = 0; i < rank; ++i)
+      dims[i] = mlirShapedTypeGetDimSize(t, i);
+    if (mlirTypeIsARankedTensor(t))
+      return mlirRankedTensorTypeGet(rank, dims, f32,
+                                     mlirRankedTensorTypeGetEncoding(t));
+    if (mlirTypeIsAMemRef(t))
+      return mlirMemRefTypeGet(f32, rank, dims, mlirMemRefTypeGetLayout(t),
+                               mlirMemRefTypeGetMemorySpace(t));
+    if (mlirTypeIsAVector(t) && !mlirVectorTypeIsScalable(t))
+      return mlirVectorTypeGet(rank, dims, f32);
+    *bad = true;
+    return t;
+  }
+  if (type_mentions_half(t))
+    *bad = true;
+  return t;
+}
+
+static float half_bits_to_float(uint16_t h, bool bf16) {
+  if (bf16) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  unsigned e = (h >> 10) & 31, m = h & 1023;
+  float v = e == 0    ? ldexpf((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+                      : ldexpf((float)(m + 1024), (int)e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/* The f32 version of an attribute that holds a bf16/f16 value or type,
+ * else `a`. Sets *bad for one that mentions them in a form not handled. */
+static MlirAttribute widen_attr(MlirContext ctx, MlirAttribute a, bool *bad) {
+  if (mlirAttributeIsAFloat(a)) {
+    if (!is_half(mlirAttributeGetType(a)))
+      return a;
+    return mlirFloatAttrDoubleGet(ctx, mlirF32TypeGet(ctx),
+                                  mlirFloatAttrGetValueDouble(a));
+  }
+  if (mlirAttributeIsAType(a)) {
+    MlirType t = mlirTypeAttrGetValue(a), w = widen_type(ctx, t, bad);
+    return mlirTypeEqual(t, w) ? a : mlirTypeAttrGet(w);
+  }
+  if (mlirAttributeIsADenseFPElements(a)) {
+    MlirType t = mlirAttributeGetType(a);
+    MlirType e = element_of(t);
+    if (!is_half(e))
+      return a;
+    MlirType w = widen_type(ctx, t, bad);
+    if (*bad)
+      return a;
+    if (mlirDenseElementsAttrIsSplat(a))
+      return mlirDenseElementsAttrFloatSplatGet(
+          w, (float)mlirFloatAttrGetValueDouble(
+                 mlirDenseElementsAttrGetSplatValue(a)));
+    int64_t n = mlirElementsAttrGetNumElements(a);
+    const uint16_t *raw = mlirDenseElementsAttrGetRawData(a);
+    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!v || !raw) {
+      free(v);
+      *bad = true;
+      return a;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      memcpy(&h, raw + i, 2);
+      v[i] = half_bits_to_float(h, mlirTypeIsABF16(e));
+    }
+    MlirAttribute r = mlirDenseElementsAttrFloatGet(w, (intptr_t)n, v);
+    free(v);
+    return r;
+  }
+  if (attr_mentions_half(a))
+    *bad = true;
+  return a;
+}
+
+/* Retypes `op`'s results, its regions' block arguments and attributes. */
+static void widen_op(MlirContext ctx, MlirOperation op, bool *bad) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+    MlirValue v = mlirOperationGetResult(op, i);
+    MlirType t = mlirValueGetType(v), w = widen_type(ctx, t, bad);
+    if (!mlirTypeEqual(t, w))
+      mlirValueSetType(v, w);
+  }
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); ++r)
+    for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+         !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
+      for (intptr_t i = 0; i < mlirBlockGetNumArguments(b); ++i) {
+        MlirValue v = mlirBlockGetArgument(b, i);
+        MlirType t = mlirValueGetType(v), w = widen_type(ctx, t, bad);
+        if (!mlirTypeEqual(t, w))
+          mlirValueSetType(v, w);
+      }
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(op); ++i) {
+    MlirNamedAttribute na = mlirOperationGetAttribute(op, i);
+    MlirAttribute w = widen_attr(ctx, na.attribute, bad);
+    if (!mlirAttributeEqual(w, na.attribute)) {
+      MlirStringRef n = mlirIdentifierStr(na.name);
+      char name[256];
+      snprintf(name, sizeof(name), "%.*s", (int)n.length, n.data);
+      mlirOperationSetAttributeByName(op, lf_str(name), w);
+    }
+  }
+}
+
+/* A one-operand, one-result op `name` (arith.extf or arith.truncf). */
+static MlirOperation make_cast(const char *name, MlirValue v, MlirType to,
+                               MlirLocation loc) {
+  MlirOperationState st = mlirOperationStateGet(lf_str(name), loc);
+  mlirOperationStateAddOperands(&st, 1, &v);
+  mlirOperationStateAddResults(&st, 1, &to);
+  return mlirOperationCreate(&st);
+}
+
+lf_status_t lf_reference_promote(MlirOperation func, MlirOperation *out) {
+  *out = (MlirOperation){NULL};
+  MlirContext ctx = mlirOperationGetContext(func);
+  MlirAttribute ftype =
+      mlirOperationGetAttributeByName(func, lf_str("function_type"));
+  if (!lf_op_is(func, "func.func") || mlirAttributeIsNull(ftype) ||
+      !mlirAttributeIsAType(ftype) || mlirOperationGetNumRegions(func) != 1)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "opmath: not a func.func with a type and a body");
+  MlirType fty = mlirTypeAttrGetValue(ftype);
+  MlirRegion region = mlirOperationGetRegion(func, 0);
+  MlirBlock entry = mlirRegionGetFirstBlock(region);
+  if (mlirBlockIsNull(entry) ||
+      !mlirBlockIsNull(mlirBlockGetNextInRegion(entry)))
+    return LF_STATUS(LF_STATUS_UNIMPLEMENTED,
+                     "opmath: the function has several blocks (or none)");
+  MlirOperation ret = mlirBlockGetTerminator(entry);
+  if (mlirOperationIsNull(ret) || !lf_op_is(ret, "func.return") ||
+      mlirOperationGetNumOperands(ret) != mlirFunctionTypeGetNumResults(fty))
+    return LF_STATUS(LF_STATUS_UNIMPLEMENTED,
+                     "opmath: the function does not end in func.return");
+
+  MlirOperation copy = mlirOperationClone(func);
+  region = mlirOperationGetRegion(copy, 0);
+  entry = mlirRegionGetFirstBlock(region);
+  ret = mlirBlockGetTerminator(entry);
+  MlirLocation loc = mlirOperationGetLocation(copy);
+  lf_status_t s = LF_OK;
+  op_list_t l;
+  if ((s = collect_ops(copy, &l)))
+    goto fail;
+
+  /* The body: every 16-bit float type, constant and attribute to f32. */
+  bool bad = false;
+  for (size_t i = 0; i < l.n && !bad; ++i)
+    widen_op(ctx, l.ops[i], &bad);
+  if (bad) {
+    free(l.ops);
+    s = LF_STATUS(LF_STATUS_UNIMPLEMENTED,
+                  "opmath: a type or attribute of the body holds bf16/f16 "
+                  "in a form the promotion does not handle");
+    goto fail;
+  }
+  /* Conversions that became f32 to f32 are identities. */
+  for (size_t i = 0; i < l.n; ++i) {
+    MlirOperation op = l.ops[i];
+    if (!(lf_op_is(op, "arith.extf") || lf_op_is(op, "arith.truncf") ||
+          lf_op_is(op, "tosa.cast")) ||
+        mlirOperationGetNumOperands(op) != 1 ||
+        mlirOperationGetNumResults(op) != 1)
+      continue;
+    MlirValue from = mlirOperationGetOperand(op, 0);
+    MlirValue to = mlirOperationGetResult(op, 0);
+    if (!mlirTypeEqual(mlirValueGetType(from), mlirValueGetType(to)))
+      continue;
+    mlirValueReplaceAllUsesOfWith(to, from);
+    mlirOperationDestroy(op);
+  }
+  free(l.ops);
+
+  /* Entry: each 16-bit argument widened by an arith.extf before the first
+   * op; the new argument takes the old one's place. */
+  MlirOperation first = mlirBlockGetFirstOperation(entry);
+  for (intptr_t i = 0; i < mlirBlockGetNumArguments(entry); ++i) {
+    MlirValue old = mlirBlockGetArgument(entry, i);
+    MlirType t = mlirValueGetType(old), w = widen_type(ctx, t, &bad);
+    if (bad) {
+      s = LF_STATUS(LF_STATUS_UNIMPLEMENTED,
+                    "opmath: argument %zu's type holds bf16/f16 in a form the "
+                    "promotion does not handle",
+                    (size_t)i);
+      goto fail;
+    }
+    if (mlirTypeEqual(t, w))
+      continue;
+    MlirValue arg = mlirBlockInsertArgument(entry, (unsigned)i, t, loc);
+    MlirOperation ext = make_cast("arith.extf", arg, w, loc);
+    mlirBlockInsertOwnedOperationBefore(entry, first, ext);
+    mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(entry, i + 1),
+                                  mlirOperationGetResult(ext, 0));
+    mlirBlockEraseArgument(entry, (unsigned)(i + 1));
+  }
+  /* Exit: each result rounded back to its declared type. */
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(ret); ++k) {
+    MlirValue v = mlirOperationGetOperand(ret, k);
+    MlirType want = mlirFunctionTypeGetResult(fty, k);
+    if (mlirTypeEqual(mlirValueGetType(v), want))
+      continue;
+    MlirOperation tr = make_cast("arith.truncf", v, want, loc);
+    mlirBlockInsertOwnedOperationBefore(entry, ret, tr);
+    mlirOperationSetOperand(ret, k, mlirOperationGetResult(tr, 0));
+  }
+
+  /* Verified inside a module, as the pipeline will see it. */
+  MlirModule m = mlirModuleCreateEmpty(loc);
+  mlirBlockAppendOwnedOperation(mlirModuleGetBody(m), copy);
+  bool ok = mlirOperationVerify(mlirModuleGetOperation(m));
+  mlirOperationRemoveFromParent(copy);
+  mlirModuleDestroy(m);
+  if (!ok) {
+    s = LF_STATUS(LF_STATUS_UNIMPLEMENTED,
+                  "opmath: the promoted function does not verify");
+    goto fail;
+  }
+  *out = copy;
+  return LF_OK;
+
+fail:
+  mlirOperationDestroy(copy);
+  return s;
+}
+
+/* Diagnostics of the truth's promotion and lowering: kept for its note,
+ * never shown (a failed truth is not the user's problem). */
+static MlirLogicalResult capture_diag(MlirDiagnostic d, void *user_data) {
+  lf_strbuf_t *b = user_data;
+  if (lf_strbuf_len(b) < 600) {
+    if (lf_strbuf_len(b))
+      lf_status_free(lf_strbuf_append(b, "; ", 2));
+    mlirDiagnosticPrint(d, lf_strbuf_print_cb, b);
+  }
+  return mlirLogicalResultSuccess();
+}
+
+/* Makes ref->truth for a subgraph that accumulates in 16 bits; a failure
+ * becomes ref->truth_note. Only out of memory is an error. */
+static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
+  char why[256];
+  if (!lf_reference_accum16(func, why, sizeof(why)))
+    return LF_OK;
+  ref->truth_reason = strdup(why);
+  if (!ref->truth_reason)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  MlirContext ctx = mlirOperationGetContext(func);
+  lf_strbuf_t diags;
+  lf_strbuf_init(&diags, 4096);
+  MlirDiagnosticHandlerID id =
+      mlirContextAttachDiagnosticHandler(ctx, capture_diag, &diags, NULL);
+  MlirOperation promoted;
+  lf_status_t s = lf_reference_promote(func, &promoted);
+  lf_reference_t *truth = NULL;
+  if (!s) {
+    truth = calloc(1, sizeof(*truth));
+    s = truth ? lower_with(promoted, LF_REFERENCE_OPMATH_PIPELINE, truth)
+              : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    mlirOperationDestroy(promoted);
+  }
+  mlirContextDetachDiagnosticHandler(ctx, id);
+  if (!s) {
+    truth->is_truth = true;
+    truth->truth_reason = strdup(why);
+    ref->truth = truth;
+    if (!truth->truth_reason) {
+      lf_strbuf_free(&diags);
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+  } else if (lf_status_code(s) == LF_STATUS_RESOURCE_EXHAUSTED) {
+    free(truth);
+    lf_strbuf_free(&diags);
+    return s;
+  } else {
+    free(truth);
+    char note[1024];
+    snprintf(note, sizeof(note), "no opmath reference: %s%s%s",
+             lf_status_message(s), lf_strbuf_len(&diags) ? ": " : "",
+             lf_strbuf_cstr(&diags));
+    lf_status_free(s);
+    ref->truth_note = strdup(note);
+    if (!ref->truth_note) {
+      lf_strbuf_free(&diags);
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+  }
+  lf_strbuf_free(&diags);
+  return LF_OK;
+}
+
+lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
+  LF_RETURN_IF_ERROR(lower_with(func, LF_REFERENCE_PIPELINE, out));
+  lf_status_t s = lower_truth(func, out);
   if (s)
     lf_reference_free(out);
   return s;
@@ -451,7 +964,9 @@ char *lf_reference_plan_json(const lf_reference_t *r) {
   cJSON_AddStringToObject(root, "schema", "llm-fuse-reference/0");
   cJSON_AddStringToObject(root, "subgraph", r->subgraph);
   cJSON_AddStringToObject(root, "signature", r->signature);
-  cJSON_AddStringToObject(root, "pipeline", LF_REFERENCE_PIPELINE);
+  cJSON_AddStringToObject(root, "pipeline",
+                          r->is_truth ? LF_REFERENCE_OPMATH_PIPELINE
+                                      : LF_REFERENCE_PIPELINE);
   cJSON *temps = cJSON_AddArrayToObject(root, "temps");
   for (size_t i = 0; i < r->num_temps; ++i) {
     cJSON *t = cJSON_CreateObject();
@@ -488,6 +1003,22 @@ char *lf_reference_plan_json(const lf_reference_t *r) {
       cJSON_AddItemToArray(args, arg_json(&st->args[a]));
     cJSON_AddItemToArray(steps, j);
   }
+  /* Only subgraphs that accumulate in 16 bits get these keys: every other
+   * plan stays as it was. */
+  if (r->is_truth) {
+    cJSON *o = cJSON_AddObjectToObject(root, "opmath");
+    cJSON_AddStringToObject(o, "kind", LF_REFERENCE_OPMATH_KIND);
+    cJSON_AddStringToObject(o, "reason",
+                            r->truth_reason ? r->truth_reason : "");
+  } else if (r->truth) {
+    cJSON *o = cJSON_AddObjectToObject(root, "truth");
+    cJSON_AddStringToObject(o, "plan", LF_REFERENCE_TRUTH_DIR "/plan.json");
+    cJSON_AddStringToObject(o, "kind", LF_REFERENCE_OPMATH_KIND);
+    cJSON_AddStringToObject(o, "reason",
+                            r->truth_reason ? r->truth_reason : "");
+  } else if (r->truth_note) {
+    cJSON_AddStringToObject(root, "truth_note", r->truth_note);
+  }
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   return text;
@@ -514,5 +1045,11 @@ void lf_reference_free(lf_reference_t *r) {
     free(r->steps[i].args);
   }
   free(r->steps);
+  if (r->truth) {
+    lf_reference_free(r->truth);
+    free(r->truth);
+  }
+  free(r->truth_reason);
+  free(r->truth_note);
   memset(r, 0, sizeof(*r));
 }

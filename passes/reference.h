@@ -89,6 +89,21 @@ typedef struct lf_ref_temp_s {
   size_t init_size;
 } lf_ref_temp_t;
 
+/// The opmath truth reference (docs/verification.md, "16-bit accumulation:
+/// the opmath reference"): a subgraph that accumulates in bf16 or f16 is
+/// lowered a second time with its body computed in f32 (16-bit arguments
+/// widened at entry, results rounded at the end, same signature). The
+/// worker judges values against it and still times the upstream plan.
+#define LF_REFERENCE_OPMATH_KIND "opmath-f32"
+/// Where lf_reference_stage puts the truth plan, relative to the folder.
+#define LF_REFERENCE_TRUTH_DIR "truth"
+/// The promoted function's pipeline: elementwise arith on tensors (the
+/// widening at entry, the rounding at the end) to linalg, then the
+/// upstream path.
+#define LF_REFERENCE_OPMATH_PIPELINE                                           \
+  "builtin.module(func.func(convert-elementwise-to-linalg)"                    \
+  "," LF_REFERENCE_BUFFERIZE "," LF_REFERENCE_GPU_MAPPING ")"
+
 typedef struct lf_reference_s {
   char *subgraph;  ///< the outlined function's name
   char *signature; ///< its function type over tensors
@@ -98,15 +113,58 @@ typedef struct lf_reference_s {
   size_t num_kernels;
   lf_ref_step_t *steps;
   size_t num_steps;
+  /// The opmath truth of a subgraph that accumulates in 16 bits (its
+  /// own `truth` is NULL), or NULL. Owned.
+  struct lf_reference_s *truth;
+  /// Why a truth was wanted ("accumulates in bf16 (linalg.reduce)"), NULL
+  /// when the subgraph accumulates in 32 bits or more. Owned.
+  char *truth_reason;
+  /// Why no truth was made although one was wanted (the promotion or its
+  /// lowering failed: the upstream plan then judges, as before). Owned.
+  char *truth_note;
+  /// Set on a truth plan: it is the promoted function's lowering.
+  bool is_truth;
 } lf_reference_t;
 
 /// Lowers outlined function `func` (a func.func over static tensors) by the
 /// upstream path into `*out`. The passes of LF_REFERENCE_PIPELINE must be
 /// registered. `func` is not modified. On failure *out is empty and the
 /// status says which op or step could not be lowered.
+///
+/// When the subgraph accumulates in 16 bits (lf_reference_accum16), also
+/// lowers its opmath promotion (LF_REFERENCE_OPMATH_PIPELINE) into
+/// `out->truth`. A promotion that fails is not an error: `out->truth` stays
+/// NULL and `out->truth_note` says why (its diagnostics are captured, not
+/// emitted).
 lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out);
 
+/// Whether `func` accumulates in 16 bits: a reduction (linalg.generic with
+/// a "reduction" iterator, linalg.reduce) whose result element type is bf16
+/// or f16 and whose body adds or multiplies in that type, or a named
+/// contraction (linalg.matmul, batch_matmul, matvec, dot, conv, pooling
+/// sum, ...; tosa.matmul, reduce_sum, ...) with a bf16/f16 result. Writes
+/// a reason ("accumulates in bf16 (linalg.reduce)") to `why` and returns
+/// true; false (and `why` empty) otherwise.
+bool lf_reference_accum16(MlirOperation func, char *why, size_t why_size);
+
+/// The opmath promotion of `func`, a new func.func (owned by the caller,
+/// mlirOperationDestroy) with the same name and signature: each bf16/f16
+/// argument widened to f32 at entry (arith.extf), every bf16/f16 type,
+/// constant and attribute of the body made f32 (extf/truncf and tosa.cast
+/// that become f32 to f32 removed), each 16-bit result rounded at the end
+/// (arith.truncf). Tensor-level extf/truncf need
+/// convert-elementwise-to-linalg before bufferization. UNIMPLEMENTED (and
+/// a null op) for what it cannot promote: several blocks, types that hold
+/// a 16-bit float other than scalars, tensors, memrefs and vectors,
+/// attributes it does not know that mention one, or a result that does
+/// not verify (the diagnostics go to the context's handlers).
+lf_status_t lf_reference_promote(MlirOperation func, MlirOperation *out);
+
 /// The plan as JSON (schema "llm-fuse-reference/0"), kernels by name only.
+/// A plan with a truth names it ("truth": {"plan": "truth/plan.json",
+/// "kind", "reason"}), one whose truth failed says why ("truth_note"); a
+/// truth plan says what it is ("opmath": {"kind", "reason"}). Plans of
+/// subgraphs that accumulate in 32 bits have none of these keys.
 /// Returns a malloc'ed string or NULL when out of memory.
 char *lf_reference_plan_json(const lf_reference_t *ref);
 
@@ -116,7 +174,9 @@ void lf_reference_free(lf_reference_t *ref);
 /// Writes `ref` into folder `dir` (created if missing) as the verification
 /// worker reads it: plan.json and each kernel's <name>.mlir; with `build`,
 /// also <name>.ptx and <name>.cubin (when ptxas exists) built for `chip`.
-/// `*out_build_ms` (may be NULL) receives the build time.
+/// A truth plan goes the same way into `dir`/truth (a stale truth folder
+/// is removed when `ref` has none). `*out_build_ms` (may be NULL) receives
+/// the build time of both.
 lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
                                const char *dir, bool build,
                                double *out_build_ms);

@@ -1,13 +1,15 @@
 /* reference_stage.c - writing a reference lowering to a folder, the form
  * the verification worker reads: plan.json, and per kernel its MLIR, PTX
- * and (with ptxas) cubin. Shared by llm-fuse-reference and the llm-fuse
- * pass.
+ * and (with ptxas) cubin; the opmath truth of a subgraph that accumulates
+ * in 16 bits the same way in truth/. Shared by llm-fuse-reference, the
+ * llm-fuse pass and deferred verification.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/fs.h"
+#include "base/log.h"
 #include "builder/builder.h"
 #include "passes/reference.h"
 
@@ -20,11 +22,10 @@ static lf_status_t write_named(const char *dir, const char *name,
   return lf_write_file_atomic(path, data, len);
 }
 
-lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
-                               const char *dir, bool build,
-                               double *out_build_ms) {
-  if (out_build_ms)
-    *out_build_ms = 0;
+/* One plan and its kernels into `dir`; adds the build time to *ms. */
+static lf_status_t stage_one(const lf_reference_t *ref, const char *chip,
+                             const char *dir, bool build,
+                             double *out_build_ms) {
   LF_RETURN_IF_ERROR(lf_make_dirs(dir));
   char *plan = lf_reference_plan_json(ref);
   if (!plan)
@@ -65,5 +66,47 @@ lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
     }
     lf_build_result_destroy(res);
   }
+  return st;
+}
+
+lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
+                               const char *dir, bool build,
+                               double *out_build_ms) {
+  double ms = 0;
+  if (out_build_ms)
+    *out_build_ms = 0;
+  char truth_dir[4096];
+  if ((size_t)snprintf(truth_dir, sizeof(truth_dir), "%s/%s", dir,
+                       LF_REFERENCE_TRUTH_DIR) >= sizeof(truth_dir))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "path too long: %s", dir);
+  /* The plan names its truth only once the truth is staged; a truth that
+   * does not stage leaves the upstream plan to judge, with a note. */
+  lf_reference_t plan = *ref; /* a shallow view: owns nothing */
+  char note[1400];
+  lf_remove_tree(truth_dir); /* never a stale truth from an earlier run */
+  if (ref->truth) {
+    lf_status_t st = stage_one(ref->truth, chip, truth_dir, build, &ms);
+    if (st && lf_status_code(st) == LF_STATUS_RESOURCE_EXHAUSTED)
+      return st;
+    if (st) {
+      snprintf(note, sizeof(note), "no opmath reference: it did not stage: %s",
+               lf_status_message(st));
+      lf_status_free(st);
+      lf_remove_tree(truth_dir);
+      plan.truth = NULL;
+      plan.truth_note = note;
+    }
+  }
+  if (plan.truth)
+    LF_LOG_INFO("%s: values judged against the %s reference in %s/%s: %s",
+                ref->subgraph, LF_REFERENCE_OPMATH_KIND, dir,
+                LF_REFERENCE_TRUTH_DIR,
+                plan.truth->truth_reason ? plan.truth->truth_reason : "");
+  else if (plan.truth_note)
+    LF_LOG_INFO("%s: %s; the upstream reference judges", ref->subgraph,
+                plan.truth_note);
+  lf_status_t st = stage_one(&plan, chip, dir, build, &ms);
+  if (out_build_ms)
+    *out_build_ms = ms;
   return st;
 }

@@ -734,3 +734,96 @@ lf_status_t lf_verdict_feedback(const char *verdict_json, lf_strbuf_t *out) {
   cJSON_Delete(root);
   return s;
 }
+
+/* ---- The judge: upstream plan or opmath truth ---------------------------- */
+
+static const char *json_str(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A path relative to the plan's folder and inside it. */
+static bool path_inside(const char *p) {
+  if (!p || !*p || p[0] == '/')
+    return false;
+  for (const char *c = p; *c;) {
+    const char *end = strchr(c, '/');
+    size_t n = end ? (size_t)(end - c) : strlen(c);
+    if (n == 0 || (n == 2 && c[0] == '.' && c[1] == '.'))
+      return false;
+    c += n + (end ? 1 : 0);
+  }
+  return true;
+}
+
+void lf_vjudge_from_plan(const char *plan, size_t size, const char *plan_dir,
+                         bool upstream_only, lf_vjudge_t *out) {
+  memset(out, 0, sizeof(*out));
+  cJSON *root = plan ? cJSON_ParseWithLength(plan, size) : NULL;
+  if (!root)
+    return; /* the plan's own reader says what is wrong with it */
+  const cJSON *truth = cJSON_GetObjectItemCaseSensitive(root, "truth");
+  const char *note = json_str(root, "truth_note");
+  if (cJSON_IsObject(truth)) {
+    out->named = true;
+    const char *path = json_str(truth, "plan");
+    const char *kind = json_str(truth, "kind");
+    const char *reason = json_str(truth, "reason");
+    snprintf(out->kind, sizeof(out->kind), "%s", kind ? kind : "");
+    snprintf(out->reason, sizeof(out->reason), "%s", reason ? reason : "");
+    if (!kind || !path_inside(path))
+      snprintf(out->note, sizeof(out->note),
+               "the plan names a truth without a kind or with a path "
+               "outside its folder: not used");
+    else if (upstream_only)
+      snprintf(out->note, sizeof(out->note),
+               "the upstream reference was asked for (--upstream-reference)");
+    else if ((size_t)snprintf(out->truth_path, sizeof(out->truth_path), "%s/%s",
+                              plan_dir ? plan_dir : ".",
+                              path) >= sizeof(out->truth_path))
+      snprintf(out->note, sizeof(out->note), "the truth's path is too long");
+    else
+      out->use_truth = true;
+  } else if (note) {
+    out->named = true;
+    snprintf(out->note, sizeof(out->note), "%s", note);
+  }
+  cJSON_Delete(root);
+}
+
+void lf_vjudge_check_truth(const char *plan, size_t plan_size,
+                           const char *truth, size_t truth_size,
+                           lf_vjudge_t *judge) {
+  if (!judge->use_truth)
+    return;
+  cJSON *p = plan ? cJSON_ParseWithLength(plan, plan_size) : NULL;
+  cJSON *t = truth ? cJSON_ParseWithLength(truth, truth_size) : NULL;
+  const char *why = NULL;
+  const cJSON *opmath =
+      t ? cJSON_GetObjectItemCaseSensitive(t, "opmath") : NULL;
+  const char *ps = p ? json_str(p, "schema") : NULL;
+  const char *ts = t ? json_str(t, "schema") : NULL;
+  const char *pk = opmath ? json_str(opmath, "kind") : NULL;
+  if (!p || !t)
+    why = "the truth plan is not valid JSON";
+  else if (!ps || !ts || strcmp(ps, ts) || strcmp(ts, "llm-fuse-reference/0"))
+    why = "the truth plan is not an llm-fuse-reference/0 plan";
+  else if (!json_str(p, "subgraph") || !json_str(t, "subgraph") ||
+           strcmp(json_str(p, "subgraph"), json_str(t, "subgraph")))
+    why = "the truth plan is another subgraph's";
+  else if (!json_str(p, "signature") || !json_str(t, "signature") ||
+           strcmp(json_str(p, "signature"), json_str(t, "signature")))
+    why = "the truth plan's signature differs from the plan's";
+  else if (!pk || strcmp(pk, judge->kind))
+    why = "the truth plan is not the promotion the plan names";
+  if (why) {
+    judge->use_truth = false;
+    snprintf(judge->note, sizeof(judge->note), "%s: not used", why);
+  }
+  cJSON_Delete(p);
+  cJSON_Delete(t);
+}
+
+const char *lf_vjudge_name(const lf_vjudge_t *judge) {
+  return judge->use_truth ? judge->kind : "upstream";
+}

@@ -185,6 +185,44 @@ double lf_vpeak_flops(int cc_major, int multiprocessors, int clock_khz,
 double lf_vroofline_peak_flops(int cc_major, int multiprocessors, int clock_khz,
                                lf_vdtype_t dt);
 
+/// Which reference judges a candidate's values (docs/verification.md,
+/// "16-bit accumulation: the opmath reference"). The plan of a subgraph
+/// that accumulates in bf16/f16 names its opmath truth, a second plan of
+/// the same subgraph computed in f32 ("truth": {"plan": "truth/plan.json",
+/// "kind": "opmath-f32", "reason": ...}), or says why it has none
+/// ("truth_note"). The worker then compares the candidate with the truth's
+/// outputs and still times the plan itself (the fallback).
+typedef struct lf_vjudge_s {
+  bool named;            ///< the plan names a truth, or says why it has none
+  bool use_truth;        ///< compare with the truth plan's outputs
+  char truth_path[4096]; ///< the truth's plan.json (when use_truth)
+  char kind[32];         ///< "opmath-f32" (when named)
+  char reason[256];      ///< why the subgraph has a truth
+  char note[768];        ///< why the upstream plan judges although named ("")
+} lf_vjudge_t;
+
+/// Reads the reference plan's JSON text (`plan`, `size` bytes; in folder
+/// `plan_dir`) into `*out`. A truth is used when the plan names one with a
+/// relative path inside the folder (no "..", not absolute) and
+/// `upstream_only` (the worker's --upstream-reference) is false; a plan
+/// without these keys gives named false, use_truth false. Never fails:
+/// what cannot be used becomes `out->note`.
+void lf_vjudge_from_plan(const char *plan, size_t size, const char *plan_dir,
+                         bool upstream_only, lf_vjudge_t *out);
+
+/// Checks the truth plan's text against the reference plan's: both
+/// "llm-fuse-reference/0", the same "subgraph" and "signature" (so the
+/// inputs drawn and the outputs compared are the same buffers), and an
+/// "opmath" member of the kind the plan names. On a mismatch clears
+/// `judge->use_truth` and says why in `judge->note`.
+void lf_vjudge_check_truth(const char *plan, size_t plan_size,
+                           const char *truth, size_t truth_size,
+                           lf_vjudge_t *judge);
+
+/// The verdict's word for the judge: its kind ("opmath-f32") when the
+/// truth is used, else "upstream".
+const char *lf_vjudge_name(const lf_vjudge_t *judge);
+
 /// Median of `n` values (sorts `v` in place); 0 for n == 0.
 double lf_vmedian(double *v, size_t n);
 

@@ -55,6 +55,18 @@ typedef struct step_s {
   size_t num_args;
 } step_t;
 
+/* A reference plan on the device: the upstream lowering (run for the
+ * expected values and timed), or the opmath truth (only for values). */
+typedef struct ref_plan_s {
+  ref_kernel_t kernels[MAX_KERNELS];
+  size_t num_kernels;
+  step_t *steps;
+  size_t num_steps;
+  CUdeviceptr temps[MAX_TEMPS];
+  size_t temp_bytes[MAX_TEMPS];
+  size_t num_temps;
+} ref_plan_t;
+
 /* Per-output and per-input scratch, read back in one copy. */
 typedef struct scratch_s {
   lf_vstats_t stats;
@@ -80,14 +92,10 @@ typedef struct worker_s {
   char *signature, *subgraph;
   lf_voperand_t *ins, *outs;
   size_t nin, nout;
-  /* reference plan */
-  ref_kernel_t kernels[MAX_KERNELS];
-  size_t num_kernels;
-  step_t *steps;
-  size_t num_steps;
-  CUdeviceptr temps[MAX_TEMPS];
-  size_t temp_bytes[MAX_TEMPS];
-  size_t num_temps;
+  /* reference plans: the upstream one (timed) and, for a subgraph that
+   * accumulates in 16 bits, the opmath truth the values are judged by */
+  ref_plan_t ref, truth;
+  lf_vjudge_t judge;
   /* candidate */
   char kernel_name[160];
   CUmodule cmod;
@@ -99,6 +107,7 @@ typedef struct worker_s {
   bool atomics;
   /* buffers */
   CUdeviceptr *in, *ref_out, *arena[2], *cand[2];
+  CUdeviceptr *up_out; /* the upstream plan's outputs when a truth judges */
   unsigned char (*scalar)[8];
   CUdeviceptr scratch;
   scratch_t *host_scratch;
@@ -121,7 +130,8 @@ static double now_ms(void) {
 
 /* ---- Reading the plan and the candidate -------------------------------- */
 
-static lf_status_t read_json(const char *path, cJSON **out) {
+/* Reads and parses a JSON file; `text` (may be NULL) keeps its text. */
+static lf_status_t read_json(const char *path, cJSON **out, lf_strbuf_t *text) {
   lf_strbuf_t buf;
   lf_strbuf_init(&buf, 64u << 20);
   lf_status_t s = lf_read_file(path, &buf);
@@ -130,7 +140,10 @@ static lf_status_t read_json(const char *path, cJSON **out) {
     return lf_status_annotate(s, "reading %s", path);
   }
   *out = cJSON_ParseWithLength(buf.data ? buf.data : "", buf.len);
-  lf_strbuf_free(&buf);
+  if (text)
+    *text = buf;
+  else
+    lf_strbuf_free(&buf);
   if (!*out)
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "%s is not valid JSON", path);
   return LF_OK;
@@ -188,7 +201,11 @@ static lf_status_t put_value(const cJSON *a, const char *type, arg_t *arg) {
   return LF_OK;
 }
 
-static lf_status_t load_plan(worker_t *w, const cJSON *plan, const char *dir) {
+/* Loads a plan into `p`. The primary (upstream) plan also sets the
+ * subgraph's operands; a truth plan must have the same (checked before by
+ * lf_vjudge_check_truth). */
+static lf_status_t load_plan(worker_t *w, ref_plan_t *p, const cJSON *plan,
+                             const char *dir, bool primary) {
   const cJSON *schema = cJSON_GetObjectItemCaseSensitive(plan, "schema");
   const cJSON *sig = cJSON_GetObjectItemCaseSensitive(plan, "signature");
   const cJSON *sg = cJSON_GetObjectItemCaseSensitive(plan, "subgraph");
@@ -201,25 +218,27 @@ static lf_status_t load_plan(worker_t *w, const cJSON *plan, const char *dir) {
       !cJSON_IsArray(kernels) || !cJSON_IsArray(steps))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "%s/plan.json is not an llm-fuse-reference/0 plan", dir);
-  w->signature = strdup(sig->valuestring);
-  w->subgraph = strdup(cJSON_IsString(sg) ? sg->valuestring : "?");
-  if (!w->signature || !w->subgraph)
-    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-  LF_RETURN_IF_ERROR(lf_status_annotate(
-      lf_vsignature_parse(w->signature, &w->ins, &w->nin, &w->outs, &w->nout),
-      "%s/plan.json", dir));
+  if (primary) {
+    w->signature = strdup(sig->valuestring);
+    w->subgraph = strdup(cJSON_IsString(sg) ? sg->valuestring : "?");
+    if (!w->signature || !w->subgraph)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    LF_RETURN_IF_ERROR(lf_status_annotate(
+        lf_vsignature_parse(w->signature, &w->ins, &w->nin, &w->outs, &w->nout),
+        "%s/plan.json", dir));
+  }
 
   const cJSON *t;
   cJSON_ArrayForEach(t, temps) {
-    if (w->num_temps == MAX_TEMPS)
+    if (p->num_temps == MAX_TEMPS)
       return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "more than %d temps",
                        MAX_TEMPS);
     const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(t, "bytes");
     const cJSON *init = cJSON_GetObjectItemCaseSensitive(t, "init_hex");
     size_t n = cJSON_IsNumber(bytes) ? (size_t)bytes->valuedouble : 0;
-    size_t i = w->num_temps++;
-    w->temp_bytes[i] = n;
-    CU_TRY(cuMemAlloc(&w->temps[i], n ? n : 1));
+    size_t i = p->num_temps++;
+    p->temp_bytes[i] = n;
+    CU_TRY(cuMemAlloc(&p->temps[i], n ? n : 1));
     if (cJSON_IsString(init) && n) {
       size_t hex = strlen(init->valuestring) / 2;
       if (!hex)
@@ -232,16 +251,16 @@ static lf_status_t load_plan(worker_t *w, const cJSON *plan, const char *dir) {
         sscanf(init->valuestring + 2 * (k % hex), "%2x", &v);
         h[k] = (unsigned char)v;
       }
-      lf_status_t s = CU(cuMemcpyHtoD(w->temps[i], h, n));
+      lf_status_t s = CU(cuMemcpyHtoD(p->temps[i], h, n));
       free(h);
       LF_RETURN_IF_ERROR(s);
     }
   }
   const cJSON *k;
   cJSON_ArrayForEach(k, kernels) {
-    if (!cJSON_IsString(k) || w->num_kernels == MAX_KERNELS)
+    if (!cJSON_IsString(k) || p->num_kernels == MAX_KERNELS)
       return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad kernel list in plan");
-    ref_kernel_t *rk = &w->kernels[w->num_kernels++];
+    ref_kernel_t *rk = &p->kernels[p->num_kernels++];
     snprintf(rk->name, sizeof(rk->name), "%s", k->valuestring);
     lf_strbuf_t image;
     lf_strbuf_init(&image, 64u << 20);
@@ -256,12 +275,12 @@ static lf_status_t load_plan(worker_t *w, const cJSON *plan, const char *dir) {
       return lf_status_annotate(s, "reference kernel %s", rk->name);
   }
   size_t n = (size_t)cJSON_GetArraySize(steps);
-  w->steps = calloc(n ? n : 1, sizeof(*w->steps));
-  if (!w->steps)
+  p->steps = calloc(n ? n : 1, sizeof(*p->steps));
+  if (!p->steps)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   const cJSON *st;
   cJSON_ArrayForEach(st, steps) {
-    step_t *step = &w->steps[w->num_steps++];
+    step_t *step = &p->steps[p->num_steps++];
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(st, "op");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
     if (!cJSON_IsString(op) || !cJSON_IsArray(args) ||
@@ -275,11 +294,11 @@ static lf_status_t load_plan(worker_t *w, const cJSON *plan, const char *dir) {
       if (!cJSON_IsString(kn) || cJSON_GetArraySize(grid) != 3 ||
           cJSON_GetArraySize(block) != 3)
         return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad launch in plan");
-      step->kernel = w->num_kernels;
-      for (size_t i = 0; i < w->num_kernels; ++i)
-        if (!strcmp(w->kernels[i].name, kn->valuestring))
+      step->kernel = p->num_kernels;
+      for (size_t i = 0; i < p->num_kernels; ++i)
+        if (!strcmp(p->kernels[i].name, kn->valuestring))
           step->kernel = i;
-      if (step->kernel == w->num_kernels)
+      if (step->kernel == p->num_kernels)
         return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                          "plan launches unknown kernel %s", kn->valuestring);
       for (int d = 0; d < 3; ++d) {
@@ -309,7 +328,7 @@ static lf_status_t load_plan(worker_t *w, const cJSON *plan, const char *dir) {
                            arg->index);
       } else if (!strcmp(kd, "temp")) {
         arg->kind = 2;
-        if (arg->index >= w->num_temps)
+        if (arg->index >= p->num_temps)
           return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "plan temp %zu",
                            arg->index);
       } else {
@@ -452,7 +471,11 @@ static lf_status_t alloc_buffers(worker_t *w) {
     w->arena[r] = calloc(w->nout, sizeof(CUdeviceptr));
     w->cand[r] = calloc(w->nout, sizeof(CUdeviceptr));
   }
-  w->num_scratch = w->nin + w->nout;
+  /* outputs, inputs, then (with a truth) the upstream plan's outputs
+   * compared with the truth's */
+  w->num_scratch = w->nin + w->nout + (w->judge.use_truth ? w->nout : 0);
+  if (w->judge.use_truth && !(w->up_out = calloc(w->nout, sizeof(*w->up_out))))
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   w->host_scratch = calloc(w->num_scratch, sizeof(scratch_t));
   if (!w->in || !w->scalar || !w->ref_out || !w->arena[0] || !w->arena[1] ||
       !w->cand[0] || !w->cand[1] || !w->host_scratch)
@@ -463,6 +486,8 @@ static lf_status_t alloc_buffers(worker_t *w) {
   for (size_t o = 0; o < w->nout; ++o) {
     size_t b = round_up(w->outs[o].bytes, 256);
     CU_TRY(cuMemAlloc(&w->ref_out[o], b));
+    if (w->up_out)
+      CU_TRY(cuMemAlloc(&w->up_out[o], b));
     for (int r = 0; r < 2; ++r) {
       CU_TRY(cuMemAlloc(&w->arena[r][o], b + 2 * RED_ZONE));
       CU_TRY(cuMemsetD8Async(w->arena[r][o], RED_BYTE, b + 2 * RED_ZONE,
@@ -535,36 +560,39 @@ static void param_ptr(worker_t *w, int kind, size_t index, CUdeviceptr *outs,
     *slot = (void *)&outs[index];
 }
 
-static lf_status_t run_reference(worker_t *w) {
-  for (size_t s = 0; s < w->num_steps; ++s) {
-    step_t *st = &w->steps[s];
+/* Enqueues plan `p`, writing the subgraph's results into `outs`. */
+static lf_status_t run_plan(worker_t *w, const ref_plan_t *p,
+                            CUdeviceptr *outs) {
+  for (size_t s = 0; s < p->num_steps; ++s) {
+    step_t *st = &p->steps[s];
     void *params[MAX_ARGS];
     CUdeviceptr ptrs[MAX_ARGS];
     for (size_t a = 0; a < st->num_args; ++a) {
-      arg_t *arg = &st->args[a];
+      const arg_t *arg = &st->args[a];
       if (arg->kind == 2) {
-        ptrs[a] = w->temps[arg->index];
+        ptrs[a] = p->temps[arg->index];
         params[a] = &ptrs[a];
       } else if (arg->kind == 3) {
-        params[a] = arg->value;
+        params[a] = (void *)arg->value;
       } else {
-        param_ptr(w, arg->kind, arg->index, w->ref_out, &params[a]);
+        param_ptr(w, arg->kind, arg->index, outs, &params[a]);
       }
     }
     if (st->is_copy) {
       size_t bytes[2];
-      CUdeviceptr p[2];
+      CUdeviceptr buf[2];
       for (int i = 0; i < 2; ++i) {
-        arg_t *arg = &st->args[i];
-        p[i] = *(CUdeviceptr *)params[i];
-        bytes[i] = arg->kind == 2   ? w->temp_bytes[arg->index]
+        const arg_t *arg = &st->args[i];
+        buf[i] = *(CUdeviceptr *)params[i];
+        bytes[i] = arg->kind == 2   ? p->temp_bytes[arg->index]
                    : arg->kind == 0 ? w->ins[arg->index].bytes
                                     : w->outs[arg->index].bytes;
       }
-      CU_TRY(cuMemcpyDtoDAsync(
-          p[1], p[0], bytes[0] < bytes[1] ? bytes[0] : bytes[1], w->stream));
+      CU_TRY(cuMemcpyDtoDAsync(buf[1], buf[0],
+                               bytes[0] < bytes[1] ? bytes[0] : bytes[1],
+                               w->stream));
     } else {
-      CU_TRY(cuLaunchKernel(w->kernels[st->kernel].function, st->grid[0],
+      CU_TRY(cuLaunchKernel(p->kernels[st->kernel].function, st->grid[0],
                             st->grid[1], st->grid[2], st->block[0],
                             st->block[1], st->block[2], 0, w->stream, params,
                             NULL));
@@ -790,14 +818,24 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     seed = lf_vseed_derive(opt->seed, trial->index, redraw);
     LF_RETURN_IF_ERROR(reset_scratch(w));
     LF_RETURN_IF_ERROR(draw_inputs(w, trial->dist, seed));
+    /* The upstream plan: its time sets the launch limits; without a
+     * truth its outputs are the expected values. */
     double t0 = now_ms();
-    LF_RETURN_IF_ERROR(run_reference(w));
+    LF_RETURN_IF_ERROR(
+        run_plan(w, &w->ref, w->up_out ? w->up_out : w->ref_out));
     bool timeout;
     LF_RETURN_IF_ERROR(wait_stream(w, 600000, &timeout));
     if (timeout)
       return LF_STATUS(LF_STATUS_DEADLINE_EXCEEDED,
                        "the reference plan ran for more than 600 s");
     double t = now_ms() - t0;
+    if (w->up_out) { /* the opmath truth gives the expected values */
+      LF_RETURN_IF_ERROR(run_plan(w, &w->truth, w->ref_out));
+      LF_RETURN_IF_ERROR(wait_stream(w, 600000, &timeout));
+      if (timeout)
+        return LF_STATUS(LF_STATUS_DEADLINE_EXCEEDED,
+                         "the truth plan ran for more than 600 s");
+    }
     if (!w->progress_sent || t < w->ref_ms_estimate)
       w->ref_ms_estimate = t;
     if (!w->progress_sent && opt->progress_fd >= 0) {
@@ -915,6 +953,16 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
                    &rtol,          &atol[o],         &pbits, &lenient, &res};
       LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
     }
+    if (w->up_out) { /* how far the upstream plan is from the truth */
+      unsigned long long pbits = lf_vpoison_for(w->outs[o].dtype, 0).bits;
+      CUdeviceptr other = 0;
+      CUdeviceptr res =
+          scratch_at(w, w->nout + w->nin + o, offsetof(scratch_t, cmp));
+      int lenient = trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite;
+      void *a[] = {&w->ref_out[o], &w->up_out[o], &other, &n,       &dt,
+                   &rtol,          &atol[o],      &pbits, &lenient, &res};
+      LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
+    }
   }
   LF_RETURN_IF_ERROR(read_scratch(w));
 
@@ -961,6 +1009,11 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     if (trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite)
       cJSON_AddNumberToObject(rec, "nonfinite_not_propagated",
                               (double)s->cmp[0].relaxed);
+    if (w->up_out) { /* the upstream plan against the truth, same rule */
+      const lf_vcompare_t *u = &w->host_scratch[w->nout + w->nin + o].cmp[0];
+      cJSON_AddNumberToObject(rec, "upstream_bad", (double)u->bad);
+      add_num(rec, "upstream_max_err_over_tol", lf_vfrom_ordered(u->worst_ord));
+    }
     for (int run = 0; run < 2; ++run) {
       if (!s->cmp[run].bad)
         continue;
@@ -1071,7 +1124,7 @@ static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
     if (!s)
       s = CU(cuEventRecord(ev[0], w->stream));
     if (!s)
-      s = run_reference(w);
+      s = run_plan(w, &w->ref, w->ref_out);
     if (!s)
       s = CU(cuEventRecord(ev[1], w->stream));
     if (!s)
@@ -1107,7 +1160,8 @@ static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
       if (!s)
         s = CU(cuEventRecord(a, w->stream));
       if (!s)
-        s = cand ? launch_candidate(w, w->cand[0]) : run_reference(w);
+        s = cand ? launch_candidate(w, w->cand[0])
+                 : run_plan(w, &w->ref, w->ref_out);
       if (!s)
         s = CU(cuEventRecord(b, w->stream));
     }
@@ -1198,6 +1252,59 @@ out_events:
 
 /* ---- Entry ------------------------------------------------------------ */
 
+/* Reads and checks the truth plan the reference plan names; what cannot be
+ * used leaves the upstream plan to judge, with a note (as before the
+ * truth existed). */
+static void read_truth(worker_t *w, const char *plan_text, size_t plan_size,
+                       cJSON **out) {
+  lf_strbuf_t text;
+  lf_strbuf_init(&text, 64u << 20);
+  lf_status_t s = read_json(w->judge.truth_path, out, &text);
+  if (s) {
+    snprintf(w->judge.note, sizeof(w->judge.note), "the truth plan: %s",
+             lf_status_message(s));
+    lf_status_free(s);
+    w->judge.use_truth = false;
+  } else {
+    lf_vjudge_check_truth(plan_text, plan_size, lf_strbuf_cstr(&text),
+                          lf_strbuf_len(&text), &w->judge);
+  }
+  lf_strbuf_free(&text);
+  if (!w->judge.use_truth) {
+    fprintf(stderr, "llm-fuse-verify: %s; the upstream reference judges\n",
+            w->judge.note);
+    cJSON_Delete(*out);
+    *out = NULL;
+  }
+}
+
+/* Loads the truth plan. A truth whose kernels do not load is dropped (the
+ * upstream plan judges); a broken context is an error. */
+static lf_status_t load_truth(worker_t *w, const cJSON *truth) {
+  char dir[4096], tmp[4096];
+  snprintf(tmp, sizeof(tmp), "%s", w->judge.truth_path);
+  snprintf(dir, sizeof(dir), "%s", dirname(tmp));
+  lf_status_t s = load_plan(w, &w->truth, truth, dir, false);
+  if (!s)
+    return LF_OK;
+  if (w->sticky || lf_status_code(s) == LF_STATUS_RESOURCE_EXHAUSTED)
+    return s;
+  snprintf(w->judge.note, sizeof(w->judge.note),
+           "the truth plan does not load: %s", lf_status_message(s));
+  lf_status_free(s);
+  fprintf(stderr, "llm-fuse-verify: %s; the upstream reference judges\n",
+          w->judge.note);
+  w->judge.use_truth = false;
+  for (size_t t = 0; t < w->truth.num_temps; ++t)
+    w->drv->cuMemFree(w->truth.temps[t]);
+  for (size_t k = 0; k < w->truth.num_kernels; ++k)
+    if (w->truth.kernels[k].module)
+      w->drv->cuModuleUnload(w->truth.kernels[k].module);
+  free(w->truth.steps);
+  memset(&w->truth, 0, sizeof(w->truth));
+  return LF_OK;
+}
+
 void lf_verify_worker_options_init(lf_verify_worker_options_t *o) {
   memset(o, 0, sizeof(*o));
   o->seed = 1;
@@ -1220,19 +1327,24 @@ static void worker_release(worker_t *w) {
     for (size_t o = 0; o < w->nout; ++o) {
       if (w->ref_out && w->ref_out[o])
         w->drv->cuMemFree(w->ref_out[o]);
+      if (w->up_out && w->up_out[o])
+        w->drv->cuMemFree(w->up_out[o]);
       for (int r = 0; r < 2; ++r)
         if (w->arena[r] && w->arena[r][o])
           w->drv->cuMemFree(w->arena[r][o]);
     }
-    for (size_t t = 0; t < w->num_temps; ++t)
-      w->drv->cuMemFree(w->temps[t]);
+    for (int k = 0; k < 2; ++k) {
+      ref_plan_t *p = k ? &w->truth : &w->ref;
+      for (size_t t = 0; t < p->num_temps; ++t)
+        w->drv->cuMemFree(p->temps[t]);
+      for (size_t m = 0; m < p->num_kernels; ++m)
+        if (p->kernels[m].module)
+          w->drv->cuModuleUnload(p->kernels[m].module);
+    }
     if (w->scratch)
       w->drv->cuMemFree(w->scratch);
     if (w->flush)
       w->drv->cuMemFree(w->flush);
-    for (size_t k = 0; k < w->num_kernels; ++k)
-      if (w->kernels[k].module)
-        w->drv->cuModuleUnload(w->kernels[k].module);
     if (w->cmod)
       w->drv->cuModuleUnload(w->cmod);
     if (w->helpers)
@@ -1251,7 +1363,7 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   *out_sticky = false;
   worker_t w_ = {.opt = opt}, *w = &w_;
   double t_start = now_ms();
-  cJSON *plan = NULL, *res = NULL, *verdict = NULL;
+  cJSON *plan = NULL, *truth = NULL, *res = NULL, *verdict = NULL;
   char plan_dir[4096], cand_dir[4096], load_error[1024] = "";
   char tmp[4096];
   snprintf(tmp, sizeof(tmp), "%s", opt->plan_path);
@@ -1259,13 +1371,24 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   snprintf(tmp, sizeof(tmp), "%s", opt->candidate_path);
   snprintf(cand_dir, sizeof(cand_dir), "%s", dirname(tmp));
 
-  lf_status_t s = read_json(opt->plan_path, &plan);
+  lf_strbuf_t plan_text;
+  lf_strbuf_init(&plan_text, 1);
+  lf_status_t s = read_json(opt->plan_path, &plan, &plan_text);
   if (!s)
-    s = read_json(opt->candidate_path, &res);
+    lf_vjudge_from_plan(lf_strbuf_cstr(&plan_text), lf_strbuf_len(&plan_text),
+                        plan_dir, opt->upstream_reference, &w->judge);
+  if (!s && w->judge.use_truth)
+    read_truth(w, lf_strbuf_cstr(&plan_text), lf_strbuf_len(&plan_text),
+               &truth);
+  lf_strbuf_free(&plan_text);
+  if (!s)
+    s = read_json(opt->candidate_path, &res, NULL);
   if (!s)
     s = setup_device(w);
   if (!s)
-    s = load_plan(w, plan, plan_dir);
+    s = load_plan(w, &w->ref, plan, plan_dir, true);
+  if (!s && w->judge.use_truth)
+    s = load_truth(w, truth);
   if (!s)
     s = load_candidate(w, res, cand_dir, load_error, sizeof(load_error));
   if (!s)
@@ -1286,6 +1409,13 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   cJSON_AddStringToObject(verdict, "subgraph", w->subgraph);
   cJSON_AddStringToObject(verdict, "signature", w->signature);
   cJSON_AddStringToObject(verdict, "kernel", w->kernel_name);
+  if (w->judge.named) { /* only plans that accumulate in 16 bits */
+    cJSON_AddStringToObject(verdict, "reference", lf_vjudge_name(&w->judge));
+    if (w->judge.reason[0])
+      cJSON_AddStringToObject(verdict, "reference_reason", w->judge.reason);
+    if (w->judge.note[0])
+      cJSON_AddStringToObject(verdict, "reference_note", w->judge.note);
+  }
   cJSON *dev = cJSON_AddObjectToObject(verdict, "device");
   cJSON_AddStringToObject(dev, "name", w->device_name);
   char arch[16];
@@ -1336,14 +1466,19 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(verdict, "timing");
     const cJSON *sp = t ? cJSON_GetObjectItemCaseSensitive(t, "speedup") : NULL;
     int n = cJSON_GetArraySize(trials);
+    char judge[400] = "the reference";
+    if (w->judge.use_truth)
+      snprintf(judge, sizeof(judge),
+               "the %.31s reference (the subgraph %.255s)", w->judge.kind,
+               w->judge.reason);
     if (cJSON_IsNumber(sp))
       snprintf(out.message, sizeof(out.message),
-               "all %d trials matched the reference; speed-up over the "
+               "all %d trials matched %s; speed-up over the "
                "reference %.2fx",
-               n, sp->valuedouble);
+               n, judge, sp->valuedouble);
     else
       snprintf(out.message, sizeof(out.message),
-               "all %d trials matched the reference (not timed)", n);
+               "all %d trials matched %s (not timed)", n, judge);
   }
   cJSON_ReplaceItemInObject(verdict, "message",
                             cJSON_CreateString(out.message));
@@ -1357,13 +1492,16 @@ out:
   *out_sticky = w->sticky;
   cJSON_Delete(verdict);
   cJSON_Delete(plan);
+  cJSON_Delete(truth);
   cJSON_Delete(res);
   worker_release(w);
   free(w->signature);
   free(w->subgraph);
   free(w->ins);
   free(w->outs);
-  free(w->steps);
+  free(w->ref.steps);
+  free(w->truth.steps);
+  free(w->up_out);
   free(w->in);
   free(w->scalar);
   free(w->ref_out);

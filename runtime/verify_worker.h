@@ -22,7 +22,9 @@ extern "C" {
 struct cJSON;
 
 typedef struct lf_verify_worker_options_s {
-  const char *plan_path;      ///< DIR/plan.json; kernels DIR/<k>.cubin|.ptx
+  /// DIR/plan.json; kernels DIR/<k>.cubin|.ptx; the truth it may name in
+  /// DIR/truth/
+  const char *plan_path;
   const char *candidate_path; ///< DIR/result.json; DIR/kernel.cubin|.ptx
   uint64_t seed;              ///< base seed of the trial schedule
   int trials;                 ///< random trials (at least 5 are run)
@@ -32,6 +34,9 @@ typedef struct lf_verify_worker_options_s {
   /// reference computes the masked-out products and so propagates NaN
   /// from inputs the math never uses).
   bool lenient_nonfinite;
+  /// Judge values by the upstream plan even when it names an opmath truth
+  /// (docs/verification.md, "16-bit accumulation: the opmath reference").
+  bool upstream_reference;
   bool timing;             ///< time candidate and reference after the trials
   double flops;            ///< the subgraph's FLOPs for the roofline (0: none)
   double min_speedup;      ///< reject below this speed-up (0: no check)
@@ -43,7 +48,8 @@ typedef struct lf_verify_worker_options_s {
 } lf_verify_worker_options_t;
 
 /// Defaults: seed 1, 5 trials, timing on, floor 2000 ms, factor 50,
-/// budget 300 ms, no progress fd, device 0.
+/// budget 300 ms, no progress fd, device 0, the truth judges when the plan
+/// names one.
 void lf_verify_worker_options_init(lf_verify_worker_options_t *options);
 
 /// Runs the protocol. A candidate's failure (it does not load, crashes,

@@ -1,9 +1,11 @@
 /* verify_protocol_test.c - the protocol's rules without a GPU: signatures,
  * NaN-aware comparison, tolerances, poisons, the trial schedule and its
- * seeds, degenerate references, the roofline, and the verdict format. */
+ * seeds, degenerate references, the roofline, the verdict format, and
+ * which reference judges (the opmath truth of 16-bit accumulation). */
 #include "runtime/verify_protocol.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -343,6 +345,102 @@ LF_TEST(dense_roofline_peaks) {
               lf_vpeak_flops(9, 132, 1980000, (lf_vdtype_t)dt));
 }
 
+/* The opmath truth: which reference judges (docs/verification.md, "16-bit
+ * accumulation: the opmath reference"). */
+#define PLAN_HEAD                                                              \
+  "{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "            \
+  "\"signature\": \"(tensor<512x1000xbf16>) -> tensor<512xbf16>\", "           \
+  "\"temps\": [], \"kernels\": [], \"steps\": []"
+LF_TEST(judge_from_plan) {
+  lf_vjudge_t j;
+  /* A plan without a truth (every subgraph that accumulates in 32 bits):
+   * the upstream plan judges, and the verdict says nothing about it. */
+  const char *plain = PLAN_HEAD "}";
+  lf_vjudge_from_plan(plain, strlen(plain), "/r/sg_1", false, &j);
+  LF_EXPECT(!j.named && !j.use_truth && !j.note[0]);
+  LF_EXPECT_STREQ(lf_vjudge_name(&j), "upstream");
+
+  const char *named =
+      PLAN_HEAD ", \"truth\": {\"plan\": \"truth/plan.json\", \"kind\": "
+                "\"opmath-f32\", \"reason\": \"accumulates in bf16 "
+                "(linalg.reduce)\"}}";
+  lf_vjudge_from_plan(named, strlen(named), "/r/sg_1", false, &j);
+  LF_EXPECT(j.named && j.use_truth && !j.note[0]);
+  LF_EXPECT_STREQ(j.truth_path, "/r/sg_1/truth/plan.json");
+  LF_EXPECT_STREQ(j.reason, "accumulates in bf16 (linalg.reduce)");
+  LF_EXPECT_STREQ(lf_vjudge_name(&j), "opmath-f32");
+
+  /* --upstream-reference: named, not used, said so. */
+  lf_vjudge_from_plan(named, strlen(named), "/r/sg_1", true, &j);
+  LF_EXPECT(j.named && !j.use_truth);
+  LF_EXPECT(strstr(j.note, "--upstream-reference") != NULL);
+  LF_EXPECT_STREQ(lf_vjudge_name(&j), "upstream");
+
+  /* A path outside the folder is never followed. */
+  const char *escape[] = {"../x/plan.json", "/etc/plan.json", "truth/../../p",
+                          ""};
+  for (size_t i = 0; i < 4; ++i) {
+    char t[512];
+    snprintf(t, sizeof(t),
+             PLAN_HEAD ", \"truth\": {\"plan\": \"%s\", \"kind\": "
+                       "\"opmath-f32\", \"reason\": \"r\"}}",
+             escape[i]);
+    lf_vjudge_from_plan(t, strlen(t), "/r/sg_1", false, &j);
+    LF_EXPECT(j.named && !j.use_truth && strstr(j.note, "outside") != NULL);
+  }
+
+  /* A promotion that failed at compile time: the note travels. */
+  const char *noted = PLAN_HEAD ", \"truth_note\": \"no opmath reference: x\"}";
+  lf_vjudge_from_plan(noted, strlen(noted), "/r/sg_1", false, &j);
+  LF_EXPECT(j.named && !j.use_truth);
+  LF_EXPECT_STREQ(j.note, "no opmath reference: x");
+
+  /* Not JSON: nothing named (the plan's reader reports the plan). */
+  lf_vjudge_from_plan("{", 1, "/r", false, &j);
+  LF_EXPECT(!j.named && !j.use_truth);
+}
+
+LF_TEST(judge_checks_the_truth) {
+  const char *plan =
+      PLAN_HEAD ", \"truth\": {\"plan\": \"truth/plan.json\", \"kind\": "
+                "\"opmath-f32\", \"reason\": \"accumulates in bf16\"}}";
+  const char *good =
+      PLAN_HEAD ", \"opmath\": {\"kind\": \"opmath-f32\", \"reason\": "
+                "\"accumulates in bf16\"}}";
+  lf_vjudge_t j;
+  lf_vjudge_from_plan(plan, strlen(plan), "/r", false, &j);
+  lf_vjudge_check_truth(plan, strlen(plan), good, strlen(good), &j);
+  LF_EXPECT(j.use_truth && !j.note[0]);
+
+  /* Another signature (other buffers), another subgraph, not a promotion,
+   * another schema, not JSON: the upstream plan judges, with a note. */
+  struct {
+    const char *truth, *why;
+  } bad[] = {
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<512x1000xf32>) -> tensor<512xf32>\", "
+       "\"opmath\": {\"kind\": \"opmath-f32\"}}",
+       "signature"},
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_2\", "
+       "\"signature\": \"(tensor<512x1000xbf16>) -> tensor<512xbf16>\", "
+       "\"opmath\": {\"kind\": \"opmath-f32\"}}",
+       "another subgraph"},
+      {PLAN_HEAD "}", "not the promotion"},
+      {PLAN_HEAD ", \"opmath\": {\"kind\": \"opmath-f64\"}}",
+       "not the promotion"},
+      {"{\"schema\": \"llm-fuse-reference/1\", \"subgraph\": \"sg_1\"}",
+       "llm-fuse-reference/0"},
+      {"[", "not valid JSON"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); ++i) {
+    lf_vjudge_from_plan(plan, strlen(plan), "/r", false, &j);
+    lf_vjudge_check_truth(plan, strlen(plan), bad[i].truth,
+                          strlen(bad[i].truth), &j);
+    LF_EXPECT(!j.use_truth && strstr(j.note, bad[i].why) != NULL);
+    LF_EXPECT_STREQ(lf_vjudge_name(&j), "upstream");
+  }
+}
+
 int main(void) {
   LF_RUN(signature_is_parsed);
   LF_RUN(bad_signatures_are_explained);
@@ -355,5 +453,7 @@ int main(void) {
   LF_RUN(verdict_round_trip);
   LF_RUN(verdict_feedback_for_the_model);
   LF_RUN(dense_roofline_peaks);
+  LF_RUN(judge_from_plan);
+  LF_RUN(judge_checks_the_truth);
   return lf_test_finish();
 }

@@ -2,9 +2,13 @@
  * upstream default GPU path (passes/reference.h) and writes, per subgraph,
  * the plan (plan.json: temporaries, launches, arguments) and one gpu.module
  * per kernel (k<N>.mlir). With --build, also PTX and, when ptxas is found,
- * cubins for --chip, through the kernel builder's code generation.
+ * cubins for --chip, through the kernel builder's code generation. A
+ * subgraph that accumulates in bf16/f16 also gets its opmath truth (the
+ * body computed in f32) in <subgraph>/truth/; --print-opmath prints the
+ * promoted function that truth is lowered from.
  *
- *   llm-fuse-reference [--out-dir DIR] [--build] [--chip sm_90] OUTLINED.mlir
+ *   llm-fuse-reference [--out-dir DIR] [--build] [--chip sm_90]
+ *                      [--print-opmath] OUTLINED.mlir
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,19 +26,28 @@
 #include "passes/reference.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: llm-fuse-reference [--out-dir DIR] [--build] [--chip CHIP] "
-          "OUTLINED.mlir\n"
-          "Lowers each outlined subgraph (func.func with llm_fuse.fingerprint)\n"
-          "by the upstream default GPU path and writes DIR/<subgraph>/plan.json\n"
-          "and k<N>.mlir; --build also writes k<N>.ptx (and k<N>.cubin with\n"
-          "ptxas) for CHIP (sm_90 default, sm_90a, sm_80).\n"
-          "Exit status: 0 all lowered (and built), 1 some failed, 2 usage.\n");
+  fprintf(
+      f,
+      "usage: llm-fuse-reference [--out-dir DIR] [--build] [--chip CHIP] "
+      "[--print-opmath] OUTLINED.mlir\n"
+      "Lowers each outlined subgraph (func.func with llm_fuse.fingerprint)\n"
+      "by the upstream default GPU path and writes DIR/<subgraph>/plan.json\n"
+      "and k<N>.mlir; --build also writes k<N>.ptx (and k<N>.cubin with\n"
+      "ptxas) for CHIP (sm_90 default, sm_90a, sm_80). A subgraph that\n"
+      "accumulates in bf16/f16 also gets its opmath truth reference (the\n"
+      "same in f32) in DIR/<subgraph>/truth/; --print-opmath prints the\n"
+      "promoted function on stdout.\n"
+      "Exit status: 0 all lowered (and built), 1 some failed, 2 usage.\n");
 }
 
 static void print_to_stderr(MlirStringRef s, void *user_data) {
   (void)user_data;
   fwrite(s.data, 1, s.length, stderr);
+}
+
+static void print_to_stdout(MlirStringRef s, void *user_data) {
+  (void)user_data;
+  fwrite(s.data, 1, s.length, stdout);
 }
 
 static MlirLogicalResult diag_handler(MlirDiagnostic d, void *user_data) {
@@ -46,7 +59,7 @@ static MlirLogicalResult diag_handler(MlirDiagnostic d, void *user_data) {
 
 int main(int argc, char **argv) {
   const char *out_dir = "reference", *chip = "sm_90", *input = NULL;
-  bool build = false;
+  bool build = false, print_opmath = false;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--out-dir") && i + 1 < argc)
       out_dir = argv[++i];
@@ -54,6 +67,8 @@ int main(int argc, char **argv) {
       chip = argv[++i];
     else if (!strcmp(argv[i], "--build"))
       build = true;
+    else if (!strcmp(argv[i], "--print-opmath"))
+      print_opmath = true;
     else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       usage(stdout);
       return 0;
@@ -110,6 +125,23 @@ int main(int argc, char **argv) {
     printf("%s: %zu kernel(s), %zu temporar%s, %zu step(s)\n", ref.subgraph,
            ref.num_kernels, ref.num_temps, ref.num_temps == 1 ? "y" : "ies",
            ref.num_steps);
+    if (ref.truth)
+      printf("  truth: %s, %s: %zu kernel(s), %zu temporar%s, %zu step(s)\n",
+             LF_REFERENCE_OPMATH_KIND, ref.truth_reason, ref.truth->num_kernels,
+             ref.truth->num_temps, ref.truth->num_temps == 1 ? "y" : "ies",
+             ref.truth->num_steps);
+    else if (ref.truth_note)
+      printf("  truth: none, %s: %s\n", ref.truth_reason, ref.truth_note);
+    if (print_opmath && ref.truth_reason) {
+      MlirOperation promoted;
+      s = lf_reference_promote(op, &promoted);
+      if (!s) {
+        mlirOperationPrint(promoted, print_to_stdout, NULL);
+        fputc('\n', stdout);
+        mlirOperationDestroy(promoted);
+      }
+      lf_status_free(s);
+    }
     double ms = 0;
     s = lf_make_dirs(dir);
     if (!s)

@@ -6,6 +6,7 @@
  *       [--min-speedup X] [--launch-floor-ms X] [--launch-factor X]
  *       [--timing-budget-ms X] [--progress-fd N] [--device N]
  *       [--out FILE] [--pretty] [--isolated [--watchdog-floor-ms X]]
+ *       [--upstream-reference]
  *
  * Runs the protocol of docs/verification.md on one candidate and prints
  * its verdict (schema llm-fuse-verdict/0) on stdout, or into FILE. Exit
@@ -14,7 +15,10 @@
  * The compiler runs it through lf_verify_candidate() (runtime/
  * verify_client.h) under a watchdog; --isolated does the same from the
  * command line (this binary re-run as the child, through the client, its
- * verdict printed), as scripts/verify-corpus.sh does. Links no MLIR: it runs on
+ * verdict printed), as scripts/verify-corpus.sh does. A plan that names an
+ * opmath truth (truth/plan.json: a subgraph that accumulates in bf16/f16)
+ * has the values judged by the truth and the time by the plan;
+ * --upstream-reference judges by the plan itself. Links no MLIR: it runs on
  * a GPU machine with only the CUDA driver, libcjson and libc.
  */
 #include <errno.h>
@@ -38,7 +42,7 @@ static int usage(const char *why) {
           "[--lenient-nonfinite] [--no-timing] [--flops X] [--min-speedup X] "
           "[--launch-floor-ms "
           "X] [--launch-factor X] [--timing-budget-ms X] [--progress-fd N] "
-          "[--device N] [--out FILE] [--pretty]\n",
+          "[--device N] [--out FILE] [--pretty] [--upstream-reference]\n",
           why);
   return 2;
 }
@@ -87,6 +91,8 @@ static int run_isolated(const lf_verify_worker_options_t *opt, const char *self,
                          tb,
                          "--device",
                          dev,
+                         opt->upstream_reference ? "--upstream-reference"
+                                                 : NULL,
                          NULL};
   lf_verify_request_t r;
   lf_verify_request_init(&r);
@@ -136,6 +142,8 @@ int main(int argc, char **argv) {
     double d;
     if (!strcmp(a, "--atomics")) {
       opt.atomics = true;
+    } else if (!strcmp(a, "--upstream-reference")) {
+      opt.upstream_reference = true;
     } else if (!strcmp(a, "--lenient-nonfinite")) {
       opt.lenient_nonfinite = true;
     } else if (!strcmp(a, "--no-timing")) {
