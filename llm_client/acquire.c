@@ -151,6 +151,10 @@ typedef struct job_s {
   size_t msg_count;
   kept_t best; /* the fastest verified candidate */
   kept_t rej;  /* the last rejected one, for LF_ACQUIRE_REJECTED */
+  /* Adapt requests (openai): the table entry that answered request 1, and
+   * what the first model request is, once it is an adapt request. */
+  char table_id[96]; /* "" when the table did not answer */
+  char *adapt;       /* "adapt from <id> (...)"; NULL: a blank request */
 } job_t;
 
 typedef struct ctx_s {
@@ -628,6 +632,80 @@ static char *table_reply(ctx_t *c, job_t *j, lf_status_t *why) {
   return reply ? reply : xstrdup("");
 }
 
+/* "S0=*, S1=4096" for `n` sizes (negative: free) into `out`. */
+static void sizes_text(const int64_t *v, size_t n, char *out, size_t size) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n && len + 32 < size; ++i)
+    len += (size_t)(v[i] < 0 ? snprintf(out + len, size - len, "%sS%zu=*",
+                                        i ? ", " : "", i)
+                             : snprintf(out + len, size - len, "%sS%zu=%lld",
+                                        i ? ", " : "", i, (long long)v[i]));
+}
+
+/* Makes the subgraph's first model request (openai) an adapt request:
+ * from the table entry `id` whose instantiation for these sizes failed to
+ * build or verify with `failure`, or (id NULL) from the entry nearest these
+ * sizes among those that refuse them. j->first becomes its text and
+ * j->adapt says what it is. False when there is no such entry (or the
+ * request cannot be made): the blank request stands. */
+static bool adapt_prepare(ctx_t *c, job_t *j, const char *id,
+                          const char *failure) {
+  const lf_acquire_task_t *t = j->task;
+  if (c->o->provider != LF_PROVIDER_OPENAI || !c->o->table || !t->pattern ||
+      !t->num_pattern_sizes)
+    return false;
+  lf_table_nearest_t n;
+  lf_status_t s =
+      lf_table_nearest(c->o->table, t->pattern, t->arch, t->pattern_sizes,
+                       t->num_pattern_sizes, id, &n);
+  if (s) {
+    lf_status_free(s);
+    return false;
+  }
+  lf_strbuf_t reason, text;
+  lf_strbuf_init(&reason, (size_t)64 << 10);
+  lf_strbuf_init(&text, (size_t)1 << 20);
+  if (failure)
+    s = lf_strbuf_appendf(&reason,
+                          "Instantiated for this subgraph's sizes, it was "
+                          "rejected (line numbers count the lines of a reply "
+                          "that held it after one fence line):\n%s",
+                          failure);
+  else
+    s = lf_strbuf_append_str(&reason, n.reason);
+  char from[400];
+  snprintf(from, sizeof(from), "pattern table entry %s (%s)", n.id, n.source);
+  lf_prompt_adapt_t ad = {from, n.template_text, n.fixed, n.num_sizes,
+                          lf_strbuf_cstr(&reason)};
+  if (!s)
+    s = lf_prompt_adapt(c->prompts, &j->subject, &ad, &text);
+  bool ok = !s;
+  if (ok) {
+    char at[256];
+    sizes_text(n.fixed, n.num_sizes, at, sizeof(at));
+    char *why = shorten(failure ? failure : n.reason);
+    lf_strbuf_t d;
+    lf_strbuf_init(&d, 2048);
+    lf_status_free(
+        lf_strbuf_appendf(&d, "adapt from %s (verified at %s; %s: %s)", n.id,
+                          at, failure ? "failed" : "refused", why ? why : ""));
+    free(why);
+    free(j->adapt);
+    j->adapt = lf_strbuf_take(&d);
+    lf_strbuf_free(&d);
+    free(j->first);
+    j->first = lf_strbuf_take(&text);
+  } else {
+    lf_log_status(LF_LOG_WARN, "acquire: adapt request", s);
+    lf_status_free(s);
+  }
+  lf_strbuf_free(&text);
+  lf_strbuf_free(&reason);
+  lf_table_nearest_clear(&n);
+  return ok && j->first && j->adapt;
+}
+
 /* One request to the provider. Returns the reply (heap, redacted), or NULL
  * when the task has ended (the attempt and the result say why). */
 static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
@@ -637,11 +715,24 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
     lf_status_t why = LF_OK;
     int64_t t0 = now_ms();
     char *reply = table_reply(c, j, &why);
-    lf_status_free(why);
     if (reply) {
+      lf_status_free(why);
+      snprintf(j->table_id, sizeof(j->table_id), "%s", j->res->model);
       a->latency_ms = (long)(now_ms() - t0);
       return reply;
     }
+    /* The table's entries for this pattern refuse these sizes: the model
+     * adapts the nearest one instead of starting blank. */
+    if (lf_status_code(why) == LF_STATUS_FAILED_PRECONDITION &&
+        adapt_prepare(c, j, NULL, NULL))
+      j->msgs[1].content = j->first;
+    lf_status_free(why);
+  }
+  if (o->provider == LF_PROVIDER_OPENAI && !j->res->first_request[0]) {
+    free(j->res->first_request);
+    j->res->first_request = xstrdup(j->adapt ? j->adapt : "blank");
+    LF_LOG_INFO("acquire: %s: request %d: first request: %s", j->task->name,
+                j->res->requests, j->res->first_request);
   }
   if (o->provider == LF_PROVIDER_OPENAI) {
     lf_llm_request_t req = {j->msgs, j->msg_count, o->model, j->task->name};
@@ -847,6 +938,7 @@ static void after_failure(ctx_t *c, job_t *j, const char *why,
   }
   if (fix_requests(j) >= c->o->max_attempts) {
     char msg[MESSAGE_MAX + 96];
+    j->table_id[0] = '\0';
     char *short_why = shorten(why);
     if (j->rej.kernel) {
       snprintf(msg, sizeof(msg),
@@ -862,6 +954,26 @@ static void after_failure(ctx_t *c, job_t *j, const char *why,
     return;
   }
   j->kind = LF_REQUEST_REPAIR;
+  if (j->table_id[0]) {
+    /* The table's kernel failed at these sizes: the model's first request
+     * adapts it (the failure is in the request) rather than repairing a
+     * reply it never wrote. */
+    char id[sizeof(j->table_id)];
+    memcpy(id, j->table_id, sizeof(id));
+    j->table_id[0] = '\0';
+    if (adapt_prepare(c, j, id, why)) {
+      j->kind = LF_REQUEST_FIRST;
+      lf_acquire_result_t *r = j->res;
+      if (from_attempt && from_attempt <= r->attempt_count) {
+        lf_acquire_attempt_t *a = &r->attempts[from_attempt - 1];
+        free(a->feedback);
+        a->feedback = xstrdup(why);
+      }
+      free(j->feedback);
+      j->feedback = NULL;
+      j->feedback_attempt = 0;
+    }
+  }
 }
 
 /* Takes one variant's candidate (built, evaluated or not) into the job's
@@ -1261,6 +1373,7 @@ static void result_init(lf_acquire_result_t *r) {
   r->message = xstrdup("");
   r->provider = xstrdup("");
   r->model = xstrdup("");
+  r->first_request = xstrdup("");
 }
 
 lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
@@ -1410,7 +1523,7 @@ out_free:
   for (size_t i = 0; c.jobs && i < count; ++i) {
     job_t *j = &c.jobs[i];
     free(j->first), free(j->last_reply), free(j->followup);
-    free(j->feedback);
+    free(j->feedback), free(j->adapt);
     kept_clear(&c, &j->best);
     kept_clear(&c, &j->rej);
   }
@@ -1437,6 +1550,7 @@ void lf_acquire_report_destroy(lf_acquire_report_t *report) {
   for (size_t i = 0; report->results && i < report->count; ++i) {
     lf_acquire_result_t *r = &report->results[i];
     free(r->message), free(r->kernel), free(r->provider), free(r->model);
+    free(r->first_request);
     lf_cache_entry_free(r->cache_entry);
     if (r->artifact && report->release)
       report->release(r->artifact, report->release_user);
@@ -1488,6 +1602,9 @@ lf_status_t lf_acquire_report_to_json(const lf_acquire_report_t *report,
          cJSON_AddStringToObject(g, "message", r->message ? r->message : "");
     ok = ok && cJSON_AddStringToObject(g, "provider", r->provider);
     ok = ok && cJSON_AddStringToObject(g, "model", r->model);
+    ok =
+        ok && cJSON_AddStringToObject(g, "first_request",
+                                      r->first_request ? r->first_request : "");
     ok = ok && cJSON_AddStringToObject(g, "cache_digest", r->cache_digest);
     if (ok && r->cache_entry)
       ok = cJSON_AddStringToObject(

@@ -178,6 +178,13 @@ typedef struct lf_acquire_options_s {
   /// token estimate and replay_strict, which must stay those of the
   /// recordings, so offline builds do not change with the table.
   const struct lf_table_s *table;
+  /// Adapt requests (openai): when the table holds an entry for the
+  /// task's pattern key that refuses its sizes, or whose instantiation for
+  /// them fails to build or verify, the model's first request is an adapt
+  /// request (lf_prompt_adapt) from that entry (the nearest refusing one:
+  /// lf_table_nearest) instead of the blank one; the result's
+  /// first_request says which was sent. Later rounds are the usual repairs
+  /// and refinements.
   /// Growth: where a verified kernel that the model wrote as a template
   /// (`// llm-fuse.template-size SK` lines) joins the pattern table, for
   /// later sizes to instantiate without a request (NULL: nowhere).
@@ -319,6 +326,11 @@ typedef struct lf_acquire_result_s {
   char *provider;                /* who answered ("openai", "replay" or the
                                     replayed entry's provider); "" if nobody */
   char *model;                   /* the model that answered; "" if none */
+  char *first_request;           /* the first request sent to the model
+                                    (openai): "blank", or "adapt from <table
+                                    entry> (verified at S0=*, S1=4096;
+                                    refused: <why> | failed: <why>)"; ""
+                                    when the model was not asked */
   lf_cache_entry_t *cache_entry; /* cached*: the entry (PTX, cubin, verdict,
                                     provenance); else NULL */
   char cache_digest[LF_SHA256_HEX_SIZE]; /* the key's digest; "" w/o cache */
@@ -370,8 +382,8 @@ void lf_acquire_report_destroy(lf_acquire_report_t *report);
 
 /// Serializes `report` (with its tasks' names and fingerprints) as JSON
 /// (schema "llm-fuse-acquire/1"): totals, then per subgraph the outcome,
-/// budget, message, provider, model, cache digest, attempts and the kernel
-/// text when `with_kernels`. *out_json is malloc'ed.
+/// budget, message, provider, model, first_request, cache digest, attempts
+/// and the kernel text when `with_kernels`. *out_json is malloc'ed.
 lf_status_t lf_acquire_report_to_json(const lf_acquire_report_t *report,
                                       const lf_acquire_task_t *tasks,
                                       bool with_kernels, char **out_json);

@@ -39,7 +39,7 @@ typedef struct example_s {
 
 struct lf_prompt_set_s {
   char *dir;
-  char *system, *kernel, *repair, *refine, *contract; /* template bodies */
+  char *system, *kernel, *repair, *refine, *adapt, *contract; /* bodies */
   example_t *examples;
   size_t example_count;
   char version[32];
@@ -56,6 +56,11 @@ static const char *const refine_names[] = {
     "round",       "max_rounds",     "status",   "best_ms", "fallback_ms",
     "roofline_ms", "roofline_basis", "fraction", "name",    "tune_example",
     NULL};
+static const char *const adapt_names[] = {
+    "gpu",       "arch",        "class",           "name",
+    "signature", "operands",    "kernel_args",     "subgraph",
+    "contract",  "from",        "verified_at",     "sizes",
+    "reason",    "base_kernel", "template_syntax", NULL};
 static const char *const no_names[] = {NULL};
 
 /* Checks that every {{x}} in `body` names one of `names`. */
@@ -249,6 +254,9 @@ lf_status_t lf_prompt_set_load(const char *dir, lf_prompt_set_t **out_set) {
     s = load_template(d, "refine." LF_PROMPT_MAJOR ".txt", refine_names,
                       &digest, &set->refine);
   if (!s)
+    s = load_template(d, "adapt." LF_PROMPT_MAJOR ".txt", adapt_names, &digest,
+                      &set->adapt);
+  if (!s)
     s = load_template(d, "contract." LF_PROMPT_MAJOR ".md", no_names, &digest,
                       &set->contract);
   if (!s)
@@ -289,7 +297,7 @@ void lf_prompt_set_destroy(lf_prompt_set_t *set) {
     return;
   free(set->dir);
   free(set->system), free(set->kernel), free(set->repair), free(set->refine);
-  free(set->contract);
+  free(set->adapt), free(set->contract);
   for (size_t i = 0; i < set->example_count; ++i)
     example_clear(&set->examples[i]);
   free(set->examples);
@@ -1184,67 +1192,71 @@ lf_status_t lf_prompt_system(const lf_prompt_set_t *set, lf_strbuf_t *out) {
   return lf_strbuf_append_str(out, set->system);
 }
 
+/* What every first request says about its subject, made prompt-safe. */
+typedef struct parts_s {
+  lf_strbuf_t lines, operands, args, ir;
+  char dtype[128];
+  char klass[128], name[160], arch[32], sig[4096], gpu[256];
+} parts_t;
+
+static void parts_free(parts_t *p) {
+  lf_strbuf_free(&p->ir);
+  lf_strbuf_free(&p->args);
+  lf_strbuf_free(&p->operands);
+  lf_strbuf_free(&p->lines);
+}
+
+/* Fills `p` for `subj` (parts_free() it either way). */
+static lf_status_t parts_make(const lf_prompt_subject_t *subj, parts_t *p) {
+  lf_strbuf_init(&p->lines, 65536);
+  lf_strbuf_init(&p->operands, 65536);
+  lf_strbuf_init(&p->args, 65536);
+  lf_strbuf_init(&p->ir, LF_PROMPT_MAX_IR + 256);
+  p->dtype[0] = '\0';
+  lf_status_t s = lf_prompt_split_signature(subj->signature, &p->lines);
+  if (!s) {
+    subject_dtype(lf_strbuf_cstr(&p->lines), p->dtype, sizeof(p->dtype));
+    s = describe_operands(subj, lf_strbuf_cstr(&p->lines), &p->operands,
+                          &p->args);
+  }
+  if (!s)
+    s = lf_prompt_sanitize_ir(subj->ir, strlen(subj->ir), &p->ir);
+  /* Short fields go through the same filter: no fences, no control chars. */
+  safe_line(subj->klass, p->klass, sizeof(p->klass));
+  safe_line(subj->name, p->name, sizeof(p->name));
+  safe_line(subj->arch, p->arch, sizeof(p->arch));
+  safe_line(subj->signature, p->sig, sizeof(p->sig));
+  safe_line(gpu_of(subj), p->gpu, sizeof(p->gpu));
+  return s;
+}
+
 lf_status_t lf_prompt_first(const lf_prompt_set_t *set, const lf_table_t *table,
                             const lf_prompt_subject_t *subj, lf_strbuf_t *out) {
   LF_RETURN_IF_ERROR(check_subject(subj));
-  lf_strbuf_t lines, operands, args, ir, examples, safe;
-  lf_strbuf_init(&lines, 65536);
-  lf_strbuf_init(&operands, 65536);
-  lf_strbuf_init(&args, 65536);
-  lf_strbuf_init(&ir, LF_PROMPT_MAX_IR + 256);
+  parts_t p;
+  lf_strbuf_t examples;
   lf_strbuf_init(&examples,
                  LF_PROMPT_MAX_EXAMPLES * LF_PROMPT_MAX_EXAMPLE + 8192);
-  lf_strbuf_init(&safe, 4096);
-  char dtype[128] = "";
-  lf_status_t s = lf_prompt_split_signature(subj->signature, &lines);
-  if (!s) {
-    subject_dtype(lf_strbuf_cstr(&lines), dtype, sizeof(dtype));
-    s = describe_operands(subj, lf_strbuf_cstr(&lines), &operands, &args);
-  }
+  lf_status_t s = parts_make(subj, &p);
   if (!s)
-    s = lf_prompt_sanitize_ir(subj->ir, strlen(subj->ir), &ir);
-  if (!s)
-    s = render_examples(set, table, subj, dtype, &examples);
-  /* Short fields go through the same filter: no fences, no control chars. */
-  char klass[128], name[160], arch[32], sig[4096], gpu[256];
-  const struct {
-    const char *in;
-    char *out;
-    size_t size;
-  } shorts[] = {{subj->klass, klass, sizeof(klass)},
-                {subj->name, name, sizeof(name)},
-                {subj->arch, arch, sizeof(arch)},
-                {subj->signature, sig, sizeof(sig)},
-                {gpu_of(subj), gpu, sizeof(gpu)}};
-  for (size_t k = 0; k < sizeof(shorts) / sizeof(shorts[0]); ++k) {
-    size_t i = 0;
-    for (; shorts[k].in[i] && i + 1 < shorts[k].size; ++i) {
-      char c = safe_char((unsigned char)shorts[k].in[i]);
-      shorts[k].out[i] = c == '\n' || c == '\t' ? ' ' : c;
-    }
-    shorts[k].out[i] = '\0';
-  }
+    s = render_examples(set, table, subj, p.dtype, &examples);
   if (!s) {
     const slot_t slots[] = {
-        {"gpu", gpu},
-        {"arch", arch},
-        {"class", klass},
-        {"name", name},
-        {"signature", sig},
-        {"operands", lf_strbuf_cstr(&operands)},
-        {"kernel_args", lf_strbuf_cstr(&args)},
-        {"subgraph", lf_strbuf_cstr(&ir)},
+        {"gpu", p.gpu},
+        {"arch", p.arch},
+        {"class", p.klass},
+        {"name", p.name},
+        {"signature", p.sig},
+        {"operands", lf_strbuf_cstr(&p.operands)},
+        {"kernel_args", lf_strbuf_cstr(&p.args)},
+        {"subgraph", lf_strbuf_cstr(&p.ir)},
         {"contract", set->contract},
         {"examples", lf_strbuf_cstr(&examples)},
     };
     s = fill(set->kernel, slots, sizeof(slots) / sizeof(slots[0]), out);
   }
-  lf_strbuf_free(&safe);
   lf_strbuf_free(&examples);
-  lf_strbuf_free(&ir);
-  lf_strbuf_free(&args);
-  lf_strbuf_free(&operands);
-  lf_strbuf_free(&lines);
+  parts_free(&p);
   return s;
 }
 
@@ -1368,6 +1380,95 @@ lf_status_t lf_prompt_refine(const lf_prompt_set_t *set,
   lf_strbuf_free(&basis);
   lf_strbuf_free(&status);
   lf_strbuf_free(&err);
+  return s;
+}
+
+/* How a model answers with a template (contains double braces, so it is
+ * filled in by code, as refine's tune_example). */
+static const char template_syntax[] =
+    "If the kernel can serve other sizes of this pattern as well, answer "
+    "with a template: declare each size it leaves free on its own line "
+    "inside the `gpu.module` as `// llm-fuse.template-size SK` (S0, S1, ... "
+    "are the sizes listed under \"This subgraph\" above), write that size "
+    "as `{{SK}}` or an expression of it such as `{{S0 / 64}}` wherever it "
+    "appears (shapes, constants, launch sizes), and state what the kernel "
+    "needs with `// llm-fuse.tune-require` lines such as "
+    "`// llm-fuse.tune-require S1 % 256 == 0`. Each declared size is bound "
+    "to this subgraph's before the kernel is built and verified; once "
+    "verified, the template serves later subgraphs of this pattern at sizes "
+    "its requirements admit, without a request. Otherwise write the kernel "
+    "for this subgraph's sizes only.";
+
+lf_status_t lf_prompt_adapt(const lf_prompt_set_t *set,
+                            const lf_prompt_subject_t *subj,
+                            const lf_prompt_adapt_t *a, lf_strbuf_t *out) {
+  LF_RETURN_IF_ERROR(check_subject(subj));
+  if (!a || !a->from || !a->text || !a->reason ||
+      a->num_sizes > LF_TABLE_MAX_SIZES)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "an adapt request needs the kernel, where it came from "
+                     "and why it does not apply");
+  parts_t p;
+  lf_strbuf_t base, reason, at, sizes;
+  lf_strbuf_init(&base, LF_PROMPT_MAX_EXAMPLE + 4096);
+  lf_strbuf_init(&reason, LF_PROMPT_MAX_ERROR + 64);
+  lf_strbuf_init(&at, 1024);
+  lf_strbuf_init(&sizes, 1024);
+  char from[512];
+  safe_line(a->from, from, sizeof(from));
+  lf_status_t s = parts_make(subj, &p);
+  if (!s)
+    s = clean_error(a->reason, &reason);
+  if (!s && a->num_sizes)
+    s = append_sizes(&at, a->sizes, a->num_sizes);
+  else if (!s)
+    s = lf_strbuf_append_str(&at, "its own sizes");
+  if (!s && subj->pattern_sizes && subj->num_pattern_sizes)
+    s = append_sizes(&sizes, subj->pattern_sizes, subj->num_pattern_sizes);
+  else if (!s)
+    s = lf_strbuf_append_str(&sizes, "the sizes of its signature");
+  bool is_template = lf_table_is_template(a->text);
+  if (!s)
+    s = lf_strbuf_append_str(
+        &base,
+        is_template
+            ? "It is a template: `{{S0}}`-style placeholders are its sizes, "
+              "declared free by its `// llm-fuse.template-size SK` lines; "
+              "the sizes it does not declare are fixed as listed above."
+            : "It is written for the sizes it was verified at.");
+  if (!s)
+    s = lf_strbuf_append_str(&base, "\n\n```mlir\n");
+  if (!s)
+    s = append_capped(&base, a->text, strlen(a->text));
+  if (!s && (!base.len || base.data[base.len - 1] != '\n'))
+    s = lf_strbuf_append_str(&base, "\n");
+  if (!s)
+    s = lf_strbuf_append_str(&base, "```");
+  if (!s) {
+    const slot_t slots[] = {
+        {"gpu", p.gpu},
+        {"arch", p.arch},
+        {"class", p.klass},
+        {"name", p.name},
+        {"signature", p.sig},
+        {"operands", lf_strbuf_cstr(&p.operands)},
+        {"kernel_args", lf_strbuf_cstr(&p.args)},
+        {"subgraph", lf_strbuf_cstr(&p.ir)},
+        {"contract", set->contract},
+        {"from", from},
+        {"verified_at", lf_strbuf_cstr(&at)},
+        {"sizes", lf_strbuf_cstr(&sizes)},
+        {"reason", lf_strbuf_cstr(&reason)},
+        {"base_kernel", lf_strbuf_cstr(&base)},
+        {"template_syntax", template_syntax},
+    };
+    s = fill(set->adapt, slots, sizeof(slots) / sizeof(slots[0]), out);
+  }
+  lf_strbuf_free(&sizes);
+  lf_strbuf_free(&at);
+  lf_strbuf_free(&reason);
+  lf_strbuf_free(&base);
+  parts_free(&p);
   return s;
 }
 

@@ -376,6 +376,57 @@ lf_status_t lf_table_bind_sizes(const char *text, const int64_t *sizes,
   return st;
 }
 
+/* Why `e` refuses `sizes` (S0..S<count-1>) into `reason` ("" when it
+ * admits them); when it admits them, its text with the sizes bound is left
+ * in `bound`. */
+static void entry_refusal(const entry_t *e, const int64_t *sizes, size_t count,
+                          lf_strbuf_t *bound, char *reason, size_t size) {
+  reason[0] = '\0';
+  if (e->num_sizes != count)
+    snprintf(reason, size, "the subgraph binds %zu size(s), the template %zu",
+             count, e->num_sizes);
+  for (size_t i = 0; !reason[0] && i < count; ++i)
+    if (e->fixed[i] >= 0 && e->fixed[i] != sizes[i])
+      snprintf(reason, size, "S%zu = %lld, the template is for S%zu = %lld", i,
+               (long long)sizes[i], i, (long long)e->fixed[i]);
+  for (size_t i = 0; !reason[0] && i < count; ++i)
+    if (sizes[i] < 1 || sizes[i] > 2147483647LL)
+      snprintf(reason, size, "S%zu = %lld is out of range", i,
+               (long long)sizes[i]);
+  if (reason[0])
+    return;
+  lf_status_t st = lf_table_bind_sizes(e->template_text, sizes, count, bound);
+  lf_tune_set_t *set = NULL;
+  if (!st)
+    st = lf_tune_expand(bound->data, bound->len, &set);
+  lf_tune_set_destroy(set);
+  if (!st)
+    return;
+  /* Name the requirements themselves, with the sizes bound. */
+  char reqs[256] = "";
+  size_t rl = 0;
+  const char *q = bound->data ? bound->data : "";
+  while ((q = strstr(q, "llm-fuse.tune-require ")) && rl < 200) {
+    q += strlen("llm-fuse.tune-require ");
+    size_t n = strcspn(q, "\n");
+    rl += (size_t)snprintf(reqs + rl, sizeof(reqs) - rl, "%s'%.*s'",
+                           rl ? ", " : "", (int)(n > 80 ? 80 : n), q);
+    if (rl >= sizeof(reqs))
+      rl = sizeof(reqs) - 1;
+  }
+  char bound_sizes[128] = "";
+  size_t bl = 0;
+  for (size_t i = 0; i < count && bl < sizeof(bound_sizes) - 24; ++i)
+    bl += (size_t)snprintf(bound_sizes + bl, sizeof(bound_sizes) - bl,
+                           "%sS%zu = %lld", i ? ", " : "", i,
+                           (long long)sizes[i]);
+  snprintf(reason, size, "%s%s%s (with %s)", lf_status_message(st),
+           reqs[0] ? "; requirement(s) " : "", reqs, bound_sizes);
+  lf_status_free(st);
+  if (!reason[0])
+    snprintf(reason, size, "refused");
+}
+
 lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
                                  const char *arch, const int64_t *sizes,
                                  size_t count, lf_table_match_t *out) {
@@ -391,54 +442,10 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
     if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch))
       continue;
     ++seen;
-    char reason[512] = "";
-    if (e->num_sizes != count)
-      snprintf(reason, sizeof(reason),
-               "the subgraph binds %zu size(s), the template %zu", count,
-               e->num_sizes);
-    for (size_t i = 0; !reason[0] && i < count; ++i)
-      if (e->fixed[i] >= 0 && e->fixed[i] != sizes[i])
-        snprintf(reason, sizeof(reason),
-                 "S%zu = %lld, the template is for S%zu = %lld", i,
-                 (long long)sizes[i], i, (long long)e->fixed[i]);
-    for (size_t i = 0; !reason[0] && i < count; ++i)
-      if (sizes[i] < 1 || sizes[i] > 2147483647LL)
-        snprintf(reason, sizeof(reason), "S%zu = %lld is out of range", i,
-                 (long long)sizes[i]);
+    char reason[512];
     lf_strbuf_t bound;
     lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
-    if (!reason[0]) {
-      lf_status_t st =
-          lf_table_bind_sizes(e->template_text, sizes, count, &bound);
-      lf_tune_set_t *set = NULL;
-      if (!st)
-        st = lf_tune_expand(bound.data, bound.len, &set);
-      lf_tune_set_destroy(set);
-      if (st) {
-        /* Name the requirements themselves, with the sizes bound. */
-        char reqs[256] = "";
-        size_t rl = 0;
-        const char *q = bound.data ? bound.data : "";
-        while ((q = strstr(q, "llm-fuse.tune-require ")) && rl < 200) {
-          q += strlen("llm-fuse.tune-require ");
-          size_t n = strcspn(q, "\n");
-          rl += (size_t)snprintf(reqs + rl, sizeof(reqs) - rl, "%s'%.*s'",
-                                 rl ? ", " : "", (int)(n > 80 ? 80 : n), q);
-          if (rl >= sizeof(reqs))
-            rl = sizeof(reqs) - 1;
-        }
-        char bound_sizes[128] = "";
-        size_t bl = 0;
-        for (size_t i = 0; i < count && bl < sizeof(bound_sizes) - 24; ++i)
-          bl += (size_t)snprintf(bound_sizes + bl, sizeof(bound_sizes) - bl,
-                                 "%sS%zu = %lld", i ? ", " : "", i,
-                                 (long long)sizes[i]);
-        snprintf(reason, sizeof(reason), "%s%s%s (with %s)",
-                 lf_status_message(st), reqs[0] ? "; requirement(s) " : "",
-                 reqs, bound_sizes);
-        lf_status_free(st);
-      }
-    }
+    entry_refusal(e, sizes, count, &bound, reason, sizeof(reason));
     if (!reason[0]) {
       out->text = lf_strbuf_take(&bound);
       snprintf(out->id, sizeof(out->id), "%s", e->id);
@@ -458,6 +465,80 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
                        "no template for pattern %.16s on %s", pattern, arch);
   lf_strbuf_free(&why);
   return st;
+}
+
+/* How far `e`'s fixed sizes are from `sizes`: how many differ, then the sum
+ * of max(fixed, size) / min(fixed, size) over those. */
+static void entry_distance(const entry_t *e, const int64_t *sizes, size_t count,
+                           size_t *out_differ, double *out_ratio) {
+  *out_differ = e->num_sizes == count ? 0 : LF_TABLE_MAX_SIZES + 1;
+  *out_ratio = 0;
+  for (size_t i = 0; i < count && i < e->num_sizes; ++i) {
+    if (e->fixed[i] < 0 || e->fixed[i] == sizes[i])
+      continue;
+    ++*out_differ;
+    double a = (double)e->fixed[i], b = sizes[i] > 0 ? (double)sizes[i] : 1;
+    *out_ratio += a > b ? a / b : b / a;
+  }
+}
+
+lf_status_t lf_table_nearest(const lf_table_t *table, const char *pattern,
+                             const char *arch, const int64_t *sizes,
+                             size_t count, const char *id,
+                             lf_table_nearest_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
+    return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+  const entry_t *best = NULL;
+  size_t best_differ = 0;
+  double best_ratio = 0;
+  char best_reason[512] = "";
+  /* The bucket is in specificity order: among equals, the first wins. */
+  for (const entry_t *e = table->buckets[bucket_of(pattern)]; e; e = e->next) {
+    if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch))
+      continue;
+    if (id && strcmp(e->id, id) != 0)
+      continue;
+    char reason[512];
+    lf_strbuf_t bound;
+    lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+    entry_refusal(e, sizes, count, &bound, reason, sizeof(reason));
+    lf_strbuf_free(&bound);
+    if (!id && !reason[0])
+      continue; /* it admits the sizes: nothing to adapt */
+    size_t differ;
+    double ratio;
+    entry_distance(e, sizes, count, &differ, &ratio);
+    if (!best || differ < best_differ ||
+        (differ == best_differ && ratio < best_ratio)) {
+      best = e, best_differ = differ, best_ratio = ratio;
+      snprintf(best_reason, sizeof(best_reason), "%s", reason);
+    }
+    if (id)
+      break;
+  }
+  if (!best)
+    return LF_STATUS(LF_STATUS_NOT_FOUND,
+                     "no %sentry for pattern %.16s on %s%s%s",
+                     id ? "" : "refusing ", pattern, arch, id ? " named " : "",
+                     id ? id : "");
+  out->template_text = strdup(best->template_text);
+  if (!out->template_text)
+    return oom();
+  snprintf(out->id, sizeof(out->id), "%s", best->id);
+  snprintf(out->source, sizeof(out->source), "%s", best->source);
+  snprintf(out->reason, sizeof(out->reason), "%s", best_reason);
+  out->num_sizes = best->num_sizes;
+  for (size_t i = 0; i < best->num_sizes; ++i)
+    out->fixed[i] = best->fixed[i];
+  return LF_OK;
+}
+
+void lf_table_nearest_clear(lf_table_nearest_t *nearest) {
+  if (!nearest)
+    return;
+  free(nearest->template_text);
+  memset(nearest, 0, sizeof(*nearest));
 }
 
 void lf_table_foreach(const lf_table_t *table,

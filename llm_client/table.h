@@ -111,6 +111,31 @@ lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
 /// Frees the match's text.
 void lf_table_match_clear(lf_table_match_t *match);
 
+/// A verified entry to start an adapt request from (lf_table_nearest).
+typedef struct lf_table_nearest_s {
+  char id[96];                       /* "<pattern[0:16]>/<file name>" */
+  char source[256];                  /* its provenance, one line */
+  char *template_text;               /* as loaded (malloc'ed) */
+  int64_t fixed[LF_TABLE_MAX_SIZES]; /* per size: -1 free, else the size */
+  size_t num_sizes;
+  char reason[512]; /* why it refuses the sizes; "" when it admits them */
+} lf_table_nearest_t;
+
+/// The entry for `pattern` and `arch` nearest to `sizes` among those that
+/// refuse them (the entries lf_table_instantiate tries): fewest fixed
+/// sizes that differ, then the smallest ratios between them, then the
+/// lookup order. With `id` (lf_table_match_t's), that entry whether it
+/// refuses the sizes or not. Fills *out (lf_table_nearest_clear) with the
+/// entry's template and the reason it refuses, as lf_table_instantiate
+/// words it. NOT_FOUND when there is none.
+lf_status_t lf_table_nearest(const lf_table_t *table, const char *pattern,
+                             const char *arch, const int64_t *sizes,
+                             size_t count, const char *id,
+                             lf_table_nearest_t *out);
+
+/// Frees the template text. Accepts NULL.
+void lf_table_nearest_clear(lf_table_nearest_t *nearest);
+
 /// One entry as lf_table_foreach shows it (borrowed for the call).
 typedef struct lf_table_info_s {
   const char *pattern;

@@ -25,6 +25,8 @@
 #include "base/testing.h"
 #include "llm_client/acquire.h"
 #include "llm_client/cache.h"
+#include "llm_client/prompt.h"
+#include "llm_client/table.h"
 #include "llm_client/tests/loopback_server.h"
 
 static lf_test_server_t server = {.pid = -1, .stdin_fd = -1};
@@ -896,6 +898,194 @@ LF_TEST(echoed_key_is_redacted_everywhere) {
   lf_cache_close(cache);
 }
 
+/* ---- Adapt requests from the pattern table -------------------------------*/
+
+#define ADAPT_KEY                                                              \
+  "abcd000000000000000000000000000000000000000000000000000000000007"
+static const int64_t adapt_sizes[2] = {2048, 1000};
+
+/* Writes one entry of ADAPT_KEY for sm_90 under <tmp_root>/<name>/v1/ and
+ * opens that folder as a table. */
+static lf_table_t *adapt_table(const char *name, const int64_t fixed[2],
+                               const char *text) {
+  char dir[512];
+  snprintf(dir, sizeof(dir), "%s/%s", tmp_root, name);
+  lf_table_new_entry_t e = {ADAPT_KEY, "sm_90", "reduction",    fixed,
+                            2,         text,    "acquire_test", "adapt"};
+  lf_status_t s = lf_table_write_entry(dir, &e, NULL);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  lf_table_t *t = NULL;
+  s = lf_table_open(dir, &t);
+  LF_EXPECT(!s && t);
+  lf_status_free(s);
+  return t;
+}
+
+/* The first user message of the k-th request of `match` ("" if none). */
+static const char *first_user_of(cJSON *log, const char *match, int k) {
+  const cJSON *r;
+  cJSON_ArrayForEach(r, log) {
+    const cJSON *rule = cJSON_GetObjectItem(r, "rule");
+    const cJSON *n = cJSON_GetObjectItem(r, "n");
+    if (!cJSON_IsString(rule) || strcmp(rule->valuestring, match) != 0 ||
+        (int)n->valuedouble != k)
+      continue;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(r, "messages")) {
+      if (strcmp(cJSON_GetObjectItem(m, "role")->valuestring, "user") == 0)
+        return cJSON_GetObjectItem(m, "content")->valuestring;
+    }
+  }
+  return "";
+}
+
+/* Runs task 0 (of ADAPT_KEY at 2048 x 1000) with `table` against a server
+ * that answers `replies`. */
+static lf_acquire_report_t *run_adapt(const lf_table_t *table,
+                                      const char *replies, bool verify,
+                                      cJSON **out_log) {
+  make_tasks(1);
+  tasks[0].pattern = ADAPT_KEY;
+  tasks[0].pattern_sizes = adapt_sizes;
+  tasks[0].num_pattern_sizes = 2;
+  char cfg[512];
+  snprintf(cfg, sizeof(cfg),
+           "{\"rules\":[{\"match\":\"%s\",\"replies\":[%s]}]}", names[0],
+           replies);
+  if (!start_server(cfg))
+    return NULL;
+  lf_acquire_options_t o = verify ? loop_options(0) : options();
+  o.table = table;
+  lf_acquire_report_t *r = run(1, &o);
+  stop_server();
+  *out_log = server_log();
+  return r;
+}
+
+LF_TEST(adapt_request_from_an_entry_that_refuses_the_sizes) {
+  /* A kernel written for 2048 x 4096: every size fixed. */
+  const int64_t fixed[2] = {2048, 4096};
+  lf_table_t *t = adapt_table(
+      "adapt-refuses", fixed,
+      "gpu.module @k {\n  gpu.func @rows_4096() kernel attributes "
+      "{known_block_size = array<i32: 1, 1, 1>, known_grid_size = array<i32: "
+      "1, 1, 1>} {\n    // ENTRY_MARKER_9\n    gpu.return\n  }\n}\n");
+  cJSON *log = NULL;
+  lf_acquire_report_t *r = run_adapt(t, "\"good\"", false, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(requests_of(log, names[0]) == 1);
+  const char *first = first_user_of(log, names[0], 0);
+  LF_EXPECT(strncmp(first, "Adapt a verified GPU kernel", 27) == 0);
+  LF_EXPECT(strstr(first, "- From: pattern table entry "
+                          "abcd000000000000/abcd000000000000-adapt.json "
+                          "(acquire_test)"));
+  LF_EXPECT(strstr(first, "// ENTRY_MARKER_9"));
+  LF_EXPECT(strstr(first, "- Verified at: S0 = 2048, S1 = 4096"));
+  LF_EXPECT(strstr(first, "- This subgraph: S0 = 2048, S1 = 1000"));
+  LF_EXPECT(strstr(first, "S1 = 1000, the template is for S1 = 4096"));
+  LF_EXPECT(!strstr(first, "### Example"));
+  LF_EXPECT(r && strcmp(r->results[0].first_request,
+                        "adapt from abcd000000000000/abcd000000000000-"
+                        "adapt.json (verified at S0=2048, S1=4096; refused: "
+                        "S1 = 1000, the template is for S1 = 4096)") == 0);
+  char *json = NULL;
+  if (r)
+    lf_status_free(lf_acquire_report_to_json(r, tasks, false, &json));
+  LF_EXPECT(json && strstr(json, "\"first_request\":\t\"adapt from "
+                                 "abcd000000000000/"));
+  free(json);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+  lf_table_close(t);
+}
+
+LF_TEST(blank_request_without_an_entry_for_the_key) {
+  /* The table holds an entry of another key only: today's request, byte
+   * for byte. */
+  const int64_t fixed[2] = {2048, 4096};
+  char dir[512];
+  snprintf(dir, sizeof(dir), "%s/adapt-other", tmp_root);
+  lf_table_new_entry_t e = {
+      "dcba000000000000000000000000000000000000000000000000000000000008",
+      "sm_90",
+      "reduction",
+      fixed,
+      2,
+      "gpu.module @k {\n  // OTHER_KEY_MARKER\n}\n",
+      "acquire_test",
+      "other"};
+  lf_status_free(lf_table_write_entry(dir, &e, NULL));
+  lf_table_t *t = NULL;
+  lf_status_free(lf_table_open(dir, &t));
+  cJSON *log = NULL;
+  lf_acquire_report_t *r = run_adapt(t, "\"good\"", false, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && strcmp(r->results[0].first_request, "blank") == 0);
+  lf_prompt_set_t *ps = NULL;
+  lf_status_free(lf_prompt_set_load(NULL, &ps));
+  lf_prompt_subject_t subj = {.name = tasks[0].name,
+                              .fingerprint = tasks[0].fingerprint,
+                              .klass = tasks[0].klass,
+                              .ir = tasks[0].ir,
+                              .signature = tasks[0].signature,
+                              .arch = tasks[0].arch,
+                              .pattern = tasks[0].pattern,
+                              .pattern_sizes = tasks[0].pattern_sizes,
+                              .num_pattern_sizes = 2};
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, (size_t)1 << 20);
+  LF_EXPECT(ps && !lf_prompt_first(ps, t, &subj, &b));
+  LF_EXPECT_STREQ(first_user_of(log, names[0], 0), lf_strbuf_cstr(&b));
+  LF_EXPECT(strstr(lf_strbuf_cstr(&b), "OTHER_KEY_MARKER")); /* an example */
+  lf_strbuf_free(&b);
+  lf_prompt_set_destroy(ps);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+  lf_table_close(t);
+}
+
+LF_TEST(adapt_request_after_the_table_kernel_fails_verification) {
+  /* A template that admits the sizes, but its kernel is wrong at them: the
+   * table answers request 1, verification rejects it, and the model's
+   * first request adapts it, carrying the failure. */
+  const int64_t fixed[2] = {-1, 1000};
+  lf_table_t *t = adapt_table(
+      "adapt-fails", fixed,
+      "gpu.module @k {\n  // llm-fuse.template-size S0\n  gpu.func "
+      "@rows_any() kernel attributes {known_block_size = array<i32: 1, 1, "
+      "1>, known_grid_size = array<i32: {{S0 / 2048}}, 1, 1>} {\n    // "
+      "WRONG ENTRY_MARKER_9\n    gpu.return\n  }\n}\n");
+  cJSON *log = NULL;
+  lf_acquire_report_t *r = run_adapt(t, "\"ms:4\"", true, &log);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(r && r->results[0].requests == 2);
+  LF_EXPECT(r && r->results[0].attempt_count == 2);
+  LF_EXPECT(r && r->results[0].attempts[0].outcome == LF_ATTEMPT_REJECTED);
+  LF_EXPECT(r && r->results[0].attempts[1].kind == LF_REQUEST_FIRST);
+  LF_EXPECT(r && r->results[0].attempts[1].kept);
+  LF_EXPECT(r && strstr(r->results[0].attempts[0].feedback, "E_VERIFY_77"));
+  LF_EXPECT(requests_of(log, names[0]) == 1);
+  const char *first = first_user_of(log, names[0], 0);
+  LF_EXPECT(strncmp(first, "Adapt a verified GPU kernel", 27) == 0);
+  LF_EXPECT(strstr(first, "- Verified at: S0 free, S1 = 1000"));
+  LF_EXPECT(strstr(first, "rejected (line numbers"));
+  LF_EXPECT(strstr(first, "E_VERIFY_77"));
+  LF_EXPECT(strstr(first, "// llm-fuse.template-size S0\n"));
+  LF_EXPECT(strstr(first, "WRONG ENTRY_MARKER_9"));
+  /* One conversation turn: the adapt request is the first, not a repair. */
+  const cJSON *req = cJSON_GetArrayItem(log, 0);
+  LF_EXPECT(req &&
+            cJSON_GetArraySize(cJSON_GetObjectItem(req, "messages")) == 2);
+  LF_EXPECT(r && strncmp(r->results[0].first_request,
+                         "adapt from abcd000000000000/abcd000000000000-"
+                         "adapt.json (verified at S0=*, S1=1000; failed: ",
+                         90) == 0);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+  lf_table_close(t);
+}
+
 LF_TEST(bad_options_are_refused) {
   make_tasks(1);
   lf_acquire_options_t o = options();
@@ -953,6 +1143,9 @@ int main(void) {
   LF_RUN(provider_none_and_offline_openai_never_ask);
   LF_RUN(cache_hit_skips_the_provider_and_offline_uses_it);
   LF_RUN(echoed_key_is_redacted_everywhere);
+  LF_RUN(adapt_request_from_an_entry_that_refuses_the_sizes);
+  LF_RUN(blank_request_without_an_entry_for_the_key);
+  LF_RUN(adapt_request_after_the_table_kernel_fails_verification);
   LF_RUN(bad_options_are_refused);
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);

@@ -595,6 +595,94 @@ LF_TEST(no_table_keeps_the_seed_prompt) {
   lf_table_close(t);
 }
 
+/* ---- Adapt requests -----------------------------------------------------*/
+
+static char *adapt_prompt(const lf_prompt_subject_t *subj,
+                          const lf_prompt_adapt_t *a) {
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, (size_t)1 << 20);
+  lf_status_t s = lf_prompt_adapt(set, subj, a, &b);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  return lf_strbuf_take(&b);
+}
+
+LF_TEST(adapt_request_carries_the_verified_kernel_and_why) {
+  /* A kernel verified at 2048 x 4096 (every size fixed), for the subject
+   * at 2048 x 1000. */
+  static const char kernel[] =
+      "gpu.module @kernels {\n"
+      "  gpu.func @rows_4096(%x: memref<2048x4096xbf16>, %y: "
+      "memref<2048x4096xbf16>) kernel attributes {known_block_size = "
+      "array<i32: 256, 1, 1>, known_grid_size = array<i32: 2048, 1, 1>} {\n"
+      "    // ADAPT_MARKER_31 ``` fence inside\n"
+      "    gpu.return\n  }\n}\n";
+  const int64_t at[2] = {2048, 4096};
+  lf_prompt_adapt_t a = {
+      .from = "pattern table entry eeee000000000000/eeee-rows.json (test)",
+      .text = kernel,
+      .sizes = at,
+      .num_sizes = 2,
+      .reason = "S1 = 1000, the template is for S1 = 4096",
+  };
+  char *p = adapt_prompt(&row_subject, &a);
+  LF_EXPECT(strncmp(p, "Adapt a verified GPU kernel", 27) == 0);
+  LF_EXPECT(strstr(p, "- From: pattern table entry "
+                      "eeee000000000000/eeee-rows.json (test)\n"));
+  LF_EXPECT(strstr(p, "- Verified at: S0 = 2048, S1 = 4096\n"));
+  LF_EXPECT(strstr(p, "- This subgraph: S0 = 2048, S1 = 1000\n"));
+  LF_EXPECT(strstr(p, "```text\nS1 = 1000, the template is for S1 = 4096\n"
+                      "```\n"));
+  LF_EXPECT(strstr(p, "It is written for the sizes it was verified at.\n\n"
+                      "```mlir\ngpu.module @kernels {\n"));
+  /* The kernel's text, made prompt-safe: it cannot close the fence. */
+  LF_EXPECT(strstr(p, "// ADAPT_MARKER_31 ''' fence inside"));
+  LF_EXPECT(strstr(p, "gpu.func @sg_00000000000000aa(%in0: "
+                      "memref<2048x1000xbf16>, %out0: "
+                      "memref<2048x1000xbf16>) kernel"));
+  LF_EXPECT(strstr(p, "keep its structure"));
+  LF_EXPECT(strstr(p, "`// llm-fuse.template-size SK`"));
+  LF_EXPECT(strstr(p, "`{{S0 / 64}}`"));
+  LF_EXPECT(strstr(p, "## The contract your kernel must follow"));
+  /* No examples: the verified kernel is the example, and the request is
+   * shorter than the blank one. */
+  LF_EXPECT(!strstr(p, "### Example"));
+  LF_EXPECT(!strstr(p, "Hand-written kernels"));
+  char *blank = first_prompt(NULL, &row_subject);
+  LF_EXPECT(strlen(p) < strlen(blank));
+  LF_EXPECT(strstr(blank, "### Example 1: "));
+  /* A template is said to be one, its free sizes as free. */
+  char *tmpl = row_template("rows_any", 4096, "bf16", 0);
+  const int64_t free_rows[2] = {-1, 4096};
+  a.text = tmpl;
+  a.sizes = free_rows;
+  char *q = adapt_prompt(&row_subject, &a);
+  LF_EXPECT(strstr(q, "- Verified at: S0 free, S1 = 4096\n"));
+  LF_EXPECT(strstr(q, "It is a template: `{{S0}}`-style placeholders"));
+  LF_EXPECT(strstr(q, "// llm-fuse.template-size S0\n"));
+  /* A long reason is cut like a repair's error. */
+  char *long_reason = malloc(LF_PROMPT_MAX_ERROR * 2 + 1);
+  memset(long_reason, 'r', LF_PROMPT_MAX_ERROR * 2);
+  long_reason[LF_PROMPT_MAX_ERROR * 2] = '\0';
+  a.reason = long_reason;
+  char *r = adapt_prompt(&row_subject, &a);
+  LF_EXPECT(strlen(r) < strlen(q) + LF_PROMPT_MAX_ERROR + 64);
+  /* Refused without what it needs. */
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 1 << 16);
+  a.reason = NULL;
+  lf_status_t s = lf_prompt_adapt(set, &row_subject, &a, &b);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT);
+  lf_status_free(s);
+  lf_strbuf_free(&b);
+  free(long_reason);
+  free(r);
+  free(q);
+  free(tmpl);
+  free(blank);
+  free(p);
+}
+
 int main(void) {
   unsetenv("LLM_FUSE_PROMPTS_DIR");
   lf_status_t s = lf_prompt_set_load(NULL, &set);
@@ -619,6 +707,7 @@ int main(void) {
   LF_RUN(seed_examples_fill_the_remaining_slots);
   LF_RUN(table_examples_render_as_template_or_instance);
   LF_RUN(no_table_keeps_the_seed_prompt);
+  LF_RUN(adapt_request_carries_the_verified_kernel_and_why);
   nftw(table_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   lf_prompt_set_destroy(set);
   return lf_test_finish();

@@ -224,6 +224,52 @@ LF_TEST(ten_thousand_entries) {
   lf_table_close(t);
 }
 
+LF_TEST(nearest_refusing_entry_for_an_adapt_request) {
+  /* Three entries of one key, none for 1000 x 768: one fixed to 8192 x
+   * 1024 (two sizes differ), one to 4096 x 768 (one differs, ratio 4.1),
+   * one to 2048 x 768 (one differs, ratio 2.0: the nearest). */
+  static const char *key =
+      "9999000000000000000000000000000000000000000000000000000000000009";
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/nearest", root);
+  const int64_t f1[2] = {8192, 1024}, f2[2] = {4096, 768}, f3[2] = {2048, 768};
+  const int64_t *fs[3] = {f1, f2, f3};
+  const char *names[3] = {"far", "mid", "near"};
+  for (int i = 0; i < 3; ++i) {
+    lf_table_new_entry_t e = {key,      "sm_90", "reduction",
+                              fs[i],    2,       "gpu.module @kernels {\n}\n",
+                              names[i], names[i]};
+    lf_status_t s = lf_table_write_entry(dir, &e, NULL);
+    LF_EXPECT(!s);
+    lf_status_free(s);
+  }
+  lf_table_t *t = NULL;
+  lf_status_free(lf_table_open(dir, &t));
+  const int64_t sizes[2] = {1000, 768};
+  lf_table_nearest_t n;
+  lf_status_t s = lf_table_nearest(t, key, "sm_90", sizes, 2, NULL, &n);
+  LF_EXPECT(!s);
+  LF_EXPECT_STREQ(n.id, "9999000000000000/9999000000000000-near.json");
+  LF_EXPECT_STREQ(n.source, "near");
+  LF_EXPECT_STREQ(n.reason, "S0 = 1000, the template is for S0 = 2048");
+  LF_EXPECT(n.num_sizes == 2 && n.fixed[0] == 2048 && n.fixed[1] == 768);
+  LF_EXPECT(n.template_text && strstr(n.template_text, "gpu.module"));
+  lf_table_nearest_clear(&n);
+  lf_status_free(s);
+  /* By id, an entry that admits the sizes: no reason. */
+  const int64_t own[2] = {8192, 1024};
+  s = lf_table_nearest(t, key, "sm_90", own, 2,
+                       "9999000000000000/9999000000000000-far.json", &n);
+  LF_EXPECT(!s && n.reason[0] == '\0' && strcmp(n.source, "far") == 0);
+  lf_table_nearest_clear(&n);
+  lf_status_free(s);
+  /* Another arch, or every entry admitting the sizes: none. */
+  s = lf_table_nearest(t, key, "sm_80", sizes, 2, NULL, &n);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND && !n.template_text);
+  lf_status_free(s);
+  lf_table_close(t);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(root, sizeof(root), "%s/lf-table-test-XXXXXX",
@@ -233,6 +279,7 @@ int main(void) {
   LF_RUN(instantiates_and_refuses_with_reasons);
   LF_RUN(most_specific_entry_first);
   LF_RUN(missing_folder_is_an_empty_table);
+  LF_RUN(nearest_refusing_entry_for_an_adapt_request);
   LF_RUN(ten_thousand_entries);
   int rc = lf_test_finish();
   nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
