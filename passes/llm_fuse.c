@@ -660,6 +660,20 @@ static void release_cb(void *artifact, void *user) {
   lf_build_result_destroy(artifact);
 }
 
+/* Which reference judged a verdict's values, for the progress line: ""
+ * for the upstream one, else ", values judged against the opmath-f32
+ * reference" (a subgraph that accumulates in 16 bits). */
+static const char *judged_by(const char *verdict_json) {
+  cJSON *v = verdict_json ? cJSON_Parse(verdict_json) : NULL;
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(v, "reference");
+  bool opmath = cJSON_IsString(r) &&
+                strcmp(r->valuestring, LF_REFERENCE_OPMATH_KIND) == 0;
+  cJSON_Delete(v);
+  return opmath ? ", values judged against the " LF_REFERENCE_OPMATH_KIND
+                  " reference"
+                : "";
+}
+
 /* The acquire loop's evaluate callback: verification and timing on the
  * GPU (verify_build), with progress lines. */
 static lf_status_t eval_cb(const lf_acquire_task_t *task, void *artifact,
@@ -676,14 +690,15 @@ static lf_status_t eval_cb(const lf_acquire_task_t *task, void *artifact,
   sg->ms_verify += ms;
   if (out->accepted)
     LF_LOG_INFO("[%zu/%zu] %s: verified in %.0f ms: %.4g ms, %.2fx the "
-                "fallback, %.0f%% of the roofline",
+                "fallback, %.0f%% of the roofline%s",
                 i + 1, ctx->run->num_subs, sg->name, ms, out->time_ms,
                 out->time_ms > 0 ? out->fallback_ms / out->time_ms : 0,
-                100 * lf_acquire_eval_fraction(out));
+                100 * lf_acquire_eval_fraction(out),
+                judged_by(out->verdict_json));
   else
-    LF_LOG_INFO("[%zu/%zu] %s: %s in %.0f ms (%s)", i + 1, ctx->run->num_subs,
+    LF_LOG_INFO("[%zu/%zu] %s: %s in %.0f ms (%s%s)", i + 1, ctx->run->num_subs,
                 sg->name, out->unjudged ? "not judged" : "rejected", ms,
-                out->reason ? out->reason : "?");
+                out->reason ? out->reason : "?", judged_by(out->verdict_json));
   return LF_OK;
 }
 
