@@ -20,7 +20,9 @@
  * Rule 1  Roots, in block order: contractions, then softmax, then
  *         reductions each start a group.
  * Rule 2  Producers fuse into a group when they feed a member:
- *         - tensor.empty and constants always (they are free; cloned);
+ *         - tensor.empty and constants always (they are free; cloned),
+ *           except weights: float tensor constants that are dense_resource
+ *           or non-splat dense stay in the caller and become inputs;
  *         - linalg.fill, linalg.broadcast and unit-dim reshapes always
  *           (cheap; recomputed if they have users outside the group);
  *         - elementwise producers whose iteration space is the group's
@@ -621,6 +623,28 @@ static bool is_free_kind(lf_op_kind_t k) {
   return k == LF_OPK_EMPTY || k == LF_OPK_CONSTANT;
 }
 
+/* A constant that holds model data (a weight) rather than math: a float
+ * tensor given as a dense_resource blob (torch-mlir's parameters) or as
+ * dense elements that are not one splat value. Such a constant is never
+ * cloned into a group: it stays in the caller and reaches the subgraph as
+ * an input, read from memory by the kernel like any input, so its values
+ * are in neither the fingerprint nor the pattern key. Scalars, splats
+ * (a broadcast scalar: 0.5, 1/N, a zero accumulator) and integer or index
+ * tensors (shapes, shifts) stay inside (docs/pattern-key.md, "Constants"). */
+static bool is_weight_constant(MlirOperation op) {
+  MlirAttribute v =
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("value"));
+  if (mlirAttributeIsNull(v))
+    return false;
+  MlirType t = mlirAttributeGetType(v);
+  if (!mlirTypeIsARankedTensor(t) ||
+      !mlirTypeIsAFloat(mlirShapedTypeGetElementType(t)))
+    return false;
+  if (mlirAttributeIsADenseResourceElements(v))
+    return true;
+  return mlirAttributeIsADenseElements(v) && !mlirDenseElementsAttrIsSplat(v);
+}
+
 /* Ops that cost nothing at run time and do not count against the cap. */
 static bool is_uncounted_kind(lf_op_kind_t k) {
   return is_free_kind(k) || k == LF_OPK_RESHAPE;
@@ -918,8 +942,11 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
         bool sole = all_users_in(g, nx, gid);
         switch (nx->kind) {
         case LF_OPK_EMPTY:
-        case LF_OPK_CONSTANT:
           ok = true;
+          recompute = true;
+          break;
+        case LF_OPK_CONSTANT:
+          ok = !is_weight_constant(nx->op); /* a weight is an input */
           recompute = true;
           break;
         case LF_OPK_FILL:

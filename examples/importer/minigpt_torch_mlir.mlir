@@ -5,9 +5,11 @@
 //   h = x + c_proj(attn(ln_1(x)));  y = h + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(h))))
 // x: 1x128x256xf32 -> y: 1x128x256xf32.
 // What makes it importer-shaped (and unlike the hand-written block):
-// - weights are constants (splat here to keep the file small; torch-mlir
-//   emits dense_resource blobs), in nn.Linear's [out, in] layout, each
-//   transposed by a linalg.transpose in front of its matmul;
+// - weights are constants, dense_resource as torch-mlir's fx importer names
+//   them (torch_tensor_<shape>_torch.float32[_n]), in nn.Linear's [out, in]
+//   layout, each transposed by a linalg.transpose in front of its matmul;
+//   the blobs are left out to keep the file small (the file parses and
+//   partitions without them; lowering the whole model would need them);
 // - scalars are hoisted to the top by canonicalize and captured by the
 //   generic bodies; one linalg.generic per aten op; broadcasts are indexing
 //   maps with constant 0 for size-1 dimensions ((d0, d1, 0), (0, 0, d2, d3));
@@ -48,18 +50,18 @@ module attributes {torch.debug_module_name = "Block"} {
     %cst_5 = arith.constant 2.560000e+02 : f32
     %cst_6 = arith.constant 9.99999974E-6 : f32
     %cst_7 = arith.constant 1.250000e-01 : f32
-    %cst_8 = arith.constant dense<1.000000e+00> : tensor<256xf32>
-    %cst_9 = arith.constant dense<0.000000e+00> : tensor<256xf32>
-    %cst_10 = arith.constant dense<0.00999999977> : tensor<768x256xf32>
-    %cst_11 = arith.constant dense<2.000000e-02> : tensor<768xf32>
-    %cst_12 = arith.constant dense<3.000000e-02> : tensor<256x256xf32>
-    %cst_13 = arith.constant dense<4.000000e-02> : tensor<256xf32>
-    %cst_14 = arith.constant dense<1.500000e+00> : tensor<256xf32>
-    %cst_15 = arith.constant dense<5.000000e-01> : tensor<256xf32>
-    %cst_16 = arith.constant dense<5.000000e-02> : tensor<1024x256xf32>
-    %cst_17 = arith.constant dense<6.000000e-02> : tensor<1024xf32>
-    %cst_18 = arith.constant dense<7.000000e-02> : tensor<256x1024xf32>
-    %cst_19 = arith.constant dense<8.000000e-02> : tensor<256xf32>
+    %cst_8 = arith.constant dense_resource<torch_tensor_256_torch.float32> : tensor<256xf32>
+    %cst_9 = arith.constant dense_resource<torch_tensor_256_torch.float32_1> : tensor<256xf32>
+    %cst_10 = arith.constant dense_resource<torch_tensor_768_256_torch.float32> : tensor<768x256xf32>
+    %cst_11 = arith.constant dense_resource<torch_tensor_768_torch.float32> : tensor<768xf32>
+    %cst_12 = arith.constant dense_resource<torch_tensor_256_256_torch.float32> : tensor<256x256xf32>
+    %cst_13 = arith.constant dense_resource<torch_tensor_256_torch.float32_2> : tensor<256xf32>
+    %cst_14 = arith.constant dense_resource<torch_tensor_256_torch.float32_3> : tensor<256xf32>
+    %cst_15 = arith.constant dense_resource<torch_tensor_256_torch.float32_4> : tensor<256xf32>
+    %cst_16 = arith.constant dense_resource<torch_tensor_1024_256_torch.float32> : tensor<1024x256xf32>
+    %cst_17 = arith.constant dense_resource<torch_tensor_1024_torch.float32> : tensor<1024xf32>
+    %cst_18 = arith.constant dense_resource<torch_tensor_256_1024_torch.float32> : tensor<256x1024xf32>
+    %cst_19 = arith.constant dense_resource<torch_tensor_256_torch.float32_5> : tensor<256xf32>
     // ---- ln_1: native_layer_norm decomposed; reductions keepdim: [1, 128, 1] ----
     %0 = tensor.empty() : tensor<1x128x1xf32>
     %1 = linalg.fill ins(%cst_3 : f32) outs(%0 : tensor<1x128x1xf32>) -> tensor<1x128x1xf32>

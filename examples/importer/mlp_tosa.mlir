@@ -9,16 +9,18 @@
 // shift operand (0 for floats).
 //   y = x + (gelu_tanh(x W1 + b1) W2 + b2)
 // x: 1x128x256xf32 (batch 1, sequence 128, hidden 256), W1: 256x1024,
-// W2: 1024x256 -> y: 1x128x256xf32. Splat weights keep the file small.
+// W2: 1024x256 -> y: 1x128x256xf32. The weights and biases are
+// dense_resource constants as an exporter writes them, their blobs left out
+// to keep the file small; the scalars are splats.
 // llm-fuse-outline converts TOSA to linalg itself (tosa-to-linalg-named,
 // tosa-to-linalg, tosa-to-arith, tosa-to-tensor) before partitioning; the
-// splat constants' reshapes fold away in that conversion.
+// weights' reshapes to rank 3 become unit-dim tensor.expand_shape ops.
 module {
 func.func @main(%x: tensor<1x128x256xf32>) -> tensor<1x128x256xf32> {
-  %w1 = "tosa.const"() {values = dense<0.01> : tensor<256x1024xf32>} : () -> tensor<256x1024xf32>
-  %b1 = "tosa.const"() {values = dense<0.02> : tensor<1x1024xf32>} : () -> tensor<1x1024xf32>
-  %w2 = "tosa.const"() {values = dense<0.03> : tensor<1024x256xf32>} : () -> tensor<1024x256xf32>
-  %b2 = "tosa.const"() {values = dense<0.04> : tensor<1x256xf32>} : () -> tensor<1x256xf32>
+  %w1 = "tosa.const"() {values = dense_resource<fc_weight> : tensor<256x1024xf32>} : () -> tensor<256x1024xf32>
+  %b1 = "tosa.const"() {values = dense_resource<fc_bias> : tensor<1x1024xf32>} : () -> tensor<1x1024xf32>
+  %w2 = "tosa.const"() {values = dense_resource<proj_weight> : tensor<1024x256xf32>} : () -> tensor<1024x256xf32>
+  %b2 = "tosa.const"() {values = dense_resource<proj_bias> : tensor<1x256xf32>} : () -> tensor<1x256xf32>
   %shift = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
   %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
   %three = "tosa.const"() {values = dense<3.0> : tensor<1x1xf32>} : () -> tensor<1x1xf32>

@@ -366,7 +366,13 @@ def operands(em, cfg, ins, outs, names):
     res = Operand(em, names[cfg["res"]], *ins[cfg["res"]]) if cfg.get("res") is not None else None
     # (symbolic mode: the signature's dimensions are the placeholders {{S0}}...)
     M, N, K = ["{{%s}}" % x if is_sym(x) else x for x in (cfg["M"], cfg["N"], cfg["K"])]
-    assert A.shape == [M, K] and C.shape == [M, N] and all(b.shape == [K, N] for b in Bs)
+    if bias is not None and len(bias.shape) == 2 and bias.shape[0] == 1:
+        # a bias of shape [1, N] (TOSA's broadcasting add): indexed [0, n]
+        bias.prefix, bias.shape = [em.idx(0)], bias.shape[1:]
+    # cfg["b_nk"]: B stored N x K (nn.Linear's [out, in] weight, transposed
+    # by a linalg.transpose inside the subgraph): f32_simt only
+    b_shape = [N, K] if cfg.get("b_nk") else [K, N]
+    assert A.shape == [M, K] and C.shape == [M, N] and all(b.shape == b_shape for b in Bs)
     assert (bias is None or bias.shape == [N]) and (res is None or res.shape == [M, N])
     return A, Bs, C, bias, res
 
@@ -1243,7 +1249,10 @@ def gen_f32_simt(cfg):
         gm, gn = M // BM, N // BN
         grid = gm * gn
     a_floats = KS * 2 * BK * LDA
-    pipe_bytes = (a_floats + KS * 2 * BK * BN) * 4
+    # B stored N x K (cfg["b_nk"]): staged transposed like A, so padded too
+    bnk = bool(cfg.get("b_nk"))
+    LDB = BN + PAD if bnk else BN
+    pipe_bytes = (a_floats + KS * 2 * BK * LDB) * 4
     red_bytes = KS * BM * BN * 4 if KS > 1 else 0
     smem = max(pipe_bytes, red_bytes)
 
@@ -1252,7 +1261,7 @@ def gen_f32_simt(cfg):
     B = Bs[0]
     helper = EpilogueHelper(cfg, 4, 1, bias.dt if bias else None, res.dt if res else None, C.dt)
     sa_ty = memref_ty([KS, 2, BK, LDA], "f32", WG)
-    sb_ty = memref_ty([KS, 2, BK, BN], "f32", WG)
+    sb_ty = memref_ty([KS, 2, BK, LDB], "f32", WG)
     v4 = "vector<4xf32>"
     v8 = "vector<8xf32>"
     q_ty = "vector<8x8xf32>"
@@ -1317,7 +1326,19 @@ def gen_f32_simt(cfg):
         k_n = em.v(sval(em, K))
         zero4 = em.const("dense<0.000000e+00>", v4, "zero4")
     b_ld = []
-    for i in range(BK * BN // 4 // T):
+    if bnk:
+        # B^T rows (n) read as A's rows: float4 along k, rows past N-1 (masked
+        # N) read as row N-1 and never stored
+        if nk:
+            n_last = sval(em, "%s - 1" % N if is_sym(N) else N - 1)
+        for i in range(BN * BK // 4 // T):
+            q = em.add(lt, i * T)
+            r = em.div(q, BK // 4)
+            gn_ = em.add(n0, r)
+            if nk:
+                gn_ = em.minu(gn_, n_last)
+            b_ld.append((gn_, em.mul(em.rem(q, BK // 4), 4), r))
+    for i in range(0 if bnk else BK * BN // 4 // T):
         q = em.add(lt, i * T)
         kr = em.div(q, BN // 4)
         c = em.mul(em.rem(q, BN // 4), 4)
@@ -1340,7 +1361,10 @@ def gen_f32_simt(cfg):
     def gload(kt):
         k0 = em.mul(em.add(kt0, kt), BK)
         av = [kload(A, em.add(k0, kc), k_last4 if nk else None, gr, True, "ga") for (gr, kc, r) in a_ld]
-        bv = [kload(B, em.add(k0, kr), k_last if nk else None, gc, False, "gb") for (kr, gc, c) in b_ld]
+        if bnk:
+            bv = [kload(B, em.add(k0, kc), k_last4 if nk else None, gn_, True, "gb") for (gn_, kc, r) in b_ld]
+        else:
+            bv = [kload(B, em.add(k0, kr), k_last if nk else None, gc, False, "gb") for (kr, gc, c) in b_ld]
         return av, bv
 
     def sstore(buf, av, bv):
@@ -1350,6 +1374,12 @@ def gen_f32_simt(cfg):
                 em.emit("memref.store %s, %s[%s, %s, %s, %s] : %s" % (
                     x, sA, em.v(ks), em.v(buf), em.v(em.add(kc, e)), em.v(r), sa_ty))
         for (kr, gc, c), v in zip(b_ld, bv):
+            if bnk:   # transpose: B^T[n][k..k+3] -> B[k+e][n] (kr: n's row, gc: k, c: n in the tile)
+                for e in range(4):
+                    x = em.op("vector.extract %s[%d] : f32 from %s" % (v, e, v4), "x")
+                    em.emit("memref.store %s, %s[%s, %s, %s, %s] : %s" % (
+                        x, sB, em.v(ks), em.v(buf), em.v(em.add(gc, e)), em.v(c), sb_ty))
+                continue
             em.emit("vector.store %s, %s[%s, %s, %s, %s] : %s, %s" % (
                 v, sB, em.v(ks), em.v(buf), em.v(kr), em.v(c), sb_ty, v4))
 
@@ -1687,6 +1717,7 @@ def all_configs():
 
 def generate(cfg):
     pct = lambda lst: [a.replace("%%", "%") for a in lst]
+    assert not cfg.get("b_nk") or cfg["kind"] == "f32_simt", "b_nk: f32_simt only"
     if cfg["kind"] == "bf16_mma":
         cfg.setdefault("assumptions", pct(BF16_ASSUME))
         return gen_bf16_mma(cfg)

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""importer_any.py - the table's templates for importer-shaped models: the
+subgraphs that torch-mlir's linalg-on-tensors output and TOSA legalizations
+partition into (examples/importer/, examples/README.md "Importer-style
+models"), every size free.
+
+kernels/table/build.py imports this module (SPEC_MODULES) and writes one entry
+per family that `templates()` yields. The example of each entry is the shipped
+importer model itself, so the entries' pattern keys are those of its
+subgraphs; its sizes (sequence 128, hidden 256, QKV 768, MLP 1024, 4 heads)
+are distinct where they are free together, so each maps back to its role by
+value. Weights are dense_resource constants: the outliner makes them inputs
+(docs/pattern-key.md, "Constants"), and the kernels read them from memory.
+
+  ln         the decomposed LayerNorm, [1, R, N] (ln_1 and ln_2: two keys,
+             the cloned tensor.empty sits at another place in each)
+  softmax    the attention softmax, rank 4 [1, H, T, T] over the last
+             dimension (rows = H * T, row length T)
+  qkv        x W^T + b                                 (W [N, K]: nn.Linear)
+  attn_proj  o W^T + b + x                             (W [N, N])
+  fc         gelu_tanh(x W^T + b), viewed as [M, N]
+  proj       g W^T + b + h
+  tosa_fc    gelu_tanh(x W + b), TOSA (W [K, N], b [1, N])
+  tosa_proj  g W + b + x, TOSA
+
+The row kernels are rows_any.py's (LayerNorm two-pass, softmax online), with
+the memref ranks of these subgraphs ([1, R, N]; [1, H, T, T] indexed by row
+= h * T + t). The GEMMs are gen_gemm.py's f32 SIMT kernel in its symbolic
+mode (what gemm_any.py uses), with the MiniGPT block's tilings: M masked,
+N and K free under requirements, with the small-M tilings and a masked-N/K
+form like gemm_any.py's; the nn.Linear weight is read as stored, N x K
+(gen_gemm.py's b_nk: B staged transposed into shared memory like A).
+f32 only: the LayerNorm and softmax sum along the row, so their 16-bit
+rewrites accumulate in 16 bits (rows_any.py's SUM16); the 16-bit GEMMs need
+an N x K form of the tensor-core kernels, not written yet.
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
+import gen_gemm  # noqa: E402
+import gemm_any  # noqa: E402
+import rows_any  # noqa: E402
+
+ARCHS = ["sm_80", "sm_90", "sm_90a"]
+GPT = "examples/importer/minigpt_torch_mlir.mlir"
+TOSA = "examples/importer/mlp_tosa.mlir"
+
+
+def _read(src):
+    return open(os.path.join(ROOT, src)).read()
+
+
+def _sig(g):
+    return "(%s) -> (%s)" % (", ".join(i["type"] for i in g["inputs"]),
+                             ", ".join(o["type"] for o in g["outputs"]))
+
+
+def _pick(klass, sig, nth=0):
+    """the nth group of class klass whose signature is sig"""
+    def pick(groups):
+        hit = [g for g in groups if g.get("class") == klass and _sig(g) == sig]
+        return hit[nth] if len(hit) > nth else None
+    return pick
+
+
+# ---- rows ------------------------------------------------------------------
+
+class RowKernel(rows_any.Kernel):
+    """rows_any.py's kernel over memrefs of a higher rank: lead is the list
+    of index tokens before the row's (constants: "1"), split how the row
+    index becomes them. x/y: [1, R, N] (split None) or [1, H, T, T] (split
+    "ht": row = h * T + t)."""
+
+    def __init__(self, fam, dtype, inputs, outputs, split=None):
+        super().__init__(fam, dtype, inputs, outputs)
+        self.split = split
+
+    def mem(self, role):
+        if role in ("x", "r", "y", "h"):
+            if self.split == "ht":
+                return "memref<1x{{H}}x{{T}}x{{T}}x%s>" % self.t
+            return "memref<1x{{R}}x{{N}}x%s>" % self.t
+        return super().mem(role)
+
+    def prologue(self):
+        super().prologue()
+        e = self.e
+        c0 = e.const(0, "index")
+        if self.split == "ht":
+            ct = e.const("{{T}}", "index")
+            h = e.op("arith.divui %s, %s : index" % (self.row, ct), "h")
+            t = e.op("arith.remui %s, %s : index" % (self.row, ct), "t")
+            self.idx = "%s, %s, %s" % (c0, h, t)
+        else:
+            self.idx = "%s, %s" % (c0, self.row)
+
+    def load(self, role, col):
+        if role not in ("x", "r", "y", "h"):
+            return super().load(role, col)
+        raw = self.e.op("vector.load %%%s[%s, %s] : %s, %s" % (
+            role, self.idx, col, self.mem(role), self.VT), role + "v")
+        return self.to_f32(raw)
+
+    def store(self, role, col, vf):
+        v = self.from_f32(vf)
+        self.e.emit("vector.store %s, %%%s[%s, %s] : %s, %s" % (
+            v, role, self.idx, col, self.mem(role), self.VT))
+
+
+def _render_rows(name, fam, ins, outs, split, roles):
+    """roles: token -> the example's size (R, N or H, T), mapped to the
+    group's symbols by value"""
+    def render(g):
+        ps = g["pattern_sizes"]
+        sym = {v: k for k, v in sorted(ps.items(), reverse=True)}
+        tok = {t: sym[v] for t, v in roles.items()}
+        if split == "ht":
+            tok["R"] = "%s * %s" % (tok["H"], tok["T"])
+            tok["N"] = tok["T"]
+        k = RowKernel(fam, "f32", ins, outs, split)
+        free = sorted(ps, key=lambda s: int(s[1:]))
+        header = [
+            "Pattern-table template: kernels/table/importer_any.py %s f32 (rows_any.py's %s "
+            "kernel): any sizes." % (name, fam["kind"]),
+            "%s; TPR threads per row, V elements per load." % ", ".join(
+                "%s = %s" % (t, tok[t]) for t in ("R", "N", "H", "T") if t in tok),
+        ] + ["llm-fuse.template-size %s" % s for s in free]
+        header += rows_any.tune_lines("f32")
+        text = k.text("%s_f32" % name, header)
+
+        def fix(s):
+            for t in ("R", "N", "H", "T"):
+                if t in tok:
+                    s = re.sub(r"\b%s\b" % t, "(%s)" % tok[t] if " " in tok[t] else tok[t], s)
+            return s
+        text = re.sub(r"\{\{[^}]*\}\}", lambda m: fix(m.group(0)), text)
+        text = "\n".join(fix(l) if "tune-require" in l else l for l in text.split("\n"))
+        return text, [None] * len(ps)
+    return render
+
+
+# ---- GEMMs -----------------------------------------------------------------
+
+# name: (example, signature with role tokens M, N, K, the example's sizes,
+#        a, b, bias, res, epilogue, base subgraph of gen_gemm.py (tiling),
+#        b_nk, product)
+GEMMS = {
+    "qkv": (GPT, "(tensor<NxKxf32>, tensor<1xMxKxf32>, tensor<Nxf32>) -> tensor<1xMxNxf32>",
+            dict(M=128, N=768, K=256), 1, [0], 2, None, "bias", "sg_775f56ec869d4b28", True,
+            "A[M,K] @ W[N,K]^T (nn.Linear, f32 FMA)"),
+    "attn_proj": (GPT, "(tensor<NxNxf32>, tensor<MxNxf32>, tensor<Nxf32>, tensor<1xMxNxf32>) "
+                  "-> tensor<1xMxNxf32>",
+                  dict(M=128, N=256, K=256), 1, [0], 2, 3, "bias_residual", "sg_1c6bf422e56f7cc7",
+                  True, "A[M,N] @ W[N,N]^T (nn.Linear, f32 FMA)"),
+    "fc": (GPT, "(tensor<NxKxf32>, tensor<1xMxKxf32>, tensor<Nxf32>) -> tensor<MxNxf32>",
+           dict(M=128, N=1024, K=256), 1, [0], 2, None, "bias_gelu_tanh", "sg_208fdd59011a4518",
+           True, "A[M,K] @ W[N,K]^T (nn.Linear, f32 FMA)"),
+    "proj": (GPT, "(tensor<NxKxf32>, tensor<MxKxf32>, tensor<Nxf32>, tensor<1xMxNxf32>) "
+             "-> tensor<1xMxNxf32>",
+             dict(M=128, N=256, K=1024), 1, [0], 2, 3, "bias_residual", "sg_36d4248ce34e0c94",
+             True, "A[M,K] @ W[N,K]^T (nn.Linear, f32 FMA)"),
+    "tosa_fc": (TOSA, "(tensor<KxNxf32>, tensor<1xMxKxf32>, tensor<1xNxf32>) -> tensor<1xMxNxf32>",
+                dict(M=128, N=1024, K=256), 1, [0], 2, None, "bias_gelu_tanh",
+                "sg_208fdd59011a4518", False, "A[M,K] @ W[K,N] (TOSA batch_matmul of batch 1, f32 FMA)"),
+    "tosa_proj": (TOSA, "(tensor<KxNxf32>, tensor<1xMxKxf32>, tensor<1xNxf32>, tensor<1xMxNxf32>) "
+                  "-> tensor<1xMxNxf32>",
+                  dict(M=128, N=256, K=1024), 1, [0], 2, 3, "bias_residual",
+                  "sg_36d4248ce34e0c94", False, "A[M,K] @ W[K,N] (TOSA batch_matmul of batch 1, f32 FMA)"),
+}
+
+
+def _sub_roles(sig, vals):
+    """the signature with role tokens replaced by vals (role -> text)"""
+    return re.sub(r"(?<=[<x])([MNK])(?=x)", lambda m: str(vals[m.group(1)]), sig)
+
+
+def _gemm_cfg(name, sym):
+    src, sig, ex, a, b, bias, res, ep, base, bnk, product = GEMMS[name]
+    cfg = dict(next(c for c in gen_gemm.SUBGRAPHS if c["sg"] == base))
+    cfg.update(sg="ia_%s_f32" % name, example=src, a=a, b=b, bias=bias, res=res, epilogue=ep,
+               M=sym["M"], N=sym["N"], K=sym["K"],
+               signature=_sub_roles(sig, {r: "{{%s}}" % s for r, s in sym.items()}),
+               product=re.sub(r"\b([MNK])\b", lambda m: sym[m.group(1)], product))
+    cfg.pop("fingerprint", None)
+    cfg.pop("math_notes", None)
+    if bnk:
+        cfg["b_nk"] = True
+    return cfg
+
+
+def _render_gemm(name, nk=False):
+    src, sig, ex = GEMMS[name][:3]
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        sym = {r: by_value[v] for r, v in ex.items()}
+        c = _gemm_cfg(name, sym)
+        small = gemm_any.SMALL_M["f32_simt"]
+        if nk:
+            c["mask_nk"] = gemm_any.NK_ALIGN["f32_simt"]
+        alts = gemm_any._alternatives(
+            c, small, sym["M"], gemm_any._old_refuses(c, sym["N"], sym["K"]) if nk else None)
+        _, text, _ = gen_gemm.generate_alternatives(alts)
+        lines = text[text.index("gpu.module"):].split("\n")
+        free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K"))
+        what = ("M, N and K are masked (N and K multiples of 4, used where the unmasked "
+                "entry refuses them)" if nk else "M is masked (any M)")
+        head = [lines[0],
+                "  // Pattern-table template: kernels/table/importer_any.py %s f32 (gen_gemm.py "
+                "f32_simt, %s tiling%s)." % (name, GEMMS[name][8],
+                                             ", B read as stored N x K" if GEMMS[name][9] else ""),
+                "  // %s; %s, N and K as the requirements say." % (roles, what)] + \
+               ["  // llm-fuse.template-size %s" % k for k in free]
+        return "\n".join(head + lines[1:]), [None] * len(ps)
+    return render
+
+
+def _gemm_pick(name):
+    src, sig, ex = GEMMS[name][:3]
+    want = _sub_roles(sig, ex)
+    ins, out = want.split(" -> ")
+    return _pick("contraction", "%s -> (%s)" % (ins, out))
+
+
+def templates():
+    out = []
+    gpt = _read(GPT)
+    # ln_1 and ln_2: the same ops and types, two pattern keys (the nth match)
+    ln = dict(kind="layernorm", eps="1.0e-05")
+    ln_sig = "(tensor<1x128x256xf32>, tensor<256xf32>, tensor<256xf32>) -> (tensor<1x128x256xf32>)"
+    for i, which in enumerate(("ln_1", "ln_2")):
+        out.append(dict(
+            name="importer-any-%s-f32" % which.replace("_", ""),
+            example=gpt, pick=_pick("reduction", ln_sig, i),
+            render=_render_rows(which, ln, ["x", "g", "b"], ["y"], None, dict(R=128, N=256)),
+            archs=ARCHS,
+            source="kernels/table/importer_any.py %s f32 (rows_any.py layernorm kernel; from %s "
+                   "at 1 x 128 x 256)" % (which, GPT)))
+    sm_sig = "(tensor<1x4x128x128xf32>) -> (tensor<1x4x128x128xf32>)"
+    out.append(dict(
+        name="importer-any-softmax4-f32",
+        example=gpt, pick=_pick("reduction", sm_sig),
+        render=_render_rows("softmax4", dict(kind="softmax"), ["x"], ["y"], "ht", dict(H=4, T=128)),
+        archs=ARCHS,
+        source="kernels/table/importer_any.py softmax4 f32 (rows_any.py softmax kernel; from %s "
+               "at 1 x 4 x 128 x 128)" % GPT))
+    for name in GEMMS:
+        src = GEMMS[name][0]
+        for nk in (False, True):
+            out.append(dict(
+                name="importer-any-%s-f32-%s" % (name.replace("_", ""), "simt_nk" if nk else "simt"),
+                example=_read(src), pick=_gemm_pick(name), render=_render_gemm(name, nk),
+                archs=ARCHS,
+                source="kernels/table/importer_any.py %s f32 %s (gen_gemm.py %s f32_simt, masked M%s, "
+                       "with %d small-M tiling(s); from %s at M = 128)" % (
+                           name, "simt_nk" if nk else "simt", GEMMS[name][8],
+                           ", N and K" if nk else "", len(gemm_any.SMALL_M["f32_simt"]), src)))
+    return out
