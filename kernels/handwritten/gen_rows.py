@@ -26,6 +26,7 @@ Python 3 standard library only.
 import argparse
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -552,18 +553,56 @@ def gen_attention(p):
     K tile 64x64 with rows padded to 68 floats (the column-strided reads hit
     distinct banks), V tile 64x64; the P tile (32x64) reuses the K buffer
     once the scores are computed.
+
+    Template mode (p["sym"] true; kernels/table/attn_any.py): S and H are
+    placeholder expressions (text such as "S0", or "1"), D any multiple of
+    32.  Query rows past S read row S - 1 and store nothing; key rows past
+    S read row S - 1 and are masked (a key past S is later than every
+    valid query); the grid is a ceiling division.  Thread tx owns the
+    output columns tx*4 + 64c (vector<4xf32>, c < D / 64) and, when 64
+    does not divide D, D - 32 + tx*2 (vector<2xf32>).  p["scale"] is the
+    IR's scale literal, p["rank2"] drops the head index (H = 1: the
+    subgraph's buffers are S x D), p["prefetch"] keeps the register
+    prefetch of the next K/V tile (default: D <= 64), and a shared-memory
+    need over 48 KiB becomes dynamic shared memory (the emitter's
+    `extra_attrs` then declares it).
     """
-    S, H, D, BM, BN, PAD = p["S"], p["H"], p["D"], 32, 64, 68
+    sym = bool(p.get("sym"))
+    S, H, D, BM, BN, PAD = p["S"], p["H"], p["D"], 32, 64, p["D"] + 4
     U = p.get("U", 4)  # dot-product steps (of 4) per loop iteration
-    assert D == 64 and S % BN == 0 and (D // 4) % U == 0
-    NQT = S // BM
+    if sym:
+        assert D % 32 == 0 and D % (4 * U) == 0, D
+    else:
+        assert D == 64 and S % BN == 0 and (D // 4) % U == 0
+    prefetch = p.get("prefetch", D <= 64)
+    rank2 = sym and p.get("rank2", False)
+    # Each thread's output columns: (offset, width) chunks, tx*width + offset.
+    chunks = [(64 * c, 4) for c in range(D // 64)] + ([(D - 32, 2)] if D % 64 else [])
+    nch = len(chunks)
+    NQT = S // BM if not sym else None
     e = Emitter(("q", "k", "v", "out"))
-    mem = "memref<%dx%dx%dxf32>" % (S, H, D)
+    e.extra_attrs = ""
+    if not sym:
+        mem = "memref<%dx%dx%dxf32>" % (S, H, D)
+    elif rank2:
+        mem = "memref<{{%s}}x%dxf32>" % (S, D)
+    else:
+        mem = "memref<{{%s}}x{{%s}}x%dxf32>" % (S, H, D)
+
+    def gidx(row, col):
+        return "%s, %s" % (row, col) if rank2 else "%s, %s, %s" % (row, h, col)
+
+    def symc(expr):
+        return e.const("{{%s}}" % expr, "index", "c_" + re.sub(r"[^A-Za-z0-9]+", "_", expr)
+                       .strip("_"))
     v4 = "vector<4xf32>"
-    qsT = "memref<%dx%dxf32, %s>" % (BM, PAD, SMEM)
-    kpT = "memref<%dx%dxf32, %s>" % (BN, PAD, SMEM)
-    vsT = "memref<%dx%dxf32, %s>" % (BN, D, SMEM)
-    globals_ = [
+    vw = {4: v4, 2: "vector<2xf32>"}
+    dyn = sym and 4 * (BM * PAD + BN * PAD + BN * D) > 48 * 1024
+    space = SMEM
+    qsT = "memref<%dx%dxf32, %s>" % (BM, PAD, space)
+    kpT = "memref<%dx%dxf32, %s>" % (BN, PAD, space)
+    vsT = "memref<%dx%dxf32, %s>" % (BN, D, space)
+    globals_ = [] if dyn else [
         "memref.global \"private\" @qs : %s = uninitialized {alignment = 16}" % qsT,
         "memref.global \"private\" @kp : %s = uninitialized {alignment = 16}" % kpT,
         "memref.global \"private\" @vs : %s = uninitialized {alignment = 16}" % vsT,
@@ -571,11 +610,17 @@ def gen_attention(p):
     c = e.idx
     tid = e.op("gpu.thread_id x", "tid")
     bid = e.op("gpu.block_id x", "bid")
-    e.comment("heaviest query tiles first: block b -> head b %% %d, query tile %d - b / %d"
-              % (H, NQT - 1, H))
-    h = e.op("arith.remui %s, %s : index" % (bid, c(H)), "head")
-    bq = e.op("arith.divui %s, %s : index" % (bid, c(H)), "bq")
-    qt = e.op("arith.subi %s, %s : index" % (c(NQT - 1), bq), "qt")
+    if sym:
+        e.comment("heaviest query tiles first: block b -> head b %% H, query tile "
+                  "ceil(S / %d) - 1 - b / H" % BM)
+        cH, cLast = symc(H), symc("(%s + %d) / %d - 1" % (S, BM - 1, BM))
+    else:
+        e.comment("heaviest query tiles first: block b -> head b %% %d, query tile %d - b / %d"
+                  % (H, NQT - 1, H))
+        cH, cLast = c(H), c(NQT - 1)
+    h = e.op("arith.remui %s, %s : index" % (bid, cH), "head")
+    bq = e.op("arith.divui %s, %s : index" % (bid, cH), "bq")
+    qt = e.op("arith.subi %s, %s : index" % (cLast, bq), "qt")
     q0 = e.op("arith.muli %s, %s : index" % (qt, c(BM)), "q0")
     e.comment("key tiles 0 .. nkt-1 cover keys 0 .. q0+%d; later tiles are fully masked"
               % (BM - 1))
@@ -584,15 +629,43 @@ def gen_attention(p):
     ty = e.op("arith.divui %s, %s : index" % (tid, c(16)), "ty")
     tx = e.op("arith.remui %s, %s : index" % (tid, c(16)), "tx")
     txc = e.op("arith.muli %s, %s : index" % (tx, c(4)), "txcol")
-    qs = e.op("memref.get_global @qs : %s" % qsT, "qs")
-    kp = e.op("memref.get_global @kp : %s" % kpT, "kp")
-    vs = e.op("memref.get_global @vs : %s" % vsT, "vs")
-    e.comment("Q tile -> qs: thread loads rows ty + 8n, dims tx*4 .. +3")
+    cols = []
+    for off, w in chunks:
+        base = txc if w == 4 else e.op("arith.muli %s, %s : index" % (tx, c(2)), "txcol2")
+        cols.append(e.addc(base, off, "txcol"))
+    if dyn:
+        sizes = [4 * BM * PAD, 4 * BN * PAD, 4 * BN * D]
+        e.extra_attrs = ", llm_fuse.dynamic_shared_memory = %d : i32" % sum(sizes)
+        wg = "#gpu.address_space<workgroup>"
+        dsm = e.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % wg, "dsm")
+        # Views in the integer space 3, as the static tiles: vector ops on
+        # #gpu.address_space<workgroup> memrefs leave spurious diagnostics.
+        dsm = e.op("memref.memory_space_cast %s : memref<?xi8, %s> to memref<?xi8, %s>"
+                   % (dsm, wg, space), "dsm3")
+        views = []
+        for i, (ty_, nm) in enumerate(((qsT, "qs"), (kpT, "kp"), (vsT, "vs"))):
+            views.append(e.op("memref.view %s[%s][] : memref<?xi8, %s> to %s"
+                              % (dsm, c(sum(sizes[:i])), space, ty_), nm))
+        qs, kp, vs = views
+    else:
+        qs = e.op("memref.get_global @qs : %s" % qsT, "qs")
+        kp = e.op("memref.get_global @kp : %s" % kpT, "kp")
+        vs = e.op("memref.get_global @vs : %s" % vsT, "vs")
+    if sym:
+        cS1 = symc("%s - 1" % S)
+
+    def clamp(gr, hint):
+        return e.op("arith.minui %s, %s : index" % (gr, cS1), hint) if sym else gr
+    if sym:
+        e.comment("Q tile -> qs: thread loads rows ty + 8n (rows past S read row S - 1)")
+    else:
+        e.comment("Q tile -> qs: thread loads rows ty + 8n, dims tx*4 .. +3")
     for n in range(BM // 8):
         r = e.addc(ty, 8 * n, "qr")
-        gr = e.op("arith.addi %s, %s : index" % (q0, r), "qg")
-        v = e.op("vector.load %%q[%s, %s, %s] : %s, %s" % (gr, h, txc, mem, v4), "qv")
-        e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, txc, qsT, v4))
+        gr = clamp(e.op("arith.addi %s, %s : index" % (q0, r), "qg"), "qg")
+        for (off, w), col in zip(chunks, cols):
+            v = e.op("vector.load %%q[%s] : %s, %s" % (gidx(gr, col), mem, vw[w]), "qv")
+            e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, col, qsT, vw[w]))
 
     def load_kv_tile(kt):
         base = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "kbase") if kt else None
@@ -600,14 +673,37 @@ def gen_attention(p):
         for n in range(BN // 8):
             rr = e.addc(ty, 8 * n, "kr")
             gr = e.op("arith.addi %s, %s : index" % (base, rr), "kg") if base else rr
-            kv.append(e.op("vector.load %%k[%s, %s, %s] : %s, %s" % (gr, h, txc, mem, v4), "kv"))
-            vv.append(e.op("vector.load %%v[%s, %s, %s] : %s, %s" % (gr, h, txc, mem, v4), "vv"))
+            gr = clamp(gr, "kg")
+            for (off, w), col in zip(chunks, cols):
+                kv.append(e.op("vector.load %%k[%s] : %s, %s" % (gidx(gr, col), mem, vw[w]),
+                               "kv"))
+                vv.append(e.op("vector.load %%v[%s] : %s, %s" % (gidx(gr, col), mem, vw[w]),
+                               "vv"))
         return kv + vv
 
-    e.comment("prefetch K/V tile 0 into registers (8 + 8 vector<4xf32> per thread)")
-    pre = load_kv_tile(None)
+    def store_kv_tile(vals):
+        nk = len(vals) // 2
+        for n in range(BN // 8):
+            rr = e.addc(ty, 8 * n, "sr")
+            for ci, ((off, w), col) in enumerate(zip(chunks, cols)):
+                e.line("vector.store %s, %s[%s, %s] : %s, %s"
+                       % (vals[n * nch + ci], kp, rr, col, kpT, vw[w]))
+                e.line("vector.store %s, %s[%s, %s] : %s, %s"
+                       % (vals[nk + n * nch + ci], vs, rr, col, vsT, vw[w]))
+
+    kv_types = [vw[w] for _ in range(BN // 8) for off, w in chunks] * 2
+    if prefetch:
+        e.comment("prefetch K/V tile 0 into registers (8 + 8 vector<4xf32> per thread)"
+                  if not sym else "prefetch K/V tile 0 into registers (%d + %d vectors per "
+                  "thread)" % (8 * nch, 8 * nch))
+        pre = load_kv_tile(None)
+    else:
+        pre = []
     ninf = e.const("0xFF800000", "f32", "ninf")
     zero4 = e.const("dense<0.000000e+00>", v4, "zero4")
+    zerow = {4: zero4}
+    if any(w == 2 for _, w in chunks):
+        zerow[2] = e.const("dense<0.000000e+00>", vw[2], "zero2")
     e.comment("this thread's query rows r_i = ty*4 + i and key rows tx + 16j")
     r0 = e.op("arith.muli %s, %s : index" % (ty, c(4)), "r")
     rows = [r0] + [e.op("arith.addi %s, %s : index" % (r0, c(i)), "r") for i in range(1, 4)]
@@ -618,20 +714,27 @@ def gen_attention(p):
     kofs = e.op("vector.broadcast %s : index to vector<4xindex>" % tx, "txv")
     kofs = e.op("arith.addi %s, %s : vector<4xindex>"
                 % (kofs, e.const("dense<[0, 16, 32, 48]>", "vector<4xindex>", "j16")), "kofs")
-    scale = e.const("dense<1.250000e-01>", v4, "scale")
+    scale = e.const("dense<%s>" % p.get("scale", "1.250000e-01"), v4, "scale")
     ninf4 = e.const("dense<0xFF800000>", v4, "ninf4")
 
+    no = 4 * nch
     it_names = (["m%d" % i for i in range(4)] + ["l%d" % i for i in range(4)]
-                + ["o%d" % i for i in range(4)] + ["pk%d" % n for n in range(8)]
-                + ["pv%d" % n for n in range(8)])
-    it_types = ["f32"] * 8 + [v4] * 20
-    inits = [ninf] * 4 + [e.const("0.000000e+00", "f32", "zero")] * 4 + [zero4] * 4 + pre
+                + ["o%d" % i for i in range(no)]
+                + ["pk%d" % n for n in range(len(pre) // 2)]
+                + ["pv%d" % n for n in range(len(pre) // 2)])
+    o_types = [vw[w] for i in range(4) for off, w in chunks]
+    it_types = ["f32"] * 8 + o_types + (kv_types if prefetch else [])
+    inits = ([ninf] * 4 + [e.const("0.000000e+00", "f32", "zero")] * 4
+             + [zerow[w] for i in range(4) for off, w in chunks] + pre)
     for n in it_names:
         e.used.add(n)
     res = e.name("acc")
     kt = e.name("kt")
     e.comment("loop over the key tiles: m_i running row max, l_i this thread's partial")
-    e.comment("row sum, o_i output accumulator, pk/pv the prefetched next K/V tile")
+    if prefetch:
+        e.comment("row sum, o_i output accumulator, pk/pv the prefetched next K/V tile")
+    else:
+        e.comment("row sum, o_i output accumulator")
     e.line("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
            % (res, len(it_names), kt, c(0), nkt, c(1),
               ", ".join("%%%s = %s" % (n, v) for n, v in zip(it_names, inits)),
@@ -639,20 +742,28 @@ def gen_attention(p):
     e.indent += 2
     m = ["%%m%d" % i for i in range(4)]
     l = ["%%l%d" % i for i in range(4)]
-    o = ["%%o%d" % i for i in range(4)]
-    pk = ["%%pk%d" % n for n in range(8)]
-    pv = ["%%pv%d" % n for n in range(8)]
+    o = ["%%o%d" % i for i in range(no)]
+    pk = ["%%pk%d" % n for n in range(len(pre) // 2)]
+    pv = ["%%pv%d" % n for n in range(len(pre) // 2)]
     e.comment("(1) the previous tile's reads of kp (as P) and vs are done")
     e.line("gpu.barrier")
-    for n in range(8):
-        rr = e.addc(ty, 8 * n, "sr")
-        e.line("vector.store %s, %s[%s, %s] : %s, %s" % (pk[n], kp, rr, txc, kpT, v4))
-        e.line("vector.store %s, %s[%s, %s] : %s, %s" % (pv[n], vs, rr, txc, vsT, v4))
-    e.comment("prefetch the next tile (the last one again on the last iteration)")
-    nxt = e.op("arith.addi %s, %s : index" % (kt, c(1)), "ktn")
-    last = e.op("arith.subi %s, %s : index" % (nkt, c(1)), "ktl")
-    nxt = e.op("arith.minui %s, %s : index" % (nxt, last), "ktn")
-    nxtv = load_kv_tile(nxt)
+    if prefetch:
+        if sym:
+            store_kv_tile(pk + pv)
+        else:
+            for n in range(8):
+                rr = e.addc(ty, 8 * n, "sr")
+                e.line("vector.store %s, %s[%s, %s] : %s, %s" % (pk[n], kp, rr, txc, kpT, v4))
+                e.line("vector.store %s, %s[%s, %s] : %s, %s" % (pv[n], vs, rr, txc, vsT, v4))
+        e.comment("prefetch the next tile (the last one again on the last iteration)")
+        nxt = e.op("arith.addi %s, %s : index" % (kt, c(1)), "ktn")
+        last = e.op("arith.subi %s, %s : index" % (nkt, c(1)), "ktl")
+        nxt = e.op("arith.minui %s, %s : index" % (nxt, last), "ktn")
+        nxtv = load_kv_tile(nxt)
+    else:
+        e.comment("this tile's K and V -> kp, vs (key rows past S read row S - 1)")
+        store_kv_tile(load_kv_tile(kt))
+        nxtv = []
     e.comment("(2) K and V (and Q, first time) are in shared memory")
     e.line("gpu.barrier")
     e.comment("S[r_i, tx+16j] = sum_d Q[r_i, d] K[tx+16j, d], %d dims per iteration" % (4 * U))
@@ -707,7 +818,10 @@ def gen_attention(p):
         ln = e.op("arith.addf %s, %s : f32"
                   % (e.op("arith.mulf %s, %s : f32" % (l[i], al), "ls"), psum), "lnew")
         alv = e.op("vector.broadcast %s : f32 to %s" % (al, v4), "alphav")
-        newo.append(e.op("arith.mulf %s, %s : %s" % (o[i], alv, v4), "os"))
+        for ci, (off, w) in enumerate(chunks):
+            a_ = alv if w == 4 else e.op("vector.broadcast %s : f32 to %s" % (al, vw[w]),
+                                         "alphav")
+            newo.append(e.op("arith.mulf %s, %s : %s" % (o[i * nch + ci], a_, vw[w]), "os"))
         newm.append(mn)
         newl.append(ln)
         for j in range(4):
@@ -715,34 +829,40 @@ def gen_attention(p):
             e.line("memref.store %s, %s[%s, %s] : %s" % (pj, kp, rows[i], krows[j], kpT))
     e.comment("(4) P is in kp rows 0 .. %d" % (BM - 1))
     e.line("gpu.barrier")
-    e.comment("O[r_i, tx*4 .. +3] += sum_j P[r_i, j] V[j, tx*4 .. +3], %d keys per iteration"
-              % (4 * U))
+    if sym:
+        e.comment("O[r_i, cols] += sum_j P[r_i, j] V[j, cols], %d keys per iteration" % (4 * U))
+    else:
+        e.comment("O[r_i, tx*4 .. +3] += sum_j P[r_i, j] V[j, tx*4 .. +3], %d keys per iteration"
+                  % (4 * U))
     oacc = e.name("oacc")
     jc = e.name("j")
-    oa = ["%%oa%d" % i for i in range(4)]
+    oa = ["%%oa%d" % i for i in range(no)]
     for n in oa:
         e.used.add(n[1:])
-    e.line("%s:4 = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
-           % (oacc, jc, c(0), c(BN), c(4 * U),
-              ", ".join("%s = %s" % (n, v) for n, v in zip(oa, newo)), ", ".join([v4] * 4)))
+    e.line("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
+           % (oacc, no, jc, c(0), c(BN), c(4 * U),
+              ", ".join("%s = %s" % (n, v) for n, v in zip(oa, newo)), ", ".join(o_types)))
     e.indent += 2
     acc = list(oa)
     for u2 in range(U):
         j4 = e.addc(jc, 4 * u2, "jj")
-        vrow = [e.op("vector.load %s[%s, %s] : %s, %s"
-                     % (vs, e.addc(jc, 4 * u2 + u, "jj"), txc, vsT, v4), "vrow")
-                for u in range(4)]
+        vrow = [[e.op("vector.load %s[%s, %s] : %s, %s"
+                      % (vs, e.addc(jc, 4 * u2 + u, "jj"), col, vsT, vw[w]), "vrow")
+                 for u in range(4)] for (off, w), col in zip(chunks, cols)]
         for i in range(4):
             pvv = e.op("vector.load %s[%s, %s] : %s, %s" % (kp, rows[i], j4, kpT, v4), "pi")
             for u in range(4):
                 pe_ = e.op("vector.extract %s[%d] : f32 from %s" % (pvv, u, v4), "pe")
-                pb = e.op("vector.broadcast %s : f32 to %s" % (pe_, v4), "pb")
-                acc[i] = e.op("vector.fma %s, %s, %s : %s" % (pb, vrow[u], acc[i], v4), "oa")
-    e.line("scf.yield %s : %s" % (", ".join(acc), ", ".join([v4] * 4)))
+                for ci, (off, w) in enumerate(chunks):
+                    pb = e.op("vector.broadcast %s : f32 to %s" % (pe_, vw[w]), "pb")
+                    k_ = i * nch + ci
+                    acc[k_] = e.op("vector.fma %s, %s, %s : %s"
+                                   % (pb, vrow[ci][u], acc[k_], vw[w]), "oa")
+    e.line("scf.yield %s : %s" % (", ".join(acc), ", ".join(o_types)))
     e.indent -= 2
     e.line("}")
     e.line("scf.yield %s : %s"
-           % (", ".join(newm + newl + ["%s#%d" % (oacc, i) for i in range(4)] + nxtv),
+           % (", ".join(newm + newl + ["%s#%d" % (oacc, i) for i in range(no)] + nxtv),
               ", ".join(it_types)))
     e.indent -= 2
     e.line("}")
@@ -750,10 +870,25 @@ def gen_attention(p):
     for i in range(4):
         lt = warp_allreduce(e, "%s#%d" % (res, 4 + i), "add", offsets=(8, 4, 2, 1), hint="lsum")
         lv = e.op("vector.broadcast %s : f32 to %s" % (lt, v4), "lsumv")
-        ov = e.op("arith.divf %s#%d, %s : %s" % (res, 8 + i, lv, v4), "o")
+        ovs = []
+        for ci, (off, w) in enumerate(chunks):
+            l_ = lv if w == 4 else e.op("vector.broadcast %s : f32 to %s" % (lt, vw[w]), "lsumv")
+            ovs.append(e.op("arith.divf %s#%d, %s : %s" % (res, 8 + i * nch + ci, l_, vw[w]),
+                            "o"))
         gr = e.op("arith.addi %s, %s : index" % (q0, rows[i]), "orow")
-        e.line("vector.store %s, %%out[%s, %s, %s] : %s, %s" % (ov, gr, h, txc, mem, v4))
+        if sym:
+            ok = e.op("arith.cmpi ult, %s, %s : index" % (gr, symc(S)), "orow_ok")
+            e.line("scf.if %s {" % ok)
+            e.indent += 2
+        for ov, (off, w), col in zip(ovs, chunks, cols):
+            e.line("vector.store %s, %%out[%s] : %s, %s" % (ov, gidx(gr, col), mem, vw[w]))
+        if sym:
+            e.indent -= 2
+            e.line("}")
     args = ["%%q: %s" % mem, "%%k: %s" % mem, "%%v: %s" % mem, "%%out: %s" % mem]
+    if sym:
+        grid = "{{%s * ((%s + %d) / %d)}}" % (H, S, BM - 1, BM)
+        return (128, grid), e, args, globals_
     return (128, H * NQT), e, args, globals_
 
 

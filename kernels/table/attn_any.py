@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""attn_any.py - the table's causal-attention templates: any sequence length,
+any head count, one entry per head size.
+
+kernels/table/build.py imports this module and writes one entry per (head
+size D, shape form) that `templates()` yields. The target is the
+attention-like subgraph of examples/minigpt_block.mlir: (q, k, v:
+S x H x D) -> S x H x D, with QK^T, the 1/sqrt(D) scale, the causal mask,
+softmax and PV. The example is rewritten to other sizes with
+bench/table/heldout.py's size_rewrite / heads_rewrite, plus the head size
+(the `64` of the head tensors and the 0.125 scale, which becomes the f32
+value of 1/sqrt(D) and so is part of the pattern key: one entry per D).
+
+The kernel is gen_rows.py's flash-attention kernel (gen_attention, verified
+on an H200 at S = 1024, H = 12, D = 64) in its template mode: one block of
+128 threads per (head, 32-query tile), heaviest tiles first; key tiles of
+64 up to the diagonal only (fully masked tiles are skipped); online softmax
+in f32 SIMT FMA. For any S the query rows past S read row S - 1 and store
+nothing, the key rows past S read row S - 1 and are masked by the causal
+mask (a key past S is later than every valid query), and the grid is
+H x ceil(S / 32). D is a compile-time constant (a multiple of 32): up to
+D = 64 the next K/V tile is prefetched into registers and the tiles fit in
+static shared memory; above, the tile is loaded after the barrier and the
+tiles live in dynamic shared memory.
+
+The shape forms, each its own pattern key (docs/pattern-key.md):
+  any    S, H, D distinct, S, H >= 2 (S and H free);
+  s1     S = 1, the decode step (H free; the unit dimension stays in the key);
+  h1     H = 1 (S free; the outliner folds the head away: buffers S x D);
+  s1h1   S = H = 1 (nothing free);
+  sd     S = D (H free; S is fixed to D);
+  sh     S = H (one free size for both);
+  hd     H = D (S free; H is fixed to D);
+  h8, s8, s1h8   D = 64 only: H = 8, S = 8, or S = 1 with H = 8 (the scale
+         0.125 is then `1/S<k>` in the key; that size is fixed to 8).
+Other coincidences (S = H = D, S = 1 with H = D, H = 1 with S = D) get no
+entry.
+
+Not made: bf16 and f16. The example rewritten to those types is valid IR
+and outlines to the same structure, but its IR computes the scores and the
+softmax sums in 16 bits, so the verifier's reference (the IR's own lowering)
+differs from any f32-accumulating kernel by more than the tolerance: the
+SUM16 case of rows_any.py.
+"""
+import math
+import os
+import re
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
+from heldout import heads_rewrite, size_rewrite  # noqa: E402
+import gen_rows  # noqa: E402
+
+ARCHS = ["sm_80", "sm_90", "sm_90a"]
+EXAMPLE = "examples/minigpt_block.mlir"
+HEAD_SIZES = [32, 64, 96, 128]
+# (S, H) the example is outlined at for each form; D stands for the head
+# size. The values are distinct from each other, from every D and from the
+# model's other widths (H x D, 2, 3 and 4 times that), so sizes map back to
+# roles by value.
+FORMS = {"any": (1000, 12), "s1": (1, 12), "h1": (1000, 1), "s1h1": (1, 1),
+         "sd": ("D", 12), "sh": (12, 12), "hd": (1000, "D")}
+# D = 64 only: its scale 0.125 is 1/8, and the pattern key writes a float
+# that is the reciprocal of a size as `1/S<k>`, so S = 8 or H = 8 (a common
+# head count) is another key, in which that size must stay 8.
+FORMS8 = {"h8": (1000, 8), "s8": (8, 12), "s1h8": (1, 8)}
+
+
+def forms(d):
+    return dict(FORMS, **(FORMS8 if d == 64 else {}))
+
+
+def scale_literal(d):
+    """The f32 nearest 1/sqrt(d), written so that it reads back exactly."""
+    x = struct.unpack("f", struct.pack("f", 1.0 / math.sqrt(d)))[0]
+    return "%.8e" % x
+
+
+def example_text(s, h, d):
+    """examples/minigpt_block.mlir with sequence s, h heads of size d (the
+    hidden width h * d, the MLP 4 h d) and the scale 1/sqrt(d)."""
+    text = open(os.path.join(ROOT, EXAMPLE)).read()
+    # Heads and head size go through markers first, so that no new size is
+    # mistaken for an old one.
+    mh, md = 999979, 999983
+    text = heads_rewrite(text, 12, mh)
+    text = re.sub(r"(?<=[<x])64(?=x)", str(md), text)
+    text = re.sub(r"(?<=, )64(?=\])", str(md), text)
+    hd = h * d
+    text = size_rewrite(text, {1024: s, 768: hd, 1536: 2 * hd, 2304: 3 * hd, 3072: 4 * hd,
+                               mh: h, md: d}, {768.0: hd})
+    old = "arith.constant 0.125 : f32"
+    assert text.count(old) == 1
+    return text.replace(old, "arith.constant %s : f32" % scale_literal(d))
+
+
+def form_sizes(form, d):
+    s, h = forms(d)[form]
+    return (d if s == "D" else s), (d if h == "D" else h)
+
+
+def evaluate(text):
+    """Every {{...}} placeholder of a text without free sizes, evaluated
+    (positive integers only: / is C's and Python's floor division alike)."""
+    def one(m):
+        expr = m.group(1)
+        assert re.fullmatch(r"[0-9+\-*/() ]+", expr), expr
+        return str(eval(expr.replace("/", "//")))
+    return re.sub(r"\{\{(.*?)\}\}", one, text)
+
+
+def render_for(form, d):
+    s, h = form_sizes(form, d)
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        sym = {v: k for k, v in sorted(ps.items(), reverse=True)}
+        dsym = sym[d]
+
+        def token(v):
+            if v == 1 or (form in FORMS8 and v == 8):
+                return str(v)
+            return str(d) if sym[v] == dsym else sym[v]
+        st, ht = token(s), token(h)
+        free = sorted({t for t in (st, ht) if t.startswith("S")}, key=lambda x: int(x[1:]))
+        p = dict(sym=True, S=st, H=ht, D=d, scale=scale_literal(d), rank2=(h == 1))
+        (block, grid), e, args, globals_ = gen_rows.gen_attention(p)
+        kname = "causal_attention_f32_d%d" % d
+        text = gen_rows.module_text([], kname, args, block, grid, e.body(), globals_,
+                                    e.extra_attrs)
+        header = [
+            "Pattern-table template: kernels/table/attn_any.py f32 D = %d (%s form): causal "
+            "attention, any sequence length and head count." % (d, form),
+            "S = %s queries and keys, H = %s heads of %d; gen_rows.py's flash-attention "
+            "kernel (gen_attention) in its template mode." % (st, ht, d),
+        ] + ["llm-fuse.template-size %s" % x for x in free]
+        lines = text.split("\n")
+        assert lines[0] == "gpu.module @kernels {"
+        text = "\n".join(lines[:1] + ["  // " + x for x in header] + lines[1:])
+        if not free:
+            text = evaluate(text)
+        sizes = [None if k in free else v for k, v in sorted(ps.items(),
+                                                              key=lambda kv: int(kv[0][1:]))]
+        return text, sizes
+    return render
+
+
+def pick(groups):
+    att = [g for g in groups if g.get("class") == "attention-like"]
+    return att[0] if len(att) == 1 else None
+
+
+def templates():
+    out = []
+    for d in HEAD_SIZES:
+        for form in forms(d):
+            s, h = form_sizes(form, d)
+            out.append(dict(
+                name="zz-any-attention-f32-d%d-%s" % (d, form),
+                example=example_text(s, h, d),
+                pick=pick,
+                render=render_for(form, d),
+                archs=ARCHS,
+                source="kernels/table/attn_any.py f32 D=%d %s (from %s at S=%d, H=%d; "
+                       "gen_rows.py causal_attention_f32, sg_4b6d101fd59f7da9)"
+                       % (d, form, EXAMPLE, s, h)))
+    return out
