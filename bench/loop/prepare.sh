@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 stage=$root/.device/loop
 rm -rf "$stage" && mkdir -p "$stage/bin"
-for t in llm-fuse-opt llm-fuse-build-kernel llm-fuse-verify llm-fuse-device-info llm-fuse-cache; do
+for t in llm-fuse-opt llm-fuse-build-kernel llm-fuse-verify llm-fuse-device-info llm-fuse-cache llm-fuse-reference; do
   strip -o "$stage/bin/$t" "$build/bin/$t"
 done
 [ -f "$root/.device/mlir-runtime.tar.xz" ] ||

@@ -242,7 +242,7 @@ def spec_entries(opt, module):
     return out
 
 
-SPEC_MODULES = ["rows_any", "gemm_any"]
+SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any"]
 
 
 def main():
