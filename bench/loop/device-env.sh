@@ -8,6 +8,11 @@ stage=$root/.device/loop
 if [ -z "${LF_DEVICE_DRY:-}" ]; then
   mkdir -p /tmp/lf && { [ -x /tmp/lf/bin ] || tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf; }
   export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # The table's entries travel packed in the stage when the carried tree
+  # leaves kernels/table/v1 out (the 64 MiB carry; bench/loop/prepare.sh).
+  if [ ! -d "$root/kernels/table/v1" ] && [ -f "$stage/table-v1.tar.xz" ]; then
+    tar -xJf "$stage/table-v1.tar.xz" -C "$root/kernels/table"
+  fi
 fi
 export PATH=$stage/bin:/tmp/lf/bin:$PATH
 export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
