@@ -18,7 +18,8 @@ The shape forms, each its own pattern key (docs/pattern-key.md):
 
 One kernel structure serves every size. A block of 256 threads handles 256 /
 TPR rows, TPR threads per row (a knob the pass times: 32, one warp per row,
-for short rows; 128 and 256 for longer ones). Thread t of a row reads
+for short rows; 128 and 256 for longer ones; and for rows of 8192 or more,
+TPR = 1024, one row per block of 1024 threads). Thread t of a row reads
 chunks of V elements at columns (k * TPR + t) * V, k = 0 .. ceil(N / (TPR V))
 - 1, so each warp's loads are contiguous runs (the full chunks in a loop with
 no guard, the last one guarded); V is the largest of 8 (4 for
@@ -47,6 +48,10 @@ from heldout import dtype_rewrite, size_rewrite  # noqa: E402
 
 ARCHS = ["sm_80", "sm_90", "sm_90a"]
 SMEM = "#gpu.address_space<workgroup>"
+# Rows per block: 256 / TPR for TPR <= 256 (blocks of 256 threads), one row
+# of 1024 threads for TPR = 1024 (long rows: with 256 threads a row, 1664
+# rows of 14336 make 1.6 waves on 132 SMs and the second wave runs 60% full).
+RPB = "256 / TPR + TPR / 1024"
 NEG_INF = "0xFF800000"
 
 # name: (example, its dtype, its row count, its row length, whether the row
@@ -264,7 +269,7 @@ class Kernel:
             v = e.op("%s %s, %s : f32" % (op, v, sh), "red")
         cs = e.const(slot, "index")
         e.emit("scf.if %s {" % self.lane0)
-        e.emit("  memref.store %s, %s[%s, %s] : memref<4x8xf32, %s>" % (
+        e.emit("  memref.store %s, %s[%s, %s] : memref<4x32xf32, %s>" % (
             v, self.red, cs, self.warp, SMEM))
         e.emit("}")
         e.emit("gpu.barrier")
@@ -275,7 +280,7 @@ class Kernel:
             r, i, c0, e.const("{{TPR / 32}}", "index"), c1, a, ident))
         e.indent += 2
         j = e.op("arith.addi %s, %s : index" % (self.wbase, i), "j")
-        p = e.op("memref.load %s[%s, %s] : memref<4x8xf32, %s>" % (self.red, cs, j, SMEM), "p")
+        p = e.op("memref.load %s[%s, %s] : memref<4x32xf32, %s>" % (self.red, cs, j, SMEM), "p")
         s = e.op("%s %s, %s : f32" % (op, a, p), "s")
         e.emit("scf.yield %s : f32" % s)
         e.indent -= 2
@@ -294,7 +299,7 @@ class Kernel:
         tpr = e.const("{{TPR}}", "index")
         lir = e.op("arith.remui %s, %s : index" % (tid, tpr), "lane_r")
         rib = e.op("arith.divui %s, %s : index" % (tid, tpr), "row_b")
-        r0 = e.op("arith.muli %s, %s : index" % (bid, e.const("{{256 / TPR}}", "index")), "r0")
+        r0 = e.op("arith.muli %s, %s : index" % (bid, e.const("{{%s}}" % RPB, "index")), "r0")
         row = e.op("arith.addi %s, %s : index" % (r0, rib), "row_u")
         self.rowok = e.op("arith.cmpi ult, %s, %s : index" % (row, e.const("{{R}}", "index")),
                           "rowok")
@@ -307,7 +312,7 @@ class Kernel:
         self.lane0 = e.op("arith.cmpi eq, %s, %s : index" % (lane, e.const(0, "index")), "lane0")
         self.wbase = e.op("arith.muli %s, %s : index" % (rib, e.const("{{TPR / 32}}", "index")),
                           "wbase")
-        self.red = e.op("memref.get_global @red : memref<4x8xf32, %s>" % SMEM, "redm")
+        self.red = e.op("memref.get_global @red : memref<4x32xf32, %s>" % SMEM, "redm")
         self.first = e.op("arith.cmpi eq, %s, %s : index" % (lir, e.const(0, "index")), "first")
         self.nf = e.op("arith.uitofp %s : i32 to f32" % e.const("{{N}}", "i32"), "nf")
 
@@ -475,12 +480,13 @@ class Kernel:
         consts = ["    " + c for _, c in sorted(e.consts.values(), key=lambda x: int(
             x[0].lstrip("%c")))]
         out = ["gpu.module @kernels {"] + ["  // " + h for h in header]
-        out.append("  memref.global \"private\" @red : memref<4x8xf32, %s> = uninitialized "
+        out.append("  memref.global \"private\" @red : memref<4x32xf32, %s> = uninitialized "
                    "{alignment = 16}" % SMEM)
         out.append("  gpu.func @%s(%s) kernel" % (kname, ", ".join(args)))
-        out.append("      attributes {known_block_size = array<i32: 256, 1, 1>,")
-        out.append("                  known_grid_size = array<i32: {{(R + 256 / TPR - 1) / "
-                   "(256 / TPR)}}, 1, 1>} {")
+        out.append("      attributes {known_block_size = array<i32: {{TPR * (%s)}}, 1, 1>,"
+                   % RPB)
+        out.append("                  known_grid_size = array<i32: {{(R + %s - 1) / "
+                   "(%s)}}, 1, 1>} {" % (RPB, RPB))
         out += consts + e.lines
         out.append("    gpu.return")
         out.append("  }")
@@ -492,9 +498,9 @@ def tune_lines(t):
     vmax = VMAX[t]
     vals = [v for v in (8, 4, 2, 1) if v <= vmax]
     return [
-        "llm-fuse.tune TPR = 32, 128, 256",
+        "llm-fuse.tune TPR = 32, 128, 256, 1024",
         "llm-fuse.tune-require (TPR == 32 && N <= 2048) || (TPR == 128 && N >= 256 && "
-        "N <= 16384) || (TPR == 256 && N >= 512)",
+        "N <= 16384) || (TPR == 256 && N >= 512) || (TPR == 1024 && N >= 8192)",
         "llm-fuse.tune V = %s" % ", ".join(str(v) for v in vals),
         "llm-fuse.tune-require N %% V == 0 && (V == %d || N %% (V * 2) != 0)" % vmax,
     ]
