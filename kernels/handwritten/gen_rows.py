@@ -569,6 +569,10 @@ def gen_attention(p):
     """
     sym = bool(p.get("sym"))
     S, H, D, BM, BN, PAD = p["S"], p["H"], p["D"], 32, 64, p["D"] + 4
+    # kp holds the K tile (BN x D) and then the P tile (BM x BN): its rows
+    # must be at least BN wide as well as D (D = 32: 68, not 36, else P's
+    # columns 36 .. 63 alias the next row's and the stores race).
+    KPAD = max(PAD, BN + 4)
     U = p.get("U", 4)  # dot-product steps (of 4) per loop iteration
     if sym:
         assert D % 32 == 0 and D % (4 * U) == 0, D
@@ -597,10 +601,10 @@ def gen_attention(p):
                        .strip("_"))
     v4 = "vector<4xf32>"
     vw = {4: v4, 2: "vector<2xf32>"}
-    dyn = sym and 4 * (BM * PAD + BN * PAD + BN * D) > 48 * 1024
+    dyn = sym and 4 * (BM * PAD + BN * KPAD + BN * D) > 48 * 1024
     space = SMEM
     qsT = "memref<%dx%dxf32, %s>" % (BM, PAD, space)
-    kpT = "memref<%dx%dxf32, %s>" % (BN, PAD, space)
+    kpT = "memref<%dx%dxf32, %s>" % (BN, KPAD, space)
     vsT = "memref<%dx%dxf32, %s>" % (BN, D, space)
     globals_ = [] if dyn else [
         "memref.global \"private\" @qs : %s = uninitialized {alignment = 16}" % qsT,
@@ -634,7 +638,7 @@ def gen_attention(p):
         base = txc if w == 4 else e.op("arith.muli %s, %s : index" % (tx, c(2)), "txcol2")
         cols.append(e.addc(base, off, "txcol"))
     if dyn:
-        sizes = [4 * BM * PAD, 4 * BN * PAD, 4 * BN * D]
+        sizes = [4 * BM * PAD, 4 * BN * KPAD, 4 * BN * D]
         e.extra_attrs = ", llm_fuse.dynamic_shared_memory = %d : i32" % sum(sizes)
         wg = "#gpu.address_space<workgroup>"
         dsm = e.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % wg, "dsm")
