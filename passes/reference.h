@@ -39,8 +39,13 @@ extern "C" {
   "buffer-results-to-out-params{hoist-static-allocs=1 "                        \
   "modify-public-functions=1},canonicalize"
 /// LF_REFERENCE_GPU_MAPPING: bufferized linalg to parallel loops, tiled and
-/// mapped to blocks and threads, outlined into gpu.modules.
+/// mapped to blocks and threads, outlined into gpu.modules. math.fpowi is
+/// expanded first (a constant exponent into multiplications, another into
+/// math.powf): lowered as it is, an i64 exponent reaches libdevice's
+/// __nv_powif(float, int) as a 64-bit argument, and on an H100 x^3 came out
+/// as x^0 = 1 (the importer MiniGPT's GELU, bench/NOTES.md).
 #define LF_REFERENCE_GPU_MAPPING                                               \
+  "math-expand-ops{ops=fpowi},"                                                \
   "func.func(convert-linalg-to-parallel-loops,"                                \
   "scf-parallel-loop-tiling{parallel-loop-tile-sizes=1,256 "                   \
   "no-min-max-bounds=1},gpu-map-parallel-loops),"                              \
