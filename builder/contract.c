@@ -347,6 +347,21 @@ static MlirWalkResult check_op(MlirOperation op, void *user_data) {
     violation(c->info, loc, "no-trap",
               "'cf.assert' is not allowed: a failed device assert traps and "
               "leaves the CUDA context unusable; handle the case in code");
+  } else if (strcmp(name, "math.fpowi") == 0 &&
+             mlirOperationGetNumOperands(op) == 2 &&
+             mlirTypeIsAInteger(
+                 mlirValueGetType(mlirOperationGetOperand(op, 1))) &&
+             mlirIntegerTypeGetWidth(
+                 mlirValueGetType(mlirOperationGetOperand(op, 1))) != 32) {
+    /* Upstream lowers it to libdevice's __nv_powif(float, int) with the
+     * exponent passed at its own width: on an H100 an i64 exponent gave
+     * x^3 = 1 (bench/NOTES.md). */
+    violation(c->info, loc, "fpowi-exponent",
+              "'math.fpowi' with a %u-bit exponent is miscompiled (libdevice's "
+              "powi takes a 32-bit int): use an i32 exponent, or multiply "
+              "(x * x * x)",
+              mlirIntegerTypeGetWidth(
+                  mlirValueGetType(mlirOperationGetOperand(op, 1))));
   } else if (in_list(name, host_ops) || has_prefix_in(name, host_prefixes)) {
     violation(c->info, loc, "host-op",
               "'%s' is a host-side op; the reply holds device code only (one "
@@ -793,6 +808,9 @@ static const rule_hint_t rule_hints[] = {
      "do not exist on the GPU."},
     {"no-printf", "Remove gpu.printf/vector.print."},
     {"no-trap", "Remove cf.assert; guard the case with scf.if instead."},
+    {"fpowi-exponent",
+     "Give math.fpowi an i32 exponent (arith.trunci), or write the power as "
+     "multiplications."},
     {"host-op",
      "Remove host-side ops (gpu.launch, gpu.launch_func, gpu.alloc, "
      "gpu.memcpy, gpu.wait, TMA descriptor creation): llm-fuse allocates the "
