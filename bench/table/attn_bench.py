@@ -4,16 +4,21 @@ at many sequence lengths, head counts and head sizes: built offline, or
 verified and timed on the GPU against the default lowering, torch eager and
 torch.compile (torch.nn.functional.scaled_dot_product_attention).
 
-  attn_bench.py model S H D OUT.mlir
+  attn_bench.py model S H D OUT.mlir [DTYPE]
       One attention model: the attention-like subgraph of
       examples/minigpt_block.mlir rewritten to S x H x D (attn_any.py's
-      example_text), outlined, and made the model's only function. The pass
-      outlines it again to the same subgraph (same fingerprint and pattern
-      key as inside the whole block).
-  attn_bench.py gen OUTDIR [--quick] [--grid]
+      example_text; DTYPE f32, the default, bf16 or f16: the whole example
+      rewritten to it by heldout.py's dtype_rewrite), outlined, and made the
+      model's only function. The pass outlines it again to the same
+      subgraph (same fingerprint and pattern key as inside the whole block).
+  attn_bench.py gen OUTDIR [--quick] [--grid] [--dtype DT[,DT...]]
       OUTDIR/models/*.mlir and OUTDIR/models.json: the GPU cases (CASES;
       --quick fewer), or with --grid the offline grid S in {1, 7, 100,
-      1000, 4097} x H in {1, 12, 25} x every head size of attn_any.py.
+      1000, 4097} x H in {1, 12, 25} x every head size of attn_any.py; for
+      each element type of --dtype (default: $ATTN_DTYPE, else f32; e.g.
+      `--dtype bf16,f16`; a 16-bit model's name ends in _bf16 / _f16).
+      bench/table/attn-device.sh passes $ATTN_DTYPE through the environment:
+      ATTN_DTYPE=bf16 bash bench/table/attn-device.sh OUT.
   attn_bench.py offline OUTDIR [--opt PATH]
       (no GPU needed) compiles every model with the pass, verification off
       (LLM_FUSE_LIBCUDA=/nonexistent), as bench/table/heldout.py's
@@ -22,7 +27,8 @@ torch.compile (torch.nn.functional.scaled_dot_product_attention).
   attn_bench.py torch OUTDIR
       (GPU machine) times the same math in torch: eager and torch.compile
       of sdpa(causal) including the S,H,D <-> H,S,D transposes; sdpa alone
-      on pre-transposed f32 inputs; and flash attention in bf16 for scale.
+      on pre-transposed inputs (all in the model's element type); and flash
+      attention in bf16 for scale.
       OUTDIR/torch.json.
   attn_bench.py summarize OUTDIR
       One line per model from the pass's reports (OUTDIR/reports) and
@@ -62,14 +68,15 @@ def default_opt():
     return shutil.which("llm-fuse-opt") or os.path.join(ROOT, "build", "bin", "llm-fuse-opt")
 
 
-def attn_model(s, h, d, opt=None):
-    """(model text, outline group) of the attention subgraph at s x h x d."""
+def attn_model(s, h, d, opt=None, dtype="f32"):
+    """(model text, outline group) of the attention subgraph at s x h x d,
+    element type dtype."""
     import attn_any
     opt = opt or default_opt()
     with tempfile.TemporaryDirectory() as td:
         src = os.path.join(td, "m.mlir")
         with open(src, "w") as f:
-            f.write(attn_any.example_text(s, h, d))
+            f.write(attn_any.example_text(s, h, d, dtype))
         rep, out = os.path.join(td, "r.json"), os.path.join(td, "o.mlir")
         subprocess.run([opt, "--llm-fuse-outline=remarks=false report=" + rep, src, "-o", out],
                        check=True, capture_output=True)
@@ -83,15 +90,15 @@ def attn_model(s, h, d, opt=None):
     fn = text[i:j + 4].replace(head, "func.func @attention(")
     fn = re.sub(r" attributes \{llm_fuse[^\n]*\} \{\n", " {\n", fn, count=1)
     aliases = "".join(l + "\n" for l in text.split("\n") if l.startswith("#"))
-    return (aliases + "// attn_bench.py: causal attention, S = %d, H = %d, D = %d, f32\n"
-            "module {\n%s}\n" % (s, h, d, fn)), g
+    return (aliases + "// attn_bench.py: causal attention, S = %d, H = %d, D = %d, %s\n"
+            "module {\n%s}\n" % (s, h, d, dtype, fn)), g
 
 
-def name_of(s, h, d):
-    return "attn_s%d_h%d_d%d" % (s, h, d)
+def name_of(s, h, d, dtype="f32"):
+    return "attn_s%d_h%d_d%d" % (s, h, d) + ("" if dtype == "f32" else "_" + dtype)
 
 
-def cmd_gen(outdir, quick, grid):
+def cmd_gen(outdir, quick, grid, dtypes=("f32",)):
     import attn_any
     if grid:
         cases = [(s, h, d) for d in attn_any.HEAD_SIZES for h in (1, 12, 25)
@@ -101,13 +108,14 @@ def cmd_gen(outdir, quick, grid):
     md = os.path.join(outdir, "models")
     os.makedirs(md, exist_ok=True)
     models = []
-    for s, h, d in cases:
-        text, g = attn_model(s, h, d)
-        n = name_of(s, h, d)
-        with open(os.path.join(md, n + ".mlir"), "w") as f:
-            f.write(text)
-        models.append(dict(name=n, S=s, H=h, D=d, fingerprint=g["fingerprint"],
-                           pattern=g["pattern"], pattern_sizes=g["pattern_sizes"]))
+    for dt in dtypes:
+        for s, h, d in cases:
+            text, g = attn_model(s, h, d, dtype=dt)
+            n = name_of(s, h, d, dt)
+            with open(os.path.join(md, n + ".mlir"), "w") as f:
+                f.write(text)
+            models.append(dict(name=n, S=s, H=h, D=d, dtype=dt, fingerprint=g["fingerprint"],
+                               pattern=g["pattern"], pattern_sizes=g["pattern_sizes"]))
     with open(os.path.join(outdir, "models.json"), "w") as f:
         json.dump(dict(schema="llm-fuse-attn-bench/1", models=models), f, indent=1)
     print("%d model(s) in %s" % (len(models), md))
@@ -177,8 +185,10 @@ def cmd_torch(outdir):
     res = {}
     for c in meta["models"]:
         s, h, d = c["S"], c["H"], c["D"]
+        tdt = {"f32": torch.float32, "bf16": torch.bfloat16,
+               "f16": torch.float16}[c.get("dtype", "f32")]
         try:
-            qkv = [torch.rand((s, h, d), device="cuda") * 2 - 1 for _ in range(3)]
+            qkv = [(torch.rand((s, h, d), device="cuda") * 2 - 1).to(tdt) for _ in range(3)]
             attn, core = torch_fns(torch, d)
             e = bench(attn, qkv, torch)
             k = bench(torch.compile(attn), qkv, torch)
@@ -231,15 +241,19 @@ def cmd_summarize(outdir):
 
 def main():
     a = sys.argv[1:]
-    if a[:1] == ["model"] and len(a) == 5:
-        text, _ = attn_model(int(a[1]), int(a[2]), int(a[3]))
+    if a[:1] == ["model"] and len(a) in (5, 6):
+        text, _ = attn_model(int(a[1]), int(a[2]), int(a[3]),
+                             dtype=a[5] if len(a) == 6 else "f32")
         with open(a[4], "w") as f:
             f.write(text)
         return 0
     if len(a) < 2 or a[0] not in ("gen", "offline", "torch", "summarize"):
         sys.exit(__doc__)
     if a[0] == "gen":
-        cmd_gen(a[1], "--quick" in a, "--grid" in a)
+        dts = a[a.index("--dtype") + 1] if "--dtype" in a else os.environ.get("ATTN_DTYPE")
+        dts = [x for x in (dts or "f32").split(",") if x]
+        assert all(x in ("f32", "bf16", "f16") for x in dts), dts
+        cmd_gen(a[1], "--quick" in a, "--grid" in a, dts)
     elif a[0] == "offline":
         opt = a[a.index("--opt") + 1] if "--opt" in a else default_opt()
         return cmd_offline(a[1], opt)

@@ -580,6 +580,12 @@ def gen_attention(p):
         assert D == 64 and S % BN == 0 and (D // 4) % U == 0
     prefetch = p.get("prefetch", D <= 64)
     rank2 = sym and p.get("rank2", False)
+    # p["dtype"] (template mode): the buffers' element type, f32, bf16 or
+    # f16. A 16-bit kernel loads 16-bit vectors and widens them (arith.extf)
+    # before they reach shared memory (the tiles stay f32), computes
+    # everything in f32 and rounds once (arith.truncf) at the store.
+    et = p.get("dtype", "f32") if sym else "f32"
+    assert et in ("f32", "bf16", "f16"), et
     # Each thread's output columns: (offset, width) chunks, tx*width + offset.
     chunks = [(64 * c, 4) for c in range(D // 64)] + ([(D - 32, 2)] if D % 64 else [])
     nch = len(chunks)
@@ -589,9 +595,9 @@ def gen_attention(p):
     if not sym:
         mem = "memref<%dx%dx%dxf32>" % (S, H, D)
     elif rank2:
-        mem = "memref<{{%s}}x%dxf32>" % (S, D)
+        mem = "memref<{{%s}}x%dx%s>" % (S, D, et)
     else:
-        mem = "memref<{{%s}}x{{%s}}x%dxf32>" % (S, H, D)
+        mem = "memref<{{%s}}x{{%s}}x%dx%s>" % (S, H, D, et)
 
     def gidx(row, col):
         return "%s, %s" % (row, col) if rank2 else "%s, %s, %s" % (row, h, col)
@@ -601,6 +607,13 @@ def gen_attention(p):
                        .strip("_"))
     v4 = "vector<4xf32>"
     vw = {4: v4, 2: "vector<2xf32>"}
+    # The global side's vectors: vw's, of the buffers' element type.
+    gw = {w: "vector<%dx%s>" % (w, et) for w in vw}
+
+    def widen(v, w):
+        if et == "f32":
+            return v
+        return e.op("arith.extf %s : %s to %s" % (v, gw[w], vw[w]), "xf")
     dyn = sym and 4 * (BM * PAD + BN * KPAD + BN * D) > 48 * 1024
     space = SMEM
     qsT = "memref<%dx%dxf32, %s>" % (BM, PAD, space)
@@ -668,7 +681,8 @@ def gen_attention(p):
         r = e.addc(ty, 8 * n, "qr")
         gr = clamp(e.op("arith.addi %s, %s : index" % (q0, r), "qg"), "qg")
         for (off, w), col in zip(chunks, cols):
-            v = e.op("vector.load %%q[%s] : %s, %s" % (gidx(gr, col), mem, vw[w]), "qv")
+            v = widen(e.op("vector.load %%q[%s] : %s, %s" % (gidx(gr, col), mem, gw[w]), "qv"),
+                      w)
             e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, col, qsT, vw[w]))
 
     def load_kv_tile(kt):
@@ -679,9 +693,9 @@ def gen_attention(p):
             gr = e.op("arith.addi %s, %s : index" % (base, rr), "kg") if base else rr
             gr = clamp(gr, "kg")
             for (off, w), col in zip(chunks, cols):
-                kv.append(e.op("vector.load %%k[%s] : %s, %s" % (gidx(gr, col), mem, vw[w]),
+                kv.append(e.op("vector.load %%k[%s] : %s, %s" % (gidx(gr, col), mem, gw[w]),
                                "kv"))
-                vv.append(e.op("vector.load %%v[%s] : %s, %s" % (gidx(gr, col), mem, vw[w]),
+                vv.append(e.op("vector.load %%v[%s] : %s, %s" % (gidx(gr, col), mem, gw[w]),
                                "vv"))
         return kv + vv
 
@@ -691,11 +705,11 @@ def gen_attention(p):
             rr = e.addc(ty, 8 * n, "sr")
             for ci, ((off, w), col) in enumerate(zip(chunks, cols)):
                 e.line("vector.store %s, %s[%s, %s] : %s, %s"
-                       % (vals[n * nch + ci], kp, rr, col, kpT, vw[w]))
+                       % (widen(vals[n * nch + ci], w), kp, rr, col, kpT, vw[w]))
                 e.line("vector.store %s, %s[%s, %s] : %s, %s"
-                       % (vals[nk + n * nch + ci], vs, rr, col, vsT, vw[w]))
+                       % (widen(vals[nk + n * nch + ci], w), vs, rr, col, vsT, vw[w]))
 
-    kv_types = [vw[w] for _ in range(BN // 8) for off, w in chunks] * 2
+    kv_types = [gw[w] for _ in range(BN // 8) for off, w in chunks] * 2
     if prefetch:
         e.comment("prefetch K/V tile 0 into registers (8 + 8 vector<4xf32> per thread)"
                   if not sym else "prefetch K/V tile 0 into registers (%d + %d vectors per "
@@ -885,7 +899,9 @@ def gen_attention(p):
             e.line("scf.if %s {" % ok)
             e.indent += 2
         for ov, (off, w), col in zip(ovs, chunks, cols):
-            e.line("vector.store %s, %%out[%s] : %s, %s" % (ov, gidx(gr, col), mem, vw[w]))
+            if et != "f32":
+                ov = e.op("arith.truncf %s : %s to %s" % (ov, vw[w], gw[w]), "ot")
+            e.line("vector.store %s, %%out[%s] : %s, %s" % (ov, gidx(gr, col), mem, gw[w]))
         if sym:
             e.indent -= 2
             e.line("}")

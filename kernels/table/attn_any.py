@@ -36,11 +36,18 @@ The shape forms, each its own pattern key (docs/pattern-key.md):
 Other coincidences (S = H = D, S = 1 with H = D, H = 1 with S = D) get no
 entry.
 
-Not made: bf16 and f16. The example rewritten to those types is valid IR
-and outlines to the same structure, but its IR computes the scores and the
-softmax sums in 16 bits, so the verifier's reference (the IR's own lowering)
-differs from any f32-accumulating kernel by more than the tolerance: the
-SUM16 case of rows_any.py.
+Element types: f32, bf16 and f16 (DTYPES), the same forms for each. The
+16-bit examples are the f32 one rewritten by bench/table/heldout.py's
+dtype_rewrite (as heldout's minigpt_block family does): valid IR that
+outlines to the same structure but computes, and sums, in 16 bits. The
+verifier judges such a subgraph against its opmath truth (the IR computed
+in f32, rounded once at the end: docs/verification.md, "16-bit
+accumulation"), so the 16-bit kernels load bf16/f16 vectors, widen them
+(arith.extf) into the same f32 shared-memory tiles, compute the scores, the
+online softmax and PV in f32, and round once (arith.truncf) at the store.
+Their scale is the IR's constant as the 16-bit type holds it (D = 32:
+bf16 0.1767578125, not the f32 0.17677669), widened to f32, as the opmath
+truth has it.
 """
 import math
 import os
@@ -52,12 +59,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
-from heldout import heads_rewrite, size_rewrite  # noqa: E402
+from heldout import dtype_rewrite, heads_rewrite, size_rewrite  # noqa: E402
 import gen_rows  # noqa: E402
 
 ARCHS = ["sm_80", "sm_90", "sm_90a"]
 EXAMPLE = "examples/minigpt_block.mlir"
 HEAD_SIZES = [32, 64, 96, 128]
+DTYPES = ["f32", "bf16", "f16"]
 # (S, H) the example is outlined at for each form; D stands for the head
 # size. The values are distinct from each other, from every D and from the
 # model's other widths (H x D, 2, 3 and 4 times that), so sizes map back to
@@ -80,9 +88,23 @@ def scale_literal(d):
     return "%.8e" % x
 
 
-def example_text(s, h, d):
+def scale_value(d, dtype="f32"):
+    """The scale as a kernel of element type dtype must use: the f32 literal
+    for f32; for bf16/f16 that literal rounded to the type (to nearest,
+    ties to even), as the parsed IR constant and the opmath truth hold it,
+    written as an f32 literal."""
+    lit = scale_literal(d)
+    if dtype == "f32":
+        return lit
+    bits = {"bf16": 8, "f16": 11}[dtype]
+    m, ex = math.frexp(float(lit))  # 0.5 <= m < 1: a normal number here
+    return "%.8e" % math.ldexp(round(m * (1 << bits)), ex - bits)
+
+
+def example_text(s, h, d, dtype="f32"):
     """examples/minigpt_block.mlir with sequence s, h heads of size d (the
-    hidden width h * d, the MLP 4 h d) and the scale 1/sqrt(d)."""
+    hidden width h * d, the MLP 4 h d) and the scale 1/sqrt(d); for a
+    16-bit dtype, rewritten to it by heldout.py's dtype_rewrite."""
     text = open(os.path.join(ROOT, EXAMPLE)).read()
     # Heads and head size go through markers first, so that no new size is
     # mistaken for an old one.
@@ -95,7 +117,8 @@ def example_text(s, h, d):
                                mh: h, md: d}, {768.0: hd})
     old = "arith.constant 0.125 : f32"
     assert text.count(old) == 1
-    return text.replace(old, "arith.constant %s : f32" % scale_literal(d))
+    text = text.replace(old, "arith.constant %s : f32" % scale_literal(d))
+    return text if dtype == "f32" else dtype_rewrite(text, "f32", dtype)
 
 
 def form_sizes(form, d):
@@ -113,7 +136,7 @@ def evaluate(text):
     return re.sub(r"\{\{(.*?)\}\}", one, text)
 
 
-def render_for(form, d):
+def render_for(form, d, dtype="f32"):
     s, h = form_sizes(form, d)
 
     def render(g):
@@ -127,17 +150,22 @@ def render_for(form, d):
             return str(d) if sym[v] == dsym else sym[v]
         st, ht = token(s), token(h)
         free = sorted({t for t in (st, ht) if t.startswith("S")}, key=lambda x: int(x[1:]))
-        p = dict(sym=True, S=st, H=ht, D=d, scale=scale_literal(d), rank2=(h == 1))
+        p = dict(sym=True, S=st, H=ht, D=d, scale=scale_value(d, dtype), rank2=(h == 1))
+        if dtype != "f32":
+            p["dtype"] = dtype
         (block, grid), e, args, globals_ = gen_rows.gen_attention(p)
-        kname = "causal_attention_f32_d%d" % d
+        kname = "causal_attention_%s_d%d" % (dtype, d)
         text = gen_rows.module_text([], kname, args, block, grid, e.body(), globals_,
                                     e.extra_attrs)
         header = [
-            "Pattern-table template: kernels/table/attn_any.py f32 D = %d (%s form): causal "
-            "attention, any sequence length and head count." % (d, form),
+            "Pattern-table template: kernels/table/attn_any.py %s D = %d (%s form): causal "
+            "attention, any sequence length and head count." % (dtype, d, form),
             "S = %s queries and keys, H = %s heads of %d; gen_rows.py's flash-attention "
             "kernel (gen_attention) in its template mode." % (st, ht, d),
-        ] + ["llm-fuse.template-size %s" % x for x in free]
+        ] + ([] if dtype == "f32" else [
+            "%s in and out: loads widened to f32 (arith.extf), f32 tiles and arithmetic "
+            "(scores, online softmax, PV), one arith.truncf at the store." % dtype,
+        ]) + ["llm-fuse.template-size %s" % x for x in free]
         lines = text.split("\n")
         assert lines[0] == "gpu.module @kernels {"
         text = "\n".join(lines[:1] + ["  // " + x for x in header] + lines[1:])
@@ -156,16 +184,23 @@ def pick(groups):
 
 def templates():
     out = []
-    for d in HEAD_SIZES:
-        for form in forms(d):
-            s, h = form_sizes(form, d)
-            out.append(dict(
-                name="zz-any-attention-f32-d%d-%s" % (d, form),
-                example=example_text(s, h, d),
-                pick=pick,
-                render=render_for(form, d),
-                archs=ARCHS,
-                source="kernels/table/attn_any.py f32 D=%d %s (from %s at S=%d, H=%d; "
-                       "gen_rows.py causal_attention_f32, sg_4b6d101fd59f7da9)"
-                       % (d, form, EXAMPLE, s, h)))
+    for dtype in DTYPES:
+        for d in HEAD_SIZES:
+            for form in forms(d):
+                s, h = form_sizes(form, d)
+                if dtype == "f32":
+                    src = ("kernels/table/attn_any.py f32 D=%d %s (from %s at S=%d, H=%d; "
+                           "gen_rows.py causal_attention_f32, sg_4b6d101fd59f7da9)"
+                           % (d, form, EXAMPLE, s, h))
+                else:
+                    src = ("kernels/table/attn_any.py %s D=%d %s (from %s at S=%d, H=%d, "
+                           "rewritten to %s; gen_rows.py gen_attention, f32 arithmetic)"
+                           % (dtype, d, form, EXAMPLE, s, h, dtype))
+                out.append(dict(
+                    name="zz-any-attention-%s-d%d-%s" % (dtype, d, form),
+                    example=example_text(s, h, d, dtype),
+                    pick=pick,
+                    render=render_for(form, d, dtype),
+                    archs=ARCHS,
+                    source=src))
     return out
