@@ -1148,6 +1148,15 @@ typedef struct slot_s {
   const char *value;
 } slot_t;
 
+/* The slots a first request and an adapt request share: the subject
+ * subgraph (parts_t p) and the contract of the prompt set. */
+#define SUBJECT_SLOTS(p, set)                                                  \
+  {"gpu", (p).gpu}, {"arch", (p).arch}, {"class", (p).klass},                  \
+      {"name", (p).name}, {"signature", (p).sig},                              \
+      {"operands", lf_strbuf_cstr(&(p).operands)},                             \
+      {"kernel_args", lf_strbuf_cstr(&(p).args)},                              \
+      {"subgraph", lf_strbuf_cstr(&(p).ir)}, {"contract", (set)->contract}
+
 static lf_status_t fill(const char *body, const slot_t *slots, size_t n,
                         lf_strbuf_t *out) {
   const char *p = body;
@@ -1242,15 +1251,7 @@ lf_status_t lf_prompt_first(const lf_prompt_set_t *set, const lf_table_t *table,
     s = render_examples(set, table, subj, p.dtype, &examples);
   if (!s) {
     const slot_t slots[] = {
-        {"gpu", p.gpu},
-        {"arch", p.arch},
-        {"class", p.klass},
-        {"name", p.name},
-        {"signature", p.sig},
-        {"operands", lf_strbuf_cstr(&p.operands)},
-        {"kernel_args", lf_strbuf_cstr(&p.args)},
-        {"subgraph", lf_strbuf_cstr(&p.ir)},
-        {"contract", set->contract},
+        SUBJECT_SLOTS(p, set),
         {"examples", lf_strbuf_cstr(&examples)},
     };
     s = fill(set->kernel, slots, sizeof(slots) / sizeof(slots[0]), out);
@@ -1446,15 +1447,7 @@ lf_status_t lf_prompt_adapt(const lf_prompt_set_t *set,
     s = lf_strbuf_append_str(&base, "```");
   if (!s) {
     const slot_t slots[] = {
-        {"gpu", p.gpu},
-        {"arch", p.arch},
-        {"class", p.klass},
-        {"name", p.name},
-        {"signature", p.sig},
-        {"operands", lf_strbuf_cstr(&p.operands)},
-        {"kernel_args", lf_strbuf_cstr(&p.args)},
-        {"subgraph", lf_strbuf_cstr(&p.ir)},
-        {"contract", set->contract},
+        SUBJECT_SLOTS(p, set),
         {"from", from},
         {"verified_at", lf_strbuf_cstr(&at)},
         {"sizes", lf_strbuf_cstr(&sizes)},

@@ -45,8 +45,6 @@ def cases(quick=False):
         for dt in rows_any.DTYPES:
             if sdt != "f32" and dt == "f32":
                 continue
-            if sdt == "f32" and dt != "f32" and fam in rows_any.SUM16:
-                continue
             for label, rn in SIZES:
                 if quick and label not in ("large", "odd") and dt != sdt:
                     continue

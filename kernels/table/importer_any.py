@@ -30,9 +30,9 @@ mode (what gemm_any.py uses), with the MiniGPT block's tilings: M masked,
 N and K free under requirements, with the small-M tilings and a masked-N/K
 form like gemm_any.py's; the nn.Linear weight is read as stored, N x K
 (gen_gemm.py's b_nk: B staged transposed into shared memory like A).
-f32 only: the LayerNorm and softmax sum along the row, so their 16-bit
-rewrites accumulate in 16 bits (rows_any.py's SUM16); the 16-bit GEMMs need
-an N x K form of the tensor-core kernels, not written yet.
+f32 only: 16-bit forms of the LayerNorm and softmax (whose rewrites sum in
+16 bits, judged by the opmath reference like rows_any.py's) are not made
+yet, and the 16-bit GEMMs need an N x K form of the tensor-core kernels.
 """
 import os
 import re

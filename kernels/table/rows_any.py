@@ -89,14 +89,14 @@ FAMILIES = {
 # from every constant of the examples, so sizes map back to roles by value.
 FORMS = {"any": (1000, 776), "row1": (1, 776), "square": (776, 776)}
 DTYPES = ["bf16", "f16", "f32"]
-# f32 examples that sum along the row: rewritten to bf16 or f16, the IR
-# accumulates in 16 bits. Their templates accumulate in f32, as torch does;
+# The f32 examples that sum along the row (layernorm_f32, layernorm_gpt,
+# softmax_tosa, rowsum): rewritten to bf16 or f16, the IR accumulates in 16
+# bits. Their templates accumulate in f32, as torch does;
 # the verifier judges them against the opmath reference (the IR computed in
 # f32, docs/verification.md "16-bit accumulation"), since the IR's own
 # lowering is off by more than the 16-bit tolerance or degenerate there (on
 # an H100, before that reference: rowsum mismatches, LayerNorm and softmax
 # references NaN or constant).
-SUM16 = {"layernorm_f32", "layernorm_gpt", "softmax_tosa", "rowsum"}
 VMAX = {"bf16": 8, "f16": 8, "f32": 4}
 UNROLL = 4  # full chunks per step of the main loop
 
