@@ -13,6 +13,7 @@
 
 #include "builder/internal.h"
 #include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Conversion.h"
 #include "mlir-c/Pass.h"
 #include "mlir-c/RegisterEverything.h"
@@ -153,6 +154,63 @@ static MlirWalkResult find_leftover(MlirOperation op, void *user_data) {
   return MlirWalkResultSkip;
 }
 
+/* convert-gpu-to-nvvm cannot convert a gpu.func whose arguments are
+ * !nvgpu.tensormap.descriptor (its type converter does not know nvgpu
+ * types), while convert-nvgpu-to-nvvm lowers the type to !llvm.ptr. So the
+ * trailing tensor-map arguments become !llvm.ptr here, with an
+ * unrealized_conversion_cast back to the descriptor for their users;
+ * reconcile-unrealized-casts folds it away once the TMA ops are lowered.
+ * codegen.c then makes each such parameter a byval grid constant. */
+static lf_status_t retype_tensor_maps(MlirContext ctx,
+                                      const lf_contract_info_t *info) {
+  if (info->num_maps == 0)
+    return LF_OK;
+  MlirOperation kernel = info->kernel;
+  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(kernel, 0));
+  MlirAttribute fta = mlirOperationGetAttributeByName(
+      kernel, mlirStringRefCreateFromCString("function_type"));
+  MlirType ptr =
+      mlirTypeParseGet(ctx, mlirStringRefCreateFromCString("!llvm.ptr"));
+  if (mlirBlockIsNull(entry) || mlirAttributeIsNull(fta) || mlirTypeIsNull(ptr))
+    return LF_STATUS(LF_STATUS_INTERNAL, "cannot retype tensor-map arguments");
+  MlirType ft = mlirTypeAttrGetValue(fta);
+  intptr_t n = mlirFunctionTypeGetNumInputs(ft);
+  if ((size_t)n != info->first_map + info->num_maps ||
+      mlirFunctionTypeGetNumResults(ft) != 0)
+    return LF_STATUS(LF_STATUS_INTERNAL, "unexpected kernel type");
+  MlirType *inputs = calloc((size_t)n, sizeof(*inputs));
+  if (!inputs)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  for (intptr_t i = 0; i < n; ++i)
+    inputs[i] =
+        (size_t)i < info->first_map ? mlirFunctionTypeGetInput(ft, i) : ptr;
+  MlirOperation first = mlirBlockGetFirstOperation(entry);
+  for (size_t j = 0; j < info->num_maps; ++j) {
+    MlirValue arg =
+        mlirBlockGetArgument(entry, (intptr_t)(info->first_map + j));
+    MlirType desc = mlirValueGetType(arg);
+    mlirValueSetType(arg, ptr);
+    MlirOperationState st = mlirOperationStateGet(
+        mlirStringRefCreateFromCString("builtin.unrealized_conversion_cast"),
+        mlirOperationGetLocation(kernel));
+    mlirOperationStateAddOperands(&st, 1, &arg);
+    mlirOperationStateAddResults(&st, 1, &desc);
+    MlirOperation cast = mlirOperationCreate(&st);
+    if (mlirOperationIsNull(cast)) {
+      free(inputs);
+      return LF_STATUS(LF_STATUS_INTERNAL, "cannot create a cast");
+    }
+    mlirBlockInsertOwnedOperationBefore(entry, first, cast);
+    mlirValueReplaceAllUsesExcept(arg, mlirOperationGetResult(cast, 0), 1,
+                                  &cast);
+  }
+  mlirOperationSetAttributeByName(
+      kernel, mlirStringRefCreateFromCString("function_type"),
+      mlirTypeAttrGet(mlirFunctionTypeGet(ctx, n, inputs, 0, NULL)));
+  free(inputs);
+  return LF_OK;
+}
+
 /* A parse failure whose first error is an op verifier's ("'x.y' op ...")
  * is a verify failure: the text parsed, the IR is invalid. */
 static bool looks_like_verifier(const char *first) {
@@ -163,12 +221,23 @@ static bool looks_like_verifier(const char *first) {
 }
 
 static lf_status_t fill_params(const lf_signature_t *sig,
+                               const lf_contract_info_t *info,
                                lf_build_result_t *r) {
   size_t n = sig->num_inputs + sig->num_results;
-  r->params = calloc(n, sizeof(*r->params));
+  r->params = calloc(n + info->num_maps, sizeof(*r->params));
   if (!r->params)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-  r->num_params = n;
+  r->num_params = n + info->num_maps;
+  /* Tensor maps follow the ordinary parameters. */
+  for (size_t j = 0; j < info->num_maps; ++j) {
+    lf_kernel_param_t *p = &r->params[n + j];
+    p->is_tensor_map = true;
+    p->map = info->maps[j];
+    p->operand = p->map.param;
+    p->type = strdup(info->map_types[j]);
+    if (!p->type)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
   for (size_t i = 0; i < n; ++i) {
     lf_kernel_param_t *p = &r->params[i];
     p->is_output = i >= sig->num_inputs;
@@ -289,13 +358,15 @@ lf_status_t lf_build_kernel_in_process(const lf_build_request_t *req,
   memcpy(r->block, info.block, sizeof(r->block));
   memcpy(r->grid, info.grid, sizeof(r->grid));
   r->dynamic_shared_bytes = info.dynamic_shared_bytes;
-  if (!req->trusted && (s = fill_params(&sig, r)))
+  if (!req->trusted && (s = fill_params(&sig, &info, r)))
     goto out_module;
 
   /* ---- lower to the LLVM dialect ---- */
   stage(req, "lower");
   t = lf_now_ms();
   bool ok = false;
+  if ((s = retype_tensor_maps(ctx, &info)))
+    goto out_module;
   s = run_pipeline(ctx, module, kLowering, &ok);
   if (s)
     goto out_module;
@@ -335,8 +406,8 @@ lf_status_t lf_build_kernel_in_process(const lf_build_request_t *req,
   /* ---- LLVM IR, PTX ---- */
   stage(req, "codegen");
   t = lf_now_ms();
-  s = lf_codegen_ptx(info.gpu_module, info.kernel_name, chip, libdevice, &sink,
-                     r);
+  s = lf_codegen_ptx(info.gpu_module, info.kernel_name, chip, libdevice,
+                     info.first_map, info.num_maps, &sink, r);
   r->ms_llvm = lf_now_ms() - t;
   if (s || r->kind != LF_BUILD_OK)
     goto out_module;

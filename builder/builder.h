@@ -121,12 +121,29 @@ typedef struct lf_build_limits_s {
   const char *tool_path;
 } lf_build_limits_t;
 
-/// How the kernel receives one subgraph operand.
+/// A tensor map the kernel asks for (docs/kernel-contract.md, "Tensor
+/// maps"): the launcher encodes it with cuTensorMapEncodeTiled on the
+/// viewed buffer and passes the 128 bytes as a grid-constant parameter.
+typedef struct lf_tensor_map_spec_s {
+  int param;          ///< index of the viewed ordinary parameter (inputs, then results)
+  int rank;           ///< 1..5
+  char dtype[8];      ///< "bf16", "f16", "f32", ...
+  uint64_t dims[5];   ///< the buffer's dimensions, row-major
+  uint32_t box[5];    ///< the box, row-major
+  int swizzle_bytes;  ///< 0 (none), 32, 64 or 128
+  int l2promo_bytes;  ///< 0 (none), 64, 128 or 256
+  bool oob_nan;       ///< out-of-bounds fill: NaN (true) or zero
+} lf_tensor_map_spec_t;
+
+/// How the kernel receives one subgraph operand, or one tensor map.
 typedef struct lf_kernel_param_s {
   bool is_output;  ///< false: an input (read-only), true: a result
   int operand;     ///< index among the inputs, or among the results
+                   ///< (a tensor map: the viewed ordinary parameter)
   char *type;      ///< the kernel argument's MLIR type, e.g. memref<4xf32>
   bool is_pointer; ///< true: one .u64 global pointer; false: a scalar value
+  bool is_tensor_map;       ///< a 128-byte grid-constant CUtensorMap
+  lf_tensor_map_spec_t map; ///< when is_tensor_map
 } lf_kernel_param_t;
 
 /// The outcome of one build. Owned by the caller: lf_build_result_destroy().

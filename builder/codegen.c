@@ -203,15 +203,32 @@ static void internalize_helpers(LLVMModuleRef m, LLVMValueRef kernel) {
       LLVMSetLinkage(f, LLVMInternalLinkage);
 }
 
-/* Pointer parameters of the kernel: distinct, 16-byte aligned buffers. */
-static void annotate_params(LLVMContextRef ctx, LLVMValueRef kernel) {
+/* Pointer parameters of the kernel: distinct, 16-byte aligned buffers;
+ * tensor maps (from first_map on): a CUtensorMap passed by value, which
+ * NVPTX emits as `.param .align 64 .b8 NAME[128]`. Marked grid constant,
+ * the kernel uses the parameter's own (generic) address, as TMA
+ * instructions need, instead of a local copy. */
+static void annotate_params(LLVMContextRef ctx, LLVMValueRef kernel,
+                            size_t first_map, size_t num_maps) {
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
   unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
   unsigned n = LLVMCountParams(kernel);
   for (unsigned i = 0; i < n; ++i) {
     LLVMValueRef p = LLVMGetParam(kernel, i);
     if (LLVMGetTypeKind(LLVMTypeOf(p)) != LLVMPointerTypeKind)
       continue;
+    if (i >= first_map && i < first_map + num_maps) {
+      LLVMTypeRef map = LLVMArrayType2(LLVMInt8TypeInContext(ctx), 128);
+      LLVMAddAttributeAtIndex(kernel, i + 1,
+                              LLVMCreateTypeAttribute(ctx, byval, map));
+      LLVMAddAttributeAtIndex(kernel, i + 1,
+                              LLVMCreateEnumAttribute(ctx, align, 64));
+      LLVMAddAttributeAtIndex(
+          kernel, i + 1,
+          LLVMCreateStringAttribute(ctx, "nvvm.grid_constant", 18, "", 0));
+      continue;
+    }
     LLVMAddAttributeAtIndex(kernel, i + 1,
                             LLVMCreateEnumAttribute(ctx, noalias, 0));
     LLVMAddAttributeAtIndex(kernel, i + 1,
@@ -260,6 +277,7 @@ static int undefined_functions(LLVMModuleRef m, lf_diag_sink_t *sink) {
 
 lf_status_t lf_codegen_ptx(MlirOperation gpu_module, const char *kernel_name,
                            const char *chip, const char *libdevice,
+                           size_t first_map, size_t num_maps,
                            lf_diag_sink_t *sink, lf_build_result_t *result) {
   lf_status_t status = LF_OK;
   pthread_once(&nvptx_once, init_nvptx);
@@ -278,10 +296,11 @@ lf_status_t lf_codegen_ptx(MlirOperation gpu_module, const char *kernel_name,
   }
   /* Empty features: LLVM picks the lowest PTX ISA version the chip needs
    * (7.0 for sm_80, 7.8 for sm_90, 8.0 for sm_90a), so the PTX loads on the
-   * oldest driver that knows the chip. */
+   * oldest driver that knows the chip. TMA (cp.async.bulk.tensor,
+   * prefetch.tensormap) needs PTX 8.0: NVPTX cannot select it below. */
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-      target, NVPTX_TRIPLE, chip, "", LLVMCodeGenLevelAggressive,
-      LLVMRelocDefault, LLVMCodeModelDefault);
+      target, NVPTX_TRIPLE, chip, num_maps > 0 ? "+ptx80" : "",
+      LLVMCodeGenLevelAggressive, LLVMRelocDefault, LLVMCodeModelDefault);
   if (!tm) {
     status = LF_STATUS(LF_STATUS_INTERNAL,
                        "cannot create an NVPTX target "
@@ -310,7 +329,7 @@ lf_status_t lf_codegen_ptx(MlirOperation gpu_module, const char *kernel_name,
                        "kernel '%s' missing from the LLVM module", kernel_name);
     goto out_module;
   }
-  annotate_params(ctx, kernel);
+  annotate_params(ctx, kernel, first_map, num_maps);
   externalize_dynamic_shared(m);
 
   if (needs_libdevice(m)) {

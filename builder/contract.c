@@ -13,6 +13,7 @@
 #include "builder/internal.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/NVGPU.h"
 
 /* Emitted violations stop here; later ones are still counted. */
 #define MAX_REPORTED 40
@@ -22,6 +23,7 @@
 #define SMEM_LIMIT_SM90 (227u * 1024u)
 
 #define ATTR_DYNAMIC_SMEM "llm_fuse.dynamic_shared_memory"
+#define ATTR_TENSOR_MAPS "llm_fuse.tensor_maps"
 #define MAX_KERNEL_NAME 128
 
 static MlirStringRef str(const char *s) {
@@ -530,6 +532,286 @@ static void check_launch_config(checker_t *c, MlirOperation kernel) {
               "gpu.func's attributes");
 }
 
+/* ---- Tensor maps --------------------------------------------------------- */
+
+/* Largest box dimension, and limits on the global tensor (the CUDA driver's
+ * cuTensorMapEncodeTiled). */
+#define TMA_MAX_BOX 256
+#define TMA_MAX_RANK 5
+#define TMA_MAX_DIM (1ull << 32)
+#define TMA_MAX_STRIDE (1ull << 40)
+
+/* Finds "key = value" in a printed !nvgpu.tensormap.descriptor<...> and
+ * copies the value (up to ',' or '>') into `out`. */
+static bool descriptor_field(const char *text, const char *key, char *out,
+                             size_t size) {
+  char pattern[32];
+  snprintf(pattern, sizeof(pattern), "%s = ", key);
+  const char *p = strstr(text, pattern);
+  if (!p)
+    return false;
+  p += strlen(pattern);
+  size_t n = strcspn(p, ",>");
+  snprintf(out, size, "%.*s", (int)n, p);
+  return true;
+}
+
+/* The memref<...> after "tensor = ", bracket-matched, parsed. */
+static MlirType descriptor_box(MlirContext ctx, const char *text) {
+  const char *p = strstr(text, "tensor = ");
+  if (!p)
+    return (MlirType){NULL};
+  p += strlen("tensor = ");
+  int depth = 0;
+  size_t n = 0;
+  for (; p[n]; ++n) {
+    if (p[n] == '<')
+      ++depth;
+    else if (p[n] == '>' && --depth == 0) {
+      ++n;
+      break;
+    }
+  }
+  if (depth != 0)
+    return (MlirType){NULL};
+  return mlirTypeParseGet(ctx, mlirStringRefCreate(p, n));
+}
+
+/* Short element type names the launcher understands, and their sizes. */
+static const char *map_dtype(MlirType e, int *bytes) {
+  if (mlirTypeIsABF16(e))
+    return *bytes = 2, "bf16";
+  if (mlirTypeIsAF16(e))
+    return *bytes = 2, "f16";
+  if (mlirTypeIsAF32(e))
+    return *bytes = 4, "f32";
+  if (mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 8)
+    return *bytes = 1, "i8";
+  if (mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 32)
+    return *bytes = 4, "i32";
+  return NULL;
+}
+
+static bool enum_bytes(const char *value, const char *prefix,
+                       const int *allowed, int *out) {
+  if (strcmp(value, "none") == 0)
+    return *out = 0, true;
+  if (!starts_with(value, prefix))
+    return false;
+  int v = atoi(value + strlen(prefix));
+  for (; *allowed; ++allowed)
+    if (v == *allowed)
+      return *out = v, true;
+  return false;
+}
+
+/* Checks tensor map #j (kernel argument #arg, of type `desc`) that views
+ * parameter `param` and fills info->maps[j]. */
+static void check_map(checker_t *c, MlirLocation loc, size_t j, size_t arg,
+                      int param, MlirType desc) {
+  lf_contract_info_t *info = c->info;
+  const lf_signature_t *sig = c->sig;
+  size_t n = sig->num_inputs + sig->num_results;
+  lf_tensor_map_spec_t *m = &info->maps[j];
+  memset(m, 0, sizeof(*m));
+  m->param = -1;
+  char *text = info->map_types[j];
+  type_text(desc, text, LF_TENSOR_MAP_TYPE_CAP);
+  char what[64];
+  snprintf(what, sizeof(what), "tensor map #%zu (kernel argument #%zu)", j,
+           arg);
+
+  if (param < 0 || (size_t)param >= n) {
+    violation(info, loc, "tensor-map",
+              "%s: " ATTR_TENSOR_MAPS " entry %zu is %d, out of range: the "
+              "subgraph has %zu parameter(s), %zu input(s) then %zu "
+              "output(s), numbered from 0",
+              what, j, param, n, sig->num_inputs, sig->num_results);
+    return;
+  }
+  if (!sig->pointer[param]) {
+    violation(info, loc, "tensor-map",
+              "%s views parameter #%d, a scalar; a tensor map views a buffer "
+              "(memref) parameter",
+              what, param);
+    return;
+  }
+  m->param = param;
+
+  char swizzle[32] = "", l2promo[32] = "", oob[32] = "", interleave[32] = "";
+  MlirType box = descriptor_box(mlirTypeGetContext(desc), text);
+  if (mlirTypeIsNull(box) || !mlirTypeIsAMemRef(box) ||
+      !descriptor_field(text, "swizzle", swizzle, sizeof(swizzle)) ||
+      !descriptor_field(text, "l2promo", l2promo, sizeof(l2promo)) ||
+      !descriptor_field(text, "oob", oob, sizeof(oob)) ||
+      !descriptor_field(text, "interleave", interleave, sizeof(interleave))) {
+    violation(info, loc, "tensor-map", "%s: cannot read its type %s", what,
+              text);
+    return;
+  }
+  MlirType buf = sig->types[param];
+  MlirType be = mlirShapedTypeGetElementType(buf);
+  MlirType xe = mlirShapedTypeGetElementType(box);
+  char bt[128], xt[128];
+  type_text(be, bt, sizeof(bt));
+  type_text(xe, xt, sizeof(xt));
+  if (!mlirTypeEqual(be, xe)) {
+    violation(info, loc, "tensor-map",
+              "%s: the box's element type %s differs from that of the "
+              "viewed buffer #%d (%s)",
+              what, xt, param, sig->texts[param]);
+    return;
+  }
+  int ebytes = 0;
+  const char *dtype = map_dtype(be, &ebytes);
+  if (!dtype) {
+    violation(info, loc, "tensor-map",
+              "%s: element type %s is not supported; tensor maps take bf16, "
+              "f16, f32, i8 or i32",
+              what, bt);
+    return;
+  }
+  intptr_t rank = mlirShapedTypeGetRank(buf);
+  intptr_t box_rank = mlirShapedTypeGetRank(box);
+  if (box_rank != rank) {
+    violation(info, loc, "tensor-map",
+              "%s: the box has rank %ld but the viewed buffer #%d (%s) has "
+              "rank %ld; the box has one dimension per buffer dimension, "
+              "row-major",
+              what, (long)box_rank, param, sig->texts[param], (long)rank);
+    return;
+  }
+  if (rank < 1 || rank > TMA_MAX_RANK) {
+    violation(info, loc, "tensor-map",
+              "%s: the viewed buffer has rank %ld; tensor maps have rank 1 "
+              "to %d",
+              what, (long)rank, TMA_MAX_RANK);
+    return;
+  }
+  if (!mlirShapedTypeHasStaticShape(box)) {
+    violation(info, loc, "tensor-map",
+              "%s: the box %s must have a static shape", what, text);
+    return;
+  }
+  m->rank = (int)rank;
+  snprintf(m->dtype, sizeof(m->dtype), "%s", dtype);
+  for (intptr_t d = 0; d < rank; ++d) {
+    int64_t dim = mlirShapedTypeGetDimSize(buf, d);
+    int64_t b = mlirShapedTypeGetDimSize(box, d);
+    m->dims[d] = (uint64_t)dim;
+    m->box[d] = b > 0 && b <= TMA_MAX_BOX ? (uint32_t)b : 0;
+    if ((uint64_t)dim >= TMA_MAX_DIM)
+      violation(info, loc, "tensor-map",
+                "%s: buffer dimension %ld is %lld; TMA needs dimensions "
+                "below 2^32",
+                what, (long)d, (long long)dim);
+    if (b < 1 || b > TMA_MAX_BOX)
+      violation(info, loc, "tensor-map",
+                "%s: box dimension %ld is %lld; each box dimension must be 1 "
+                "to %d",
+                what, (long)d, (long long)b, TMA_MAX_BOX);
+    else if (b > dim)
+      violation(info, loc, "tensor-map",
+                "%s: box dimension %ld is %lld, larger than the buffer's "
+                "(%lld); the box must fit in the tensor (partial tiles at "
+                "the edges are fine: they are filled)",
+                what, (long)d, (long long)b, (long long)dim);
+  }
+  int64_t inner = mlirShapedTypeGetDimSize(box, rank - 1) * ebytes;
+  if (inner % 16 != 0)
+    violation(info, loc, "tensor-map",
+              "%s: the box's inner extent is %lld bytes (%lld x %s); TMA "
+              "needs a multiple of 16 bytes",
+              what, (long long)inner,
+              (long long)mlirShapedTypeGetDimSize(box, rank - 1), bt);
+  static const int swizzles[] = {32, 64, 128, 0};
+  static const int promos[] = {64, 128, 256, 0};
+  if (!enum_bytes(swizzle, "swizzle_", swizzles, &m->swizzle_bytes))
+    violation(info, loc, "tensor-map", "%s: unknown swizzle '%s'", what,
+              swizzle);
+  else if (m->swizzle_bytes && inner > m->swizzle_bytes)
+    violation(info, loc, "tensor-map",
+              "%s: with swizzle = %s the box's inner extent may be at most "
+              "%d bytes; it is %lld (make the box's last dimension at most "
+              "%lld elements)",
+              what, swizzle, m->swizzle_bytes, (long long)inner,
+              (long long)(m->swizzle_bytes / ebytes));
+  if (!enum_bytes(l2promo, "l2promo_", promos, &m->l2promo_bytes))
+    violation(info, loc, "tensor-map", "%s: unknown l2promo '%s'", what,
+              l2promo);
+  if (strcmp(oob, "nan") == 0)
+    m->oob_nan = true;
+  else if (strcmp(oob, "zero") != 0)
+    violation(info, loc, "tensor-map", "%s: unknown oob fill '%s'", what, oob);
+  if (strcmp(interleave, "none") != 0)
+    violation(info, loc, "tensor-map",
+              "%s: interleave = %s is not supported; use interleave = none",
+              what, interleave);
+  /* Row-major strides in bytes of every dimension but the innermost. */
+  uint64_t stride = (uint64_t)ebytes;
+  for (intptr_t d = rank - 1; d > 0; --d) {
+    uint64_t dim = m->dims[d];
+    stride = dim && stride > (TMA_MAX_STRIDE << 4) / dim ? TMA_MAX_STRIDE << 4
+                                                         : stride * dim;
+    if (stride % 16 != 0 || stride >= TMA_MAX_STRIDE) {
+      violation(info, loc, "tensor-map",
+                "%s: the buffer's stride of dimension %ld is %llu bytes; TMA "
+                "needs every stride but the innermost to be a multiple of 16 "
+                "bytes and below 2^40: load this buffer without a tensor map",
+                what, (long)(d - 1), (unsigned long long)stride);
+      break;
+    }
+  }
+}
+
+/* The trailing !nvgpu.tensormap.descriptor arguments from `first` on
+ * (`count` of them) against the llm_fuse.tensor_maps attribute. */
+static void check_tensor_maps(checker_t *c, MlirOperation kernel, MlirType ft,
+                              size_t first, size_t count) {
+  lf_contract_info_t *info = c->info;
+  MlirLocation loc = mlirOperationGetLocation(kernel);
+  MlirAttribute attr =
+      mlirOperationGetAttributeByName(kernel, str(ATTR_TENSOR_MAPS));
+  info->first_map = first;
+  if (mlirAttributeIsNull(attr) && count == 0)
+    return;
+  if (!mlirAttributeIsNull(attr) && !mlirAttributeIsADenseI32Array(attr)) {
+    violation(info, loc, "tensor-map",
+              ATTR_TENSOR_MAPS
+              " must be array<i32: ...>: one entry per "
+              "trailing !nvgpu.tensormap.descriptor argument, the index of "
+              "the parameter whose buffer it views");
+    return;
+  }
+  size_t listed = mlirAttributeIsNull(attr)
+                      ? 0
+                      : (size_t)mlirDenseArrayGetNumElements(attr);
+  if (listed != count) {
+    violation(info, loc, "tensor-map",
+              ATTR_TENSOR_MAPS
+              " lists %zu tensor map(s) but the kernel takes "
+              "%zu trailing !nvgpu.tensormap.descriptor argument(s); one "
+              "entry per map: the index of the parameter it views",
+              listed, count);
+    return;
+  }
+  if (count > LF_MAX_TENSOR_MAPS) {
+    violation(info, loc, "tensor-map",
+              "the kernel takes %zu tensor maps; at most %d are allowed", count,
+              LF_MAX_TENSOR_MAPS);
+    return;
+  }
+  if (strcmp(c->chip, "sm_80") == 0)
+    violation(info, loc, "target",
+              "the kernel takes tensor maps (TMA), which need sm_90 or newer, "
+              "but is built for sm_80; load tiles with "
+              "nvgpu.device_async_copy (cp.async) there");
+  for (size_t j = 0; j < count; ++j)
+    check_map(c, loc, j, first + j, mlirDenseI32ArrayGetElement(attr, j),
+              mlirFunctionTypeGetInput(ft, (intptr_t)(first + j)));
+  info->num_maps = count;
+}
+
 static void check_signature(checker_t *c, MlirOperation kernel) {
   const lf_signature_t *sig = c->sig;
   lf_contract_info_t *info = c->info;
@@ -541,11 +823,24 @@ static void check_signature(checker_t *c, MlirOperation kernel) {
   MlirType ft = mlirTypeAttrGetValue(fta);
   size_t want = sig->num_inputs + sig->num_results;
   size_t have = (size_t)mlirFunctionTypeGetNumInputs(ft);
-  if (have != want) {
-    violation(info, loc, "signature",
-              "the kernel takes %zu argument(s); the subgraph needs %zu: one "
-              "per input (%zu) then one per output (%zu)",
-              have, want, sig->num_inputs, sig->num_results);
+  /* Tensor maps come last. */
+  size_t maps = 0;
+  while (maps < have &&
+         mlirTypeIsANVGPUTensorMapDescriptorType(
+             mlirFunctionTypeGetInput(ft, (intptr_t)(have - maps - 1))))
+    ++maps;
+  if (have - maps != want) {
+    if (maps == 0)
+      violation(info, loc, "signature",
+                "the kernel takes %zu argument(s); the subgraph needs %zu: "
+                "one per input (%zu) then one per output (%zu)",
+                have, want, sig->num_inputs, sig->num_results);
+    else
+      violation(info, loc, "signature",
+                "the kernel takes %zu argument(s) before its %zu tensor "
+                "map(s); the subgraph needs %zu: one per input (%zu) then "
+                "one per output (%zu), then the tensor maps",
+                have - maps, maps, want, sig->num_inputs, sig->num_results);
     return;
   }
   for (size_t i = 0; i < want; ++i) {
@@ -561,6 +856,7 @@ static void check_signature(checker_t *c, MlirOperation kernel) {
               i, got, sig->texts[i], out ? "output" : "input",
               out ? i - sig->num_inputs : i);
   }
+  check_tensor_maps(c, kernel, ft, want, maps);
 }
 
 /* (op name, operand index) pairs of ops that write their memref operand. */
@@ -615,6 +911,32 @@ static void check_read_only(checker_t *c, MlirValue v, size_t input,
   }
 }
 
+/* Whether a tensor map of the kernel that views parameter `param` is used
+ * (by a TMA op); with `store`, only TMA stores count. */
+static bool map_used(checker_t *c, MlirBlock entry, size_t param, bool store,
+                     MlirOperation *out_store) {
+  lf_contract_info_t *info = c->info;
+  size_t nargs = (size_t)mlirBlockGetNumArguments(entry);
+  for (size_t j = 0; j < info->num_maps; ++j) {
+    if (info->maps[j].param != (int)param || info->first_map + j >= nargs)
+      continue;
+    MlirValue map =
+        mlirBlockGetArgument(entry, (intptr_t)(info->first_map + j));
+    for (MlirOpOperand use = mlirValueGetFirstUse(map);
+         !mlirOpOperandIsNull(use); use = mlirOpOperandGetNextUse(use)) {
+      MlirOperation owner = mlirOpOperandGetOwner(use);
+      char name[128];
+      op_name(owner, name, sizeof(name));
+      if (!store || strcmp(name, "nvgpu.tma.async.store") == 0) {
+        if (out_store)
+          *out_store = owner;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 static void check_arguments(checker_t *c, MlirOperation kernel) {
   const lf_signature_t *sig = c->sig;
   MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(kernel, 0));
@@ -623,9 +945,17 @@ static void check_arguments(checker_t *c, MlirOperation kernel) {
     return;
   for (size_t i = 0; i < n; ++i) {
     MlirValue arg = mlirBlockGetArgument(entry, (intptr_t)i);
+    MlirOperation store = {NULL};
     if (i < sig->num_inputs) {
       check_read_only(c, arg, i, 0);
-    } else if (mlirOpOperandIsNull(mlirValueGetFirstUse(arg))) {
+      if (map_used(c, entry, i, true, &store))
+        violation(c->info, mlirOperationGetLocation(store), "read-only-inputs",
+                  "'nvgpu.tma.async.store' writes input #%zu through a tensor "
+                  "map; inputs are read-only (they may be shared with other "
+                  "kernels); write only the output arguments",
+                  i);
+    } else if (mlirOpOperandIsNull(mlirValueGetFirstUse(arg)) &&
+               !map_used(c, entry, i, false, NULL)) {
       violation(c->info, mlirOperationGetLocation(kernel), "outputs-written",
                 "output %zu (kernel argument #%zu) is never used, so it is "
                 "never written; the kernel must write every element of every "
@@ -840,7 +1170,18 @@ static const rule_hint_t rule_hints[] = {
      "Every output argument must be written completely: each element by "
      "some thread of the grid."},
     {"target", "Build wgmma/setmaxnreg kernels for sm_90a only; for sm_80 use "
-               "nvgpu.mma.sync."},
+               "nvgpu.mma.sync. Tensor maps (TMA) need sm_90 or sm_90a; on "
+               "sm_80 load tiles with nvgpu.device_async_copy."},
+    {"tensor-map",
+     "Declare tensor maps as trailing kernel arguments of type "
+     "!nvgpu.tensormap.descriptor<tensor = memref<BOX x T, 3>, swizzle = ..., "
+     "l2promo = ..., oob = zero, interleave = none>, after the inputs and "
+     "outputs, and list on the kernel llm_fuse.tensor_maps = array<i32: P, "
+     "...>: per map, the index of the buffer parameter it views. The box has "
+     "the buffer's rank and element type (bf16, f16, f32, i8, i32); each box "
+     "dimension is 1..256 and fits the buffer; the box's last dimension is a "
+     "multiple of 16 bytes and, with a swizzle, at most the swizzle span; "
+     "every buffer row stride is a multiple of 16 bytes."},
     {NULL, NULL}};
 
 char *lf_contract_rule_hint(const char *rule, const lf_signature_t *sig) {

@@ -104,6 +104,11 @@ void lf_signature_free(lf_signature_t *sig);
 
 /* ---- Contract (contract.c) ----------------------------------------------- */
 
+/* The most tensor maps a kernel may ask for (128 bytes of parameter space
+ * each; a kernel has 4 KiB in all). */
+#define LF_MAX_TENSOR_MAPS 16
+#define LF_TENSOR_MAP_TYPE_CAP 384
+
 typedef struct lf_contract_info_s {
   MlirOperation gpu_module; /* borrowed from the module checked */
   MlirOperation kernel;
@@ -115,6 +120,12 @@ typedef struct lf_contract_info_s {
   char first_rule[48]; /* the first rule broken, "" if none */
   int violations;      /* rules broken */
   int reported;        /* of which emitted as diagnostics (capped) */
+  /* Tensor maps (docs/kernel-contract.md, "Tensor maps"): the kernel's
+   * trailing arguments from first_map on, valid when violations == 0. */
+  size_t first_map;
+  size_t num_maps;
+  lf_tensor_map_spec_t maps[LF_MAX_TENSOR_MAPS];
+  char map_types[LF_MAX_TENSOR_MAPS][LF_TENSOR_MAP_TYPE_CAP];
 } lf_contract_info_t;
 
 /// Checks the parsed, verified `module` against the contract for `sig` and
@@ -138,12 +149,14 @@ char *lf_contract_rule_hint(const char *rule, const lf_signature_t *sig);
 
 /// Translates the lowered gpu.module to LLVM IR, links `libdevice` (a
 /// bitcode path, NULL when there is none) when math ops need it, marks the
-/// kernel's pointer parameters noalias and 16-byte aligned, optimizes at O3
-/// and emits PTX for `chip`. A failure of the candidate sets result->kind
-/// (lowering) with diagnostics in `sink`; returns non-OK only for internal
-/// errors.
+/// kernel's pointer parameters noalias and 16-byte aligned, makes the
+/// `num_maps` tensor-map parameters from `first_map` on 128-byte byval grid
+/// constants aligned to 64, optimizes at O3 and emits PTX for `chip`. A
+/// failure of the candidate sets result->kind (lowering) with diagnostics in
+/// `sink`; returns non-OK only for internal errors.
 lf_status_t lf_codegen_ptx(MlirOperation gpu_module, const char *kernel_name,
                            const char *chip, const char *libdevice,
+                           size_t first_map, size_t num_maps,
                            lf_diag_sink_t *sink, lf_build_result_t *result);
 
 /// Assembles result->ptx with ptxas into result->cubin. A ptxas rejection

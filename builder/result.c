@@ -409,6 +409,48 @@ static cJSON *u32_array(const uint32_t v[3]) {
   return cJSON_CreateIntArray(a, 3);
 }
 
+/* Tensor-map entries of "params" (docs/kernel-contract.md, "Tensor
+ * maps"): the fields cuTensorMapEncodeTiled needs, row-major. */
+static const char *bytes_name(int bytes) {
+  switch (bytes) {
+  case 0:
+    return "none";
+  case 32:
+    return "32b";
+  case 64:
+    return "64b";
+  case 128:
+    return "128b";
+  case 256:
+    return "256b";
+  default:
+    return "?";
+  }
+}
+
+static bool add_tensor_map(cJSON *o, const lf_kernel_param_t *p) {
+  const lf_tensor_map_spec_t *m = &p->map;
+  int rank = m->rank < 0 ? 0 : m->rank > 5 ? 5 : m->rank;
+  bool ok = true;
+  ok &= !!cJSON_AddStringToObject(o, "role", "tensor_map");
+  ok &= !!cJSON_AddNumberToObject(o, "operand", p->operand);
+  ok &= !!cJSON_AddStringToObject(o, "type", p->type ? p->type : "");
+  ok &= !!cJSON_AddStringToObject(o, "abi", "tensor_map");
+  ok &= !!cJSON_AddStringToObject(o, "dtype", m->dtype);
+  cJSON *dims = cJSON_AddArrayToObject(o, "dims");
+  cJSON *box = cJSON_AddArrayToObject(o, "box");
+  ok &= dims && box;
+  for (int d = 0; ok && d < rank; ++d) {
+    ok &= cJSON_AddItemToArray(dims, cJSON_CreateNumber((double)m->dims[d]));
+    ok &= cJSON_AddItemToArray(box, cJSON_CreateNumber((double)m->box[d]));
+  }
+  ok &= !!cJSON_AddStringToObject(o, "swizzle", bytes_name(m->swizzle_bytes));
+  ok &= !!cJSON_AddStringToObject(o, "l2promo", bytes_name(m->l2promo_bytes));
+  ok &= !!cJSON_AddStringToObject(o, "oob", m->oob_nan ? "nan" : "zero");
+  ok &= !!cJSON_AddStringToObject(o, "interleave", "none");
+  return ok;
+}
+
 lf_status_t lf_build_result_to_json(const lf_build_result_t *r,
                                     const char *ptx_path,
                                     const char *cubin_path, char **out_json) {
@@ -441,6 +483,10 @@ lf_status_t lf_build_result_to_json(const lf_build_result_t *r,
       ok &= o && cJSON_AddItemToArray(params, o);
       if (!ok)
         break;
+      if (p->is_tensor_map) {
+        ok &= add_tensor_map(o, p);
+        continue;
+      }
       ok &= !!cJSON_AddStringToObject(o, "role",
                                       p->is_output ? "output" : "input");
       ok &= !!cJSON_AddNumberToObject(o, "operand", p->operand);
@@ -494,6 +540,70 @@ static void get_u32x3(const cJSON *o, const char *key, uint32_t out[3]) {
     out[i] =
         cJSON_IsNumber(v) && v->valuedouble >= 0 ? (uint32_t)v->valuedouble : 0;
   }
+}
+
+static bool parse_bytes(const char *text, const int *allowed, int *out) {
+  if (!text)
+    return false;
+  if (strcmp(text, "none") == 0)
+    return *out = 0, true;
+  for (; *allowed; ++allowed) {
+    char name[16];
+    snprintf(name, sizeof(name), "%db", *allowed);
+    if (strcmp(text, name) == 0)
+      return *out = *allowed, true;
+  }
+  return false;
+}
+
+/* Reads a "tensor_map" entry of "params"; INVALID_ARGUMENT when a field is
+ * missing or out of range, so that a launcher never encodes a map from a
+ * half-read entry. */
+static lf_status_t parse_tensor_map(const cJSON *o, int index,
+                                    lf_kernel_param_t *p) {
+  static const int swizzles[] = {32, 64, 128, 0};
+  static const int promos[] = {64, 128, 256, 0};
+  lf_tensor_map_spec_t *m = &p->map;
+  p->is_tensor_map = true;
+  p->is_pointer = false;
+  p->is_output = false;
+  const cJSON *operand = cJSON_GetObjectItemCaseSensitive(o, "operand");
+  const char *dtype = get_string(o, "dtype");
+  const cJSON *dims = cJSON_GetObjectItemCaseSensitive(o, "dims");
+  const cJSON *box = cJSON_GetObjectItemCaseSensitive(o, "box");
+  const char *oob = get_string(o, "oob");
+  const char *interleave = get_string(o, "interleave");
+  int rank = cJSON_IsArray(dims) ? cJSON_GetArraySize(dims) : 0;
+  bool ok =
+      cJSON_IsNumber(operand) && operand->valuedouble >= 0 &&
+      operand->valuedouble < 1e6 && dtype && strlen(dtype) < 8 && rank >= 1 &&
+      rank <= 5 && cJSON_IsArray(box) && cJSON_GetArraySize(box) == rank &&
+      parse_bytes(get_string(o, "swizzle"), swizzles, &m->swizzle_bytes) &&
+      parse_bytes(get_string(o, "l2promo"), promos, &m->l2promo_bytes) && oob &&
+      (strcmp(oob, "zero") == 0 || strcmp(oob, "nan") == 0) && interleave &&
+      strcmp(interleave, "none") == 0;
+  for (int d = 0; ok && d < rank; ++d) {
+    const cJSON *v = cJSON_GetArrayItem(dims, d);
+    const cJSON *b = cJSON_GetArrayItem(box, d);
+    ok = cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+         v->valuedouble < 4294967296.0 && cJSON_IsNumber(b) &&
+         b->valuedouble >= 1 && b->valuedouble <= 256;
+    if (ok) {
+      m->dims[d] = (uint64_t)v->valuedouble;
+      m->box[d] = (uint32_t)b->valuedouble;
+    }
+  }
+  if (!ok)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "build result: params[%d] is a malformed tensor_map "
+                     "entry",
+                     index);
+  p->operand = (int)operand->valuedouble;
+  m->param = p->operand;
+  m->rank = rank;
+  snprintf(m->dtype, sizeof(m->dtype), "%s", dtype);
+  m->oob_nan = strcmp(oob, "nan") == 0;
+  return LF_OK;
 }
 
 static lf_status_t dup_opt(char **dst, const char *src) {
@@ -558,6 +668,12 @@ lf_status_t lf_build_result_from_json(const char *json, size_t size,
       const cJSON *p = cJSON_GetArrayItem(params, i);
       const char *role = get_string(p, "role");
       const char *abi = get_string(p, "abi");
+      if (role && strcmp(role, "tensor_map") == 0) {
+        if ((s = parse_tensor_map(p, i, &r->params[i])) ||
+            (s = dup_opt(&r->params[i].type, get_string(p, "type"))))
+          goto out_destroy;
+        continue;
+      }
       r->params[i].is_output = role && strcmp(role, "output") == 0;
       r->params[i].is_pointer = !abi || strcmp(abi, "pointer") == 0;
       r->params[i].operand = (int)get_number(p, "operand");

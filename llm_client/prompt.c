@@ -40,6 +40,7 @@ typedef struct example_s {
 struct lf_prompt_set_s {
   char *dir;
   char *system, *kernel, *repair, *refine, *adapt, *contract; /* bodies */
+  char *tma; /* tensor maps: the first request's {{tma}} on sm_90+ */
   example_t *examples;
   size_t example_count;
   char version[32];
@@ -49,7 +50,7 @@ struct lf_prompt_set_s {
 
 static const char *const kernel_names[] = {
     "gpu",         "arch",     "class",    "name",     "signature", "operands",
-    "kernel_args", "subgraph", "contract", "examples", NULL};
+    "kernel_args", "subgraph", "contract", "examples", "tma",       NULL};
 static const char *const repair_names[] = {"attempt", "max_attempts", "error",
                                            "name", NULL};
 static const char *const refine_names[] = {
@@ -260,6 +261,9 @@ lf_status_t lf_prompt_set_load(const char *dir, lf_prompt_set_t **out_set) {
     s = load_template(d, "contract." LF_PROMPT_MAJOR ".md", no_names, &digest,
                       &set->contract);
   if (!s)
+    s = load_template(d, "tma." LF_PROMPT_MAJOR ".md", no_names, &digest,
+                      &set->tma);
+  if (!s)
     s = lf_strbuf_appendf(&path, "%s/examples.json", d);
   if (!s) {
     s = lf_read_file(lf_strbuf_cstr(&path), &json);
@@ -297,7 +301,7 @@ void lf_prompt_set_destroy(lf_prompt_set_t *set) {
     return;
   free(set->dir);
   free(set->system), free(set->kernel), free(set->repair), free(set->refine);
-  free(set->adapt), free(set->contract);
+  free(set->adapt), free(set->contract), free(set->tma);
   for (size_t i = 0; i < set->example_count; ++i)
     example_clear(&set->examples[i]);
   free(set->examples);
@@ -1250,9 +1254,11 @@ lf_status_t lf_prompt_first(const lf_prompt_set_t *set, const lf_table_t *table,
   if (!s)
     s = render_examples(set, table, subj, p.dtype, &examples);
   if (!s) {
+    /* Tensor maps (TMA) exist from sm_90 on. */
     const slot_t slots[] = {
         SUBJECT_SLOTS(p, set),
         {"examples", lf_strbuf_cstr(&examples)},
+        {"tma", arch_number(subj->arch) >= 90 ? set->tma : ""},
     };
     s = fill(set->kernel, slots, sizeof(slots) / sizeof(slots[0]), out);
   }

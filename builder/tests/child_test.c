@@ -216,6 +216,83 @@ LF_TEST(json_round_trip_and_repair_cap) {
   lf_status_free(s);
 }
 
+/* A tensor-map param survives the JSON the child hands back, field by
+ * field; ordinary params keep their four fields; a malformed map entry is
+ * rejected rather than half read. */
+LF_TEST(json_tensor_map_round_trip) {
+  lf_build_result_t *r = lf_build_result_new();
+  LF_EXPECT(r != NULL);
+  if (!r)
+    return;
+  r->kernel_name = strdup("k");
+  r->chip = strdup("sm_90a");
+  r->params = calloc(2, sizeof(*r->params));
+  r->num_params = 2;
+  r->params[0].is_pointer = true;
+  r->params[0].type = strdup("memref<100x4096xbf16>");
+  lf_kernel_param_t *p = &r->params[1];
+  p->is_tensor_map = true;
+  p->operand = 0;
+  p->type = strdup("!nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, "
+                   "3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob "
+                   "= nan, interleave = none>");
+  p->map = (lf_tensor_map_spec_t){.param = 0,
+                                  .rank = 2,
+                                  .dtype = "bf16",
+                                  .dims = {100, 4096},
+                                  .box = {64, 64},
+                                  .swizzle_bytes = 128,
+                                  .l2promo_bytes = 256,
+                                  .oob_nan = true};
+  char *json = NULL;
+  LF_EXPECT(lf_build_result_to_json(r, NULL, NULL, &json) == NULL);
+  LF_EXPECT(json && strstr(json, "\"role\":\t\"tensor_map\""));
+  LF_EXPECT(json && strstr(json, "\"dims\":\t[100, 4096]"));
+  LF_EXPECT(json && strstr(json, "\"swizzle\":\t\"128b\""));
+  lf_build_result_t *back = NULL;
+  LF_EXPECT(json &&
+            lf_build_result_from_json(json, strlen(json), &back) == NULL);
+  if (back && back->num_params == 2) {
+    const lf_kernel_param_t *b0 = &back->params[0], *b1 = &back->params[1];
+    LF_EXPECT(!b0->is_tensor_map && b0->is_pointer && !b0->is_output);
+    LF_EXPECT(b1->is_tensor_map && !b1->is_pointer && b1->operand == 0);
+    LF_EXPECT_STREQ(b1->type, p->type);
+    LF_EXPECT(b1->map.param == 0 && b1->map.rank == 2);
+    LF_EXPECT_STREQ(b1->map.dtype, "bf16");
+    LF_EXPECT(b1->map.dims[0] == 100 && b1->map.dims[1] == 4096);
+    LF_EXPECT(b1->map.box[0] == 64 && b1->map.box[1] == 64);
+    LF_EXPECT(b1->map.swizzle_bytes == 128 && b1->map.l2promo_bytes == 256);
+    LF_EXPECT(b1->map.oob_nan);
+  } else {
+    LF_EXPECT(!"two params read back");
+  }
+  lf_build_result_destroy(back);
+  back = NULL;
+
+  /* Each broken field on its own: rank mismatch, box > 256, bad swizzle. */
+  const char *bad[] = {"\"box\":\t[64, 64]",     "\"box\":\t[64]",
+                       "\"box\":\t[64, 64]",     "\"box\":\t[64, 512]",
+                       "\"swizzle\":\t\"128b\"", "\"swizzle\":\t\"96b\""};
+  for (size_t i = 0; json && i < 6; i += 2) {
+    const char *at = strstr(json, bad[i]);
+    LF_EXPECT(at != NULL);
+    if (!at)
+      continue;
+    lf_strbuf_t b;
+    lf_strbuf_init(&b, 1 << 16);
+    LF_EXPECT(lf_strbuf_append(&b, json, (size_t)(at - json)) == NULL);
+    LF_EXPECT(lf_strbuf_append_str(&b, bad[i + 1]) == NULL);
+    LF_EXPECT(lf_strbuf_append_str(&b, at + strlen(bad[i])) == NULL);
+    lf_status_t s =
+        lf_build_result_from_json(lf_strbuf_cstr(&b), lf_strbuf_len(&b), &back);
+    LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT && !back);
+    lf_status_free(s);
+    lf_strbuf_free(&b);
+  }
+  free(json);
+  lf_build_result_destroy(r);
+}
+
 LF_TEST(find_tool) {
   /* This test lives in <build>/builder, the tool in <build>/bin: found
    * through ../bin beside the binary that holds the library. */
@@ -251,6 +328,7 @@ int main(int argc, char **argv) {
   LF_RUN(bad_signature_is_a_status);
   LF_RUN(subprocess_signal_exit_timeout);
   LF_RUN(json_round_trip_and_repair_cap);
+  LF_RUN(json_tensor_map_round_trip);
   LF_RUN(find_tool);
   return lf_test_finish();
 }

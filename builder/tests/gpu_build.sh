@@ -20,4 +20,11 @@ build rmsnorm ok-rmsnorm.mlir '(tensor<16384x4096xbf16>, tensor<4096xbf16>) -> t
 build features ok-features.mlir '(tensor<1024xf32>) -> tensor<1024xf32>'
 build axpy ok-scalar.mlir '(tensor<4xf32>, f32, index) -> tensor<4xf32>'
 build wgmma wgmma.mlir '(tensor<1024xf32>) -> tensor<1024xf32>'
+build tma_copy ok-tma-copy.mlir '(tensor<256x256xbf16>) -> tensor<256x256xbf16>'
+build tma_copy_ptx ok-tma-copy.mlir '(tensor<256x256xbf16>) -> tensor<256x256xbf16>' --no-cubin
+# The tensor-map example of the prompt (llm_client/prompts/tma.v1.md).
+sed -n '/^```mlir$/,/^```$/p' "$(dirname "$0")/../../llm_client/prompts/tma.v1.md" |
+  sed '1d;$d' >"$out/tma_row_sum.mlir"
+"$tool" --quiet --out-dir "$out/tma_row_sum" \
+  --signature '(tensor<1024x64xbf16>) -> tensor<1024xf32>' "$out/tma_row_sum.mlir"
 echo "built into $out"

@@ -168,6 +168,23 @@ LF_TEST(first_prompt_carries_everything) {
     if (q != start)
       ++fences;
   LF_EXPECT(fences == 2);
+  /* sm_90a has tensor maps: their section and example follow the
+   * contract, before the examples; sm_80 gets neither. */
+  const char *tma = strstr(p, "## Tensor maps (TMA) on this target");
+  LF_EXPECT(tma && tma > strstr(p, "Write every element of every output"));
+  LF_EXPECT(tma && tma < strstr(p, "## Hand-written kernels"));
+  LF_EXPECT(strstr(p, "llm_fuse.tensor_maps = array<i32: 0>"));
+  LF_EXPECT(strstr(p, "nvgpu.tma.async.load %x_map[%c0, %base]"));
+  lf_strbuf_truncate(&b, 0);
+  subj.arch = "sm_80";
+  s = lf_prompt_first(set, NULL, &subj, &b);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  p = lf_strbuf_cstr(&b);
+  LF_EXPECT(strstr(p, "Architecture: sm_80"));
+  LF_EXPECT(!strstr(p, "## Tensor maps (TMA)"));
+  LF_EXPECT(!strstr(p, "nvgpu.tma.async.load"));
+  LF_EXPECT(!strstr(p, "{{"));
   lf_strbuf_free(&b);
 }
 
@@ -299,7 +316,7 @@ static void write_entry(const char *dir, const char *pattern, const char *klass,
   int64_t fixed[2] = {-1, s1};
   lf_table_new_entry_t e = {
       pattern, arch, klass, fixed, 2, text, source ? source : "prompt_test",
-      name};
+      name,    NULL};
   char *path = NULL;
   lf_status_t s = lf_table_write_entry(dir, &e, &path);
   LF_EXPECT(!s);
