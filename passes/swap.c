@@ -19,6 +19,14 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/GPU.h"
+#include "runtime/mgpu/llm_fuse_rt.h"
+
+/* libllm_fuse_rt's tensor-map encoder (runtime/mgpu/llm_fuse_rt.h), as the
+ * host IR declares and calls it. */
+#define TMAP_ENCODE "lf_rt_tensor_map_encode"
+#define TMAP_ENCODE_TYPE                                                       \
+  "(!llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32, i32, i32) "     \
+  "-> i32"
 
 static MlirStringRef str(const char *s) {
   return mlirStringRefCreateFromCString(s);
@@ -75,8 +83,74 @@ static lf_status_t binary_name(MlirOperation module, const char *base,
   return st;
 }
 
-/* The scratch module: the new function and a gpu.binary with an empty
- * object of the right target and format. */
+/* The LF_RT_DTYPE_* code of a tensor map's element type; -1 if none. */
+static int tmap_dtype_code(const char *dtype) {
+  static const char *const names[] = {"f32", "f16", "bf16", "f64",
+                                      "i8",  "i16", "i32",  "i64"};
+  for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); ++i)
+    if (!strncmp(dtype, names[i], sizeof(((lf_tensor_map_spec_t *)0)->dtype)))
+      return i;
+  return -1;
+}
+
+/* The host IR that encodes the tensor map of kernel parameter `i` at run
+ * time on the viewed buffer's device pointer (%ini<k> or %outi<k>) into a
+ * 64-byte aligned !llvm.array<16 x i64>, loaded as %tm<i>: the launch
+ * passes that aggregate by value, so the args[i] that gpu.launch_func's
+ * lowering builds points at the 128 bytes. An encode failure is kept by
+ * libllm_fuse_rt and skips the launch. */
+static lf_status_t tmap_text(const lf_kernel_param_t *p, size_t i, long n_in,
+                             lf_strbuf_t *t) {
+  const lf_tensor_map_spec_t *m = &p->map;
+  int code = tmap_dtype_code(m->dtype);
+  if (code < 0 || m->rank < 1 || m->rank > 5)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "kernel parameter %zu: a tensor map of element type "
+                     "'%.8s' and rank %d cannot be encoded",
+                     i, m->dtype, m->rank);
+  char dims[160] = "", box[96] = "";
+  size_t nd = 0, nb = 0;
+  for (int d = 0; d < m->rank; ++d) {
+    nd += (size_t)snprintf(dims + nd, sizeof(dims) - nd, "%s%llu",
+                           d ? ", " : "", (unsigned long long)m->dims[d]);
+    nb += (size_t)snprintf(box + nb, sizeof(box) - nb, "%s%u", d ? ", " : "",
+                           (unsigned)m->box[d]);
+  }
+  const char *base = m->param < n_in ? "ini" : "outi";
+  long k = m->param < n_in ? m->param : m->param - n_in;
+  return lf_strbuf_appendf(
+      t,
+      "  %%tmdv%zu = llvm.mlir.constant(dense<[%s]> : tensor<%dxi64>) : "
+      "!llvm.array<%d x i64>\n"
+      "  %%tmd%zu = llvm.alloca %%tmone x !llvm.array<%d x i64> : (i64) -> "
+      "!llvm.ptr\n"
+      "  llvm.store %%tmdv%zu, %%tmd%zu : !llvm.array<%d x i64>, !llvm.ptr\n"
+      "  %%tmbv%zu = llvm.mlir.constant(dense<[%s]> : tensor<%dxi32>) : "
+      "!llvm.array<%d x i32>\n"
+      "  %%tmb%zu = llvm.alloca %%tmone x !llvm.array<%d x i32> : (i64) -> "
+      "!llvm.ptr\n"
+      "  llvm.store %%tmbv%zu, %%tmb%zu : !llvm.array<%d x i32>, !llvm.ptr\n"
+      "  %%tmp%zu = llvm.alloca %%tmone x !llvm.array<16 x i64> "
+      "{alignment = 64 : i64} : (i64) -> !llvm.ptr\n"
+      "  %%tma%zu = llvm.inttoptr %%%s%ld : i64 to !llvm.ptr\n"
+      "  %%tmt%zu = arith.constant %d : i32\n"
+      "  %%tmr%zu = arith.constant %d : i32\n"
+      "  %%tms%zu = arith.constant %d : i32\n"
+      "  %%tml%zu = arith.constant %d : i32\n"
+      "  %%tmo%zu = arith.constant %d : i32\n"
+      "  %%tmst%zu = func.call @" TMAP_ENCODE "(%%tmp%zu, %%tma%zu, %%tmt%zu, "
+      "%%tmr%zu, %%tmd%zu, %%tmb%zu, %%tms%zu, %%tml%zu, %%tmo%zu) : "
+      TMAP_ENCODE_TYPE "\n"
+      "  %%tm%zu = llvm.load %%tmp%zu : !llvm.ptr -> !llvm.array<16 x i64>\n",
+      i, dims, m->rank, m->rank, i, m->rank, i, i, m->rank, i, box, m->rank,
+      m->rank, i, m->rank, i, i, m->rank, i, i, base, k, i, code, i, m->rank,
+      i, m->swizzle_bytes, i, m->l2promo_bytes, i, m->oob_nan ? 1 : 0, i, i,
+      i, i, i, i, i, i, i, i, i, i);
+}
+
+/* The scratch module: the new function, a gpu.binary with an empty
+ * object of the right target and format, and (for a kernel with tensor
+ * maps) the encoder's declaration. */
 static lf_status_t scratch_text(MlirOperation func, const char *fname,
                                 const char *bin_name,
                                 const lf_build_result_t *b,
@@ -87,13 +161,19 @@ static lf_status_t scratch_text(MlirOperation func, const char *fname,
   intptr_t n_in = mlirFunctionTypeGetNumInputs(ft);
   intptr_t n_out = mlirFunctionTypeGetNumResults(ft);
 
-  if (b->num_params != (size_t)(n_in + n_out))
-    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
-                     "the kernel has %zu parameters, the subgraph %ld "
-                     "operands",
-                     b->num_params, (long)(n_in + n_out));
+  size_t num_ordinary = 0, num_maps = 0;
   for (size_t i = 0; i < b->num_params; ++i) {
     const lf_kernel_param_t *p = &b->params[i];
+    if (p->is_tensor_map) {
+      ++num_maps;
+      if (p->map.param < 0 || p->map.param >= n_in + n_out)
+        return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                         "kernel parameter %zu is a tensor map of operand %d, "
+                         "which does not exist",
+                         i, p->map.param);
+      continue;
+    }
+    ++num_ordinary;
     if (!p->is_pointer)
       return LF_STATUS(LF_STATUS_UNIMPLEMENTED,
                        "kernel parameter %zu is passed by value; the launch "
@@ -105,6 +185,11 @@ static lf_status_t scratch_text(MlirOperation func, const char *fname,
                        "not exist",
                        i, p->operand);
   }
+  if (num_ordinary != (size_t)(n_in + n_out))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "the kernel has %zu parameters (besides tensor maps), "
+                     "the subgraph %ld operands",
+                     num_ordinary, (long)(n_in + n_out));
 
   LF_RETURN_IF_ERROR(lf_strbuf_appendf(
       t, "module attributes {gpu.container_module} {\n"
@@ -158,15 +243,25 @@ static lf_status_t scratch_text(MlirOperation func, const char *fname,
         t, "  %%g%d = arith.constant %u : index\n  %%b%d = arith.constant %u "
            ": index\n",
         d, b->grid[d], d, b->block[d]));
+  if (num_maps)
+    LF_RETURN_IF_ERROR(lf_strbuf_append_str(
+        t, "  %tmone = llvm.mlir.constant(1 : i64) : i64\n"));
+  for (size_t i = 0; i < b->num_params; ++i)
+    if (b->params[i].is_tensor_map)
+      LF_RETURN_IF_ERROR(tmap_text(&b->params[i], i, (long)n_in, t));
   LF_RETURN_IF_ERROR(lf_strbuf_appendf(
       t, "  %%smem = arith.constant %u : i32\n"
          "  gpu.launch_func @%s::@%s blocks in (%%g0, %%g1, %%g2) threads in "
          "(%%b0, %%b1, %%b2) dynamic_shared_memory_size %%smem args(",
       b->dynamic_shared_bytes, bin_name, b->kernel_name));
   for (size_t i = 0; i < b->num_params; ++i)
-    LF_RETURN_IF_ERROR(lf_strbuf_appendf(
-        t, "%s%%%s%d : i64", i ? ", " : "",
-        b->params[i].is_output ? "outi" : "ini", b->params[i].operand));
+    LF_RETURN_IF_ERROR(
+        b->params[i].is_tensor_map
+            ? lf_strbuf_appendf(t, "%s%%tm%zu : !llvm.array<16 x i64>",
+                                i ? ", " : "", i)
+            : lf_strbuf_appendf(t, "%s%%%s%d : i64", i ? ", " : "",
+                                b->params[i].is_output ? "outi" : "ini",
+                                b->params[i].operand));
   LF_RETURN_IF_ERROR(lf_strbuf_append_str(t, ")\n"));
   for (intptr_t i = 0; i < n_out; ++i) {
     MlirType ty = mlirFunctionTypeGetResult(ft, i);
@@ -188,10 +283,14 @@ static lf_status_t scratch_text(MlirOperation func, const char *fname,
       LF_RETURN_IF_ERROR(type_text(mlirFunctionTypeGetResult(ft, i), t));
     }
   }
-  return lf_strbuf_appendf(
+  LF_RETURN_IF_ERROR(lf_strbuf_appendf(
       t, "\n}\ngpu.binary @%s [#gpu.object<#nvvm.target<chip = \"%s\">, %s "
-         "= \"\">]\n}\n",
-      bin_name, b->chip ? b->chip : "sm_90", format);
+         "= \"\">]\n",
+      bin_name, b->chip ? b->chip : "sm_90", format));
+  if (num_maps)
+    LF_RETURN_IF_ERROR(lf_strbuf_append_str(
+        t, "func.func private @" TMAP_ENCODE TMAP_ENCODE_TYPE "\n"));
+  return lf_strbuf_append_str(t, "}\n");
 }
 
 lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
@@ -244,6 +343,7 @@ lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
   MlirBlock sbody = mlirModuleGetBody(scratch);
   MlirOperation new_func = mlirBlockGetFirstOperation(sbody);
   MlirOperation binary = mlirOperationGetNextInBlock(new_func);
+  MlirOperation decl = mlirOperationGetNextInBlock(binary); /* or null */
 
   /* The object: the placeholder's target and format, the real bytes. */
   MlirAttribute objs = mlirOperationGetAttributeByName(binary, str("objects"));
@@ -264,6 +364,14 @@ lf_status_t lf_swap_in(MlirOperation module, MlirOperation func,
   mlirRegionTakeBody(mlirOperationGetRegion(func, 0),
                      mlirOperationGetRegion(new_func, 0));
   mlirOperationMoveAfter(binary, func);
+  if (!mlirOperationIsNull(decl)) { /* the encoder's declaration, once */
+    MlirSymbolTable table = mlirSymbolTableCreate(module);
+    bool free_name =
+        mlirOperationIsNull(mlirSymbolTableLookup(table, str(TMAP_ENCODE)));
+    mlirSymbolTableDestroy(table);
+    if (free_name)
+      mlirOperationMoveAfter(decl, binary);
+  }
   mlirOperationSetAttributeByName(
       func, str(LF_ATTR_KERNEL),
       mlirStringAttrGet(ctx, str(b->kernel_name)));

@@ -21,6 +21,16 @@
  * the module's kernels receive memrefs. Where the buffers live is the
  * pipeline's business: llm-fuse-compile puts every host buffer in device
  * memory. The module gets the gpu.container_module attribute.
+ *
+ * A kernel that takes tensor maps (builder.h, lf_tensor_map_spec_t) gets,
+ * before the launch, one call per map of libllm_fuse_rt's
+ *   %st = func.call @lf_rt_tensor_map_encode(%map, %base, dtype, rank,
+ *            %dims, %box, swizzle, l2promo, oob) : (...) -> i32
+ * on the viewed operand's pointer (the spec's arrays and the 64-byte aligned
+ * !llvm.array<16 x i64> %map on the stack), and passes
+ * `llvm.load %map : !llvm.array<16 x i64>` by value to gpu.launch_func, so
+ * that args[i] points at the 128 bytes (docs/aot.md, "Tensor maps"). The
+ * module gets the encoder's declaration once.
  */
 #ifndef LF_PASSES_SWAP_H
 #define LF_PASSES_SWAP_H

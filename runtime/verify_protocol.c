@@ -220,6 +220,16 @@ lf_vtolerance_t lf_vtolerance_for(lf_vdtype_t dt) {
   }
 }
 
+lf_vtolerance_t lf_vtolerance_tf32(int64_t k) {
+  lf_vtolerance_t f32 = lf_vtolerance_for(LF_VDT_F32);
+  if (k <= 0)
+    return f32;
+  double t = 10.0 * ldexp(1.0, -11) + (double)k * ldexp(1.0, -24);
+  t = fmin(t, 2e-2);
+  t = fmax(t, f32.rtol);
+  return (lf_vtolerance_t){t, t};
+}
+
 bool lf_vclose(double ref, double cand, double rtol, double atol,
                double *out_ratio) {
   double ratio = 0;
@@ -434,6 +444,125 @@ void lf_verdict_free(lf_verdict_t *v) {
   free(v->message);
   free(v->json);
   memset(v, 0, sizeof(*v));
+}
+
+/* ---- Tensor-map parameters of a build result ---- */
+
+static lf_status_t tmap_bytes(const cJSON *param, const char *key,
+                              const char *const *names, const int *values,
+                              size_t n, int *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(param, key);
+  if (!v) { /* absent: the default (the first) */
+    *out = values[0];
+    return LF_OK;
+  }
+  for (size_t i = 0; cJSON_IsString(v) && i < n; ++i)
+    if (!strcmp(v->valuestring, names[i])) {
+      *out = values[i];
+      return LF_OK;
+    }
+  return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                   "tensor-map parameter: \"%s\" is not one of %s%s%s%s%s%s%s",
+                   key, names[0], n > 1 ? ", " : "", n > 1 ? names[1] : "",
+                   n > 2 ? ", " : "", n > 2 ? names[2] : "", n > 3 ? ", " : "",
+                   n > 3 ? names[3] : "");
+}
+
+static lf_status_t tmap_array(const cJSON *param, const char *key, int rank,
+                              uint64_t *out, uint64_t max) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(param, key);
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != rank)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "tensor-map parameter: \"%s\" must be an array of %d "
+                     "numbers (one per dimension)",
+                     key, rank);
+  for (int d = 0; d < rank; ++d) {
+    const cJSON *x = cJSON_GetArrayItem(a, d);
+    if (!cJSON_IsNumber(x) || x->valuedouble < 1 || x->valuedouble > (double)max ||
+        x->valuedouble != floor(x->valuedouble))
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "tensor-map parameter: \"%s\"[%d] must be an integer "
+                       "from 1 to %llu",
+                       key, d, (unsigned long long)max);
+    out[d] = (uint64_t)x->valuedouble;
+  }
+  return LF_OK;
+}
+
+lf_status_t lf_vtensor_map_parse(const cJSON *param, size_t num_operands,
+                                 lf_tensor_map_spec_t *out) {
+  memset(out, 0, sizeof(*out));
+  const cJSON *role = cJSON_GetObjectItemCaseSensitive(param, "role");
+  const cJSON *operand = cJSON_GetObjectItemCaseSensitive(param, "operand");
+  const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(param, "dtype");
+  const cJSON *dims = cJSON_GetObjectItemCaseSensitive(param, "dims");
+  const cJSON *il = cJSON_GetObjectItemCaseSensitive(param, "interleave");
+  if (!cJSON_IsString(role) || strcmp(role->valuestring, "tensor_map"))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "not a tensor-map parameter (role \"tensor_map\")");
+  if (!cJSON_IsNumber(operand) || operand->valuedouble < 0 ||
+      operand->valuedouble >= (double)num_operands ||
+      operand->valuedouble != floor(operand->valuedouble))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "tensor-map parameter: \"operand\" must name one of the "
+                     "subgraph's %zu operands (inputs, then results)",
+                     num_operands);
+  out->param = (int)operand->valuedouble;
+  if (!cJSON_IsString(dtype) || strlen(dtype->valuestring) >= sizeof(out->dtype))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "tensor-map parameter: \"dtype\" must be an element type "
+                     "name such as \"bf16\"");
+  snprintf(out->dtype, sizeof(out->dtype), "%s", dtype->valuestring);
+  int rank = cJSON_IsArray(dims) ? cJSON_GetArraySize(dims) : 0;
+  if (rank < 1 || rank > 5)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "tensor-map parameter: \"dims\" must hold 1 to 5 "
+                     "dimensions");
+  out->rank = rank;
+  LF_RETURN_IF_ERROR(tmap_array(param, "dims", rank, out->dims, (1ull << 32) - 1));
+  uint64_t box[5];
+  LF_RETURN_IF_ERROR(tmap_array(param, "box", rank, box, 256));
+  for (int d = 0; d < rank; ++d)
+    out->box[d] = (uint32_t)box[d];
+  static const char *const sw_names[] = {"none", "32b", "64b", "128b"};
+  static const int sw_values[] = {0, 32, 64, 128};
+  static const char *const l2_names[] = {"none", "64b", "128b", "256b"};
+  static const int l2_values[] = {0, 64, 128, 256};
+  static const char *const oob_names[] = {"zero", "nan"};
+  static const int oob_values[] = {0, 1};
+  int oob;
+  LF_RETURN_IF_ERROR(
+      tmap_bytes(param, "swizzle", sw_names, sw_values, 4, &out->swizzle_bytes));
+  LF_RETURN_IF_ERROR(
+      tmap_bytes(param, "l2promo", l2_names, l2_values, 4, &out->l2promo_bytes));
+  LF_RETURN_IF_ERROR(tmap_bytes(param, "oob", oob_names, oob_values, 2, &oob));
+  out->oob_nan = oob != 0;
+  if (il && (!cJSON_IsString(il) || strcmp(il->valuestring, "none")))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "tensor-map parameter: \"interleave\" must be \"none\"");
+  return LF_OK;
+}
+
+lf_status_t lf_vtensor_map_check_operand(const lf_tensor_map_spec_t *spec,
+                                         const lf_voperand_t *op) {
+  if (op->is_scalar)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "the tensor map views operand %d, a scalar", spec->param);
+  if (strncmp(spec->dtype, lf_vdtype_name(op->dtype), sizeof(spec->dtype)))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "the tensor map of operand %d has element type %.8s, the "
+                     "operand %s",
+                     spec->param, spec->dtype, lf_vdtype_name(op->dtype));
+  bool same = spec->rank == op->rank;
+  for (int d = 0; same && d < spec->rank; ++d)
+    same = (int64_t)spec->dims[d] == op->dims[d];
+  if (!same)
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                     "the tensor map of operand %d does not have the "
+                     "operand's shape (rank %d against %d, or a dimension "
+                     "differs): a map views its whole buffer",
+                     spec->param, spec->rank, op->rank);
+  return LF_OK;
 }
 
 lf_status_t lf_verdict_parse(const char *text, size_t size, lf_verdict_t *out) {

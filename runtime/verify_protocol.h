@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "builder/builder.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,6 +69,25 @@ lf_status_t lf_vsignature_parse(const char *sig, lf_voperand_t **out_ins,
                                 size_t *out_num_ins, lf_voperand_t **out_outs,
                                 size_t *out_num_outs);
 
+struct cJSON;
+
+/// Reads a build result's tensor-map parameter (docs/kernel-contract.md,
+/// "Tensor maps": {"role": "tensor_map", "operand": P, "dtype": "bf16",
+/// "dims": [...], "box": [...], "swizzle": "none"|"32b"|"64b"|"128b",
+/// "l2promo": "none"|"64b"|"128b"|"256b", "oob": "zero"|"nan",
+/// "interleave": "none"}) into `*out`. `num_operands` is the subgraph's
+/// inputs plus results; the map must view one of them. INVALID_ARGUMENT
+/// naming the field for anything else. Only the JSON is checked here: the
+/// worker then checks the map against the operand it views, and
+/// lf_tensor_map_args() against what TMA accepts.
+lf_status_t lf_vtensor_map_parse(const struct cJSON *param, size_t num_operands,
+                                 lf_tensor_map_spec_t *out);
+
+/// Checks that tensor map `spec` views operand `op` as it is: the same
+/// element type, rank and dimensions. INVALID_ARGUMENT saying what differs.
+lf_status_t lf_vtensor_map_check_operand(const lf_tensor_map_spec_t *spec,
+                                         const lf_voperand_t *op);
+
 /// Tolerance of one element type: an element passes when
 /// |c - r| <= rtol*|r| + atol, atol = atol_scale * mean|reference output|.
 /// Integers and i1 are exact (rtol = atol_scale = 0).
@@ -77,6 +97,15 @@ typedef struct lf_vtolerance_s {
 } lf_vtolerance_t;
 
 lf_vtolerance_t lf_vtolerance_for(lf_vdtype_t dt);
+
+/// The tolerance of an f32 output of a subgraph compiled in TF32 mode (pass
+/// option tf32=1) whose f32 contractions reduce over at most `k` terms
+/// (docs/verification.md, "TF32 mode"): rtol = atol_scale =
+/// min(2e-2, 10 * 2^-11 + k * 2^-24) -- the rounding of both operands to
+/// TF32's 10-bit mantissa (unit roundoff 2^-11) with a tail margin, plus the
+/// worst-case f32 accumulation error of a k-term sum. Never below the f32
+/// tolerance; k <= 0 gives the f32 tolerance.
+lf_vtolerance_t lf_vtolerance_tf32(int64_t k);
 
 /// The comparison rule, NaN-aware: true when `cand` passes against `ref`.
 /// Both NaN pass; equal values (infinities of one sign included) pass; an

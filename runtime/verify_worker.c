@@ -26,6 +26,7 @@
 #include "base/fs.h"
 #include "base/strbuf.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/tensor_map.h"
 #include "runtime/verify_protocol.h"
 #include "verify_kernels_embed.h"
 
@@ -101,9 +102,17 @@ typedef struct worker_s {
   CUmodule cmod;
   CUfunction cfn;
   unsigned grid[3], block[3], smem;
-  int cparam_kind[MAX_ARGS]; /* 0 input, 1 output */
-  size_t cparam_index[MAX_ARGS];
+  int cparam_kind[MAX_ARGS]; /* 0 input, 1 output, 2 tensor map */
+  size_t cparam_index[MAX_ARGS]; /* a tensor map: index into maps */
   size_t num_cparams;
+  /* The candidate's tensor maps (docs/kernel-contract.md, "Tensor maps"),
+   * re-encoded whenever the buffer they view moves (each run of a trial
+   * has its own poisoned output copy). */
+  lf_tensor_map_spec_t map_spec[MAX_ARGS];
+  CUdeviceptr map_base[MAX_ARGS]; /* 0: not encoded yet */
+  _Alignas(64) unsigned char map_bytes[MAX_ARGS][LF_TENSOR_MAP_BYTES];
+  size_t num_maps;
+  int map_encodes; /* how many encodes ran, for the verdict */
   bool atomics;
   /* buffers */
   CUdeviceptr *in, *ref_out, *arena[2], *cand[2];
@@ -366,12 +375,34 @@ static lf_status_t load_candidate(worker_t *w, const cJSON *res,
   w->smem = cJSON_IsNumber(smem) ? (unsigned)smem->valuedouble : 0;
   w->atomics = w->opt->atomics || cJSON_IsTrue(atomics);
   const cJSON *p;
+  size_t num_ordinary = 0;
   cJSON_ArrayForEach(p, params) {
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(p, "role");
     const cJSON *operand = cJSON_GetObjectItemCaseSensitive(p, "operand");
     if (!cJSON_IsString(role) || !cJSON_IsNumber(operand) ||
         w->num_cparams == MAX_ARGS)
       return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "bad params in %s", dir);
+    if (!strcmp(role->valuestring, "tensor_map")) {
+      /* A map the worker encodes on the viewed buffer of each launch. */
+      size_t i = w->num_cparams++, m = w->num_maps++;
+      lf_tensor_map_spec_t *spec = &w->map_spec[m];
+      LF_RETURN_IF_ERROR(lf_status_annotate(
+          lf_vtensor_map_parse(p, w->nin + w->nout, spec),
+          "candidate parameter %zu in %s/result.json", i, dir));
+      size_t op = (size_t)spec->param;
+      LF_RETURN_IF_ERROR(lf_status_annotate(
+          lf_vtensor_map_check_operand(
+              spec, op < w->nin ? &w->ins[op] : &w->outs[op - w->nin]),
+          "candidate parameter %zu in %s/result.json", i, dir));
+      lf_tensor_map_args_t args;
+      LF_RETURN_IF_ERROR(lf_status_annotate(
+          lf_tensor_map_args(spec, &args),
+          "candidate parameter %zu in %s/result.json", i, dir));
+      w->cparam_kind[i] = 2;
+      w->cparam_index[i] = m;
+      continue;
+    }
+    ++num_ordinary;
     size_t i = w->num_cparams++;
     w->cparam_kind[i] = strcmp(role->valuestring, "input") ? 1 : 0;
     w->cparam_index[i] = (size_t)operand->valuedouble;
@@ -381,11 +412,11 @@ static lf_status_t load_candidate(worker_t *w, const cJSON *res,
                        "subgraph does not have",
                        i, w->cparam_index[i]);
   }
-  if (w->num_cparams != w->nin + w->nout)
+  if (num_ordinary != w->nin + w->nout)
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
-                     "the candidate has %zu parameters, the subgraph %zu "
-                     "operands",
-                     w->num_cparams, w->nin + w->nout);
+                     "the candidate has %zu parameters (besides tensor maps), "
+                     "the subgraph %zu operands",
+                     num_ordinary, w->nin + w->nout);
 
   lf_strbuf_t image;
   lf_strbuf_init(&image, 64u << 20);
@@ -601,10 +632,43 @@ static lf_status_t run_plan(worker_t *w, const ref_plan_t *p,
   return LF_OK;
 }
 
-static lf_status_t launch_candidate(worker_t *w, CUdeviceptr *outs) {
+/* Encodes the candidate's tensor maps on the buffers of a launch into
+ * `outs`: each map whose buffer is not the one it was last encoded on.
+ * A failure is the candidate's (its map asks for what the driver refuses):
+ * *out_failed is set, and nothing may be launched. */
+static lf_status_t encode_maps(worker_t *w, CUdeviceptr *outs,
+                               bool *out_failed) {
+  *out_failed = false;
+  for (size_t m = 0; m < w->num_maps; ++m) {
+    size_t op = (size_t)w->map_spec[m].param;
+    CUdeviceptr base = op < w->nin ? w->in[op] : outs[op - w->nin];
+    if (w->map_base[m] == base)
+      continue;
+    w->map_base[m] = 0;
+    lf_status_t s =
+        lf_tensor_map_encode(w->drv, &w->map_spec[m], base, w->map_bytes[m]);
+    if (s) {
+      *out_failed = true;
+      return s;
+    }
+    w->map_base[m] = base;
+    ++w->map_encodes;
+  }
+  return LF_OK;
+}
+
+/* Launches the candidate on `outs`. A tensor map that does not encode sets
+ * *out_map_failed and returns its status, with nothing launched. */
+static lf_status_t launch_candidate(worker_t *w, CUdeviceptr *outs,
+                                    bool *out_map_failed) {
   void *params[MAX_ARGS];
-  for (size_t i = 0; i < w->num_cparams; ++i)
-    param_ptr(w, w->cparam_kind[i], w->cparam_index[i], outs, &params[i]);
+  LF_RETURN_IF_ERROR(encode_maps(w, outs, out_map_failed));
+  for (size_t i = 0; i < w->num_cparams; ++i) {
+    if (w->cparam_kind[i] == 2) /* args[i] points at the 128-byte map */
+      params[i] = w->map_bytes[w->cparam_index[i]];
+    else
+      param_ptr(w, w->cparam_kind[i], w->cparam_index[i], outs, &params[i]);
+  }
   CU_TRY(cuLaunchKernel(w->cfn, w->grid[0], w->grid[1], w->grid[2], w->block[0],
                         w->block[1], w->block[2], w->smem, w->stream, params,
                         NULL));
@@ -804,6 +868,14 @@ static void add_hex(cJSON *o, const char *k, uint64_t v) {
   cJSON_AddStringToObject(o, k, b);
 }
 
+/* Output o's tolerance: its element type's, or TF32's for an f32 output
+ * in TF32 mode (--tf32-k). */
+static lf_vtolerance_t out_tolerance(const worker_t *w, size_t o) {
+  if (w->opt->tf32_k > 0 && w->outs[o].dtype == LF_VDT_F32)
+    return lf_vtolerance_tf32(w->opt->tf32_k);
+  return lf_vtolerance_for(w->outs[o].dtype);
+}
+
 /* ---- One trial ----------------------------------------------------------- */
 
 static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
@@ -855,7 +927,7 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     skipped = false;
     for (size_t o = 0; o < w->nout && o < 64; ++o) {
       lf_vstats_t *s = &w->host_scratch[o].stats;
-      atol[o] = lf_vatol(s, lf_vtolerance_for(w->outs[o].dtype));
+      atol[o] = lf_vatol(s, out_tolerance(w, o));
       if (trial->dist == LF_VDIST_NONFINITE) {
         if (2 * (s->nan + s->inf) > w->outs[o].count)
           skipped = true;
@@ -892,13 +964,20 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
       fmax(opt->launch_floor_ms, opt->launch_factor * w->ref_ms_estimate);
   for (int run = 0; run < 2; ++run) {
     LF_RETURN_IF_ERROR(poison(w, run, run == 1));
-    lf_status_t s = launch_candidate(w, w->cand[run]);
+    bool map_failed;
+    lf_status_t s = launch_candidate(w, w->cand[run], &map_failed);
     if (s) {
       char m[512];
       lf_status_format(s, m, sizeof(m));
       lf_status_free(s);
-      fail(out, "launch-failed", "trial %d: the launch failed: %s",
-           trial->index, m);
+      if (map_failed)
+        fail(out, "tensor-map",
+             "trial %d: a tensor map of the candidate does not encode, so it "
+             "was not launched: %s",
+             trial->index, m);
+      else
+        fail(out, "launch-failed", "trial %d: the launch failed: %s",
+             trial->index, m);
       cJSON_AddStringToObject(record, "result", out->reason);
       return LF_OK;
     }
@@ -941,7 +1020,7 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     }
     unsigned long long n = w->outs[o].count;
     int dt = w->outs[o].dtype;
-    lf_vtolerance_t tol = lf_vtolerance_for(w->outs[o].dtype);
+    lf_vtolerance_t tol = out_tolerance(w, o);
     double rtol = tol.rtol;
     for (int run = 0; run < 2; ++run) {
       unsigned long long pbits = lf_vpoison_for(w->outs[o].dtype, run).bits;
@@ -987,7 +1066,7 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
   }
   for (size_t o = 0; o < w->nout; ++o) {
     scratch_t *s = &w->host_scratch[o];
-    lf_vtolerance_t tol = lf_vtolerance_for(w->outs[o].dtype);
+    lf_vtolerance_t tol = out_tolerance(w, o);
     cJSON *rec = cJSON_CreateObject();
     cJSON_AddItemToArray(outs, rec);
     cJSON_AddNumberToObject(rec, "index", (double)o);
@@ -1113,6 +1192,7 @@ static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
   enum { MAX_RUNS = 200 };
   CUevent ev[4 * MAX_RUNS];
   int nev = 0;
+  bool map_failed = false; /* the maps were encoded in the trials */
   lf_status_t s = LF_OK;
   for (; nev < 4 * MAX_RUNS && !s; ++nev)
     s = CU(cuEventCreate(&ev[nev], 0));
@@ -1132,7 +1212,7 @@ static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
     if (!s)
       s = CU(cuEventRecord(ev[2], w->stream));
     if (!s)
-      s = launch_candidate(w, w->cand[0]);
+      s = launch_candidate(w, w->cand[0], &map_failed);
     if (!s)
       s = CU(cuEventRecord(ev[3], w->stream));
   }
@@ -1160,7 +1240,7 @@ static lf_status_t run_timing(worker_t *w, cJSON *verdict, outcome_t *out) {
       if (!s)
         s = CU(cuEventRecord(a, w->stream));
       if (!s)
-        s = cand ? launch_candidate(w, w->cand[0])
+        s = cand ? launch_candidate(w, w->cand[0], &map_failed)
                  : run_plan(w, &w->ref, w->ref_out);
       if (!s)
         s = CU(cuEventRecord(b, w->stream));
@@ -1426,9 +1506,15 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   cJSON *proto = cJSON_AddObjectToObject(verdict, "protocol");
   add_hex(proto, "base_seed", opt->seed);
   cJSON_AddBoolToObject(proto, "atomics_declared", w->atomics);
+  if (w->opt->tf32_k > 0) {
+    cJSON_AddStringToObject(proto, "precision", "tf32");
+    cJSON_AddNumberToObject(proto, "tf32_k", (double)w->opt->tf32_k);
+  }
   cJSON_AddStringToObject(proto, "nonfinite",
                           opt->lenient_nonfinite ? "lenient" : "strict");
   cJSON_AddNumberToObject(proto, "red_zone_bytes", RED_ZONE);
+  if (w->num_maps)
+    cJSON_AddNumberToObject(proto, "tensor_maps", (double)w->num_maps);
   add_num(proto, "launch_limit_floor_ms", opt->launch_floor_ms);
   add_num(proto, "launch_limit_factor", opt->launch_factor);
   cJSON *trials = cJSON_AddArrayToObject(verdict, "trials");
@@ -1482,6 +1568,8 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   }
   cJSON_ReplaceItemInObject(verdict, "message",
                             cJSON_CreateString(out.message));
+  if (w->num_maps) /* one per map and buffer it viewed */
+    cJSON_AddNumberToObject(proto, "tensor_map_encodes", w->map_encodes);
   cJSON *wk = cJSON_AddObjectToObject(verdict, "worker");
   add_num(wk, "setup_ms", t_setup);
   add_num(wk, "wall_ms", now_ms() - t_start);

@@ -6,7 +6,10 @@
  * process, swaps it into FUNCTION, verifies the module and prints it. With
  * --defer, puts it behind the runtime guard of deferred verification
  * instead (passes/defer.h: the reference is lowered and staged, ptxas
- * permitting; $LF_DEFER_RECORD is the compile-time record path). The
+ * permitting; $LF_DEFER_RECORD is the compile-time record path).
+ * $LF_SWAP_TOOL_ADD_TMAP="P:DTYPE:D0xD1..:B0xB1..:SWIZZLE" appends a tensor
+ * map of operand P to the built kernel's parameters, as the builder
+ * describes one (the launch's host IR can be tested on any kernel). The
  * compiler swaps only verified kernels; this tool exists so that the IR of
  * a swap can be tested (and lowered by llm-fuse-compile) without a GPU.
  */
@@ -127,6 +130,35 @@ int main(int argc, char **argv) {
     fprintf(stderr, "lf_swap_tool: the kernel does not build: %s: %s\n",
             lf_build_kind_name(res->kind), res->message);
     return 1;
+  }
+  const char *add_tmap = getenv("LF_SWAP_TOOL_ADD_TMAP");
+  if (add_tmap && *add_tmap) {
+    lf_kernel_param_t *np =
+        realloc(res->params, (res->num_params + 1) * sizeof(*np));
+    if (!np)
+      return 1;
+    res->params = np;
+    lf_kernel_param_t *p = &np[res->num_params++];
+    memset(p, 0, sizeof(*p));
+    p->is_tensor_map = true;
+    p->type = strdup("!nvgpu.tensormap.descriptor<...>");
+    char dt[8] = "", dims[64] = "", box[64] = "";
+    int sw = 0;
+    if (sscanf(add_tmap, "%d:%7[^:]:%63[^:]:%63[^:]:%d", &p->map.param, dt,
+               dims, box, &sw) < 4) {
+      fprintf(stderr, "lf_swap_tool: bad LF_SWAP_TOOL_ADD_TMAP\n");
+      return 2;
+    }
+    p->operand = p->map.param;
+    snprintf(p->map.dtype, sizeof(p->map.dtype), "%s", dt);
+    p->map.swizzle_bytes = sw;
+    char *d = dims, *b = box;
+    for (; p->map.rank < 5 && *d && *b; ++p->map.rank) {
+      p->map.dims[p->map.rank] = strtoull(d, &d, 10);
+      p->map.box[p->map.rank] = (uint32_t)strtoul(b, &b, 10);
+      d += *d == 'x';
+      b += *b == 'x';
+    }
   }
   if (defer) {
     lf_defer_options_t o = {0};

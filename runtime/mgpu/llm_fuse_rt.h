@@ -22,6 +22,7 @@
 #define LLM_FUSE_RT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +56,44 @@ int lf_rt_copy_to_device(void *device_dst, const void *host_src, size_t bytes);
 int lf_rt_copy_to_host(void *host_dst, const void *device_src, size_t bytes);
 /// Waits for all work on the device.
 int lf_rt_synchronize(void);
+
+/// Element type codes of lf_rt_tensor_map_encode.
+#define LF_RT_DTYPE_F32 0
+#define LF_RT_DTYPE_F16 1
+#define LF_RT_DTYPE_BF16 2
+#define LF_RT_DTYPE_F64 3
+#define LF_RT_DTYPE_I8 4
+#define LF_RT_DTYPE_I16 5
+#define LF_RT_DTYPE_I32 6
+#define LF_RT_DTYPE_I64 7
+
+/// Size of an encoded tensor map (a CUtensorMap), in bytes.
+#define LF_RT_TENSOR_MAP_BYTES 128
+
+/// Encodes a CUDA tensor map (TMA descriptor, cuTensorMapEncodeTiled) for a
+/// kernel parameter declared as a tensor map (docs/kernel-contract.md,
+/// "Tensor maps"; docs/aot.md says how a swapped launch calls this). Writes
+/// LF_RT_TENSOR_MAP_BYTES bytes to `out_map` (any alignment), which the
+/// caller passes by value as the kernel argument (args[i] = out_map).
+///
+/// `base` is the viewed buffer's device address (16-byte aligned), dense
+/// and row-major; `dims` and `box` hold `rank` (1 to 5) sizes in elements,
+/// row-major as in the IR (outermost first; the function reverses them for
+/// the driver); `dtype` is an LF_RT_DTYPE_* code; `swizzle_bytes` is 0
+/// (none), 32, 64 or 128; `l2promo_bytes` 0 (none), 64, 128 or 256;
+/// `oob_nan` non-zero fills out-of-bounds elements with NaN (floats only),
+/// else with zero. Strides are the dense ones, element strides 1, no
+/// interleave.
+///
+/// Returns 0 on success. On failure (a spec TMA does not take, a driver
+/// without tensor maps, an earlier error pending) `out_map` is zeroed and
+/// the error is kept as every other runtime error: lf_rt_status() is
+/// non-zero, lf_rt_last_error() says why, and the launch that follows is
+/// skipped, so no kernel ever runs with a garbage map.
+int lf_rt_tensor_map_encode(void *out_map, const void *base, int32_t dtype,
+                            int32_t rank, const uint64_t *dims,
+                            const uint32_t *box, int32_t swizzle_bytes,
+                            int32_t l2promo_bytes, int32_t oob_nan);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/tensor_map.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -613,5 +614,50 @@ EXPORT int lf_rt_synchronize(void) {
     CHECK("lf_rt_synchronize", cuCtxSynchronize());
     leave();
   }
+  return lf_rt_status();
+}
+
+/* ---- Tensor maps (TMA). ---- */
+
+EXPORT int lf_rt_tensor_map_encode(void *out_map, const void *base,
+                                   int32_t dtype, int32_t rank,
+                                   const uint64_t *dims, const uint32_t *box,
+                                   int32_t swizzle_bytes,
+                                   int32_t l2promo_bytes, int32_t oob_nan) {
+  static const char *const names[] = {"f32", "f16", "bf16", "f64",
+                                      "i8",  "i16", "i32",  "i64"};
+  if (!out_map) {
+    keep("lf_rt_tensor_map_encode",
+         LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "no map to write"));
+    return lf_rt_status();
+  }
+  memset(out_map, 0, LF_TENSOR_MAP_BYTES);
+  if (!enter("lf_rt_tensor_map_encode"))
+    return 1; /* the pending (or start-up) error stays the one kept */
+  lf_tensor_map_spec_t spec;
+  memset(&spec, 0, sizeof(spec));
+  lf_status_t s = LF_OK;
+  if (dtype < 0 || dtype >= (int32_t)(sizeof(names) / sizeof(names[0])))
+    s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                  "element type code %d (LF_RT_DTYPE_F32 .. _I64)", (int)dtype);
+  else if (rank < 1 || rank > 5 || !dims || !box)
+    s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                  "rank %d (1 to 5, with dims and box)", (int)rank);
+  if (!s) {
+    snprintf(spec.dtype, sizeof(spec.dtype), "%s", names[dtype]);
+    spec.param = -1;
+    spec.rank = rank;
+    for (int d = 0; d < rank; ++d) {
+      spec.dims[d] = dims[d];
+      spec.box[d] = box[d];
+    }
+    spec.swizzle_bytes = swizzle_bytes;
+    spec.l2promo_bytes = l2promo_bytes;
+    spec.oob_nan = oob_nan != 0;
+    s = lf_tensor_map_encode(drv, &spec, (CUdeviceptr)(uintptr_t)base,
+                             out_map);
+  }
+  keep("lf_rt_tensor_map_encode", s);
+  leave();
   return lf_rt_status();
 }

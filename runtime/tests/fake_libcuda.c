@@ -123,9 +123,10 @@ static int module_error(void) {
   const char *e = getenv("FAKE_CUDA_MODULE_ERROR");
   return e ? atoi(e) : 200;
 }
+static int fake_module_token;
 EXPORT int cuModuleLoadData(void **mod, const void *image) {
   (void)image;
-  *mod = NULL;
+  *mod = module_error() ? NULL : &fake_module_token;
   return module_error();
 }
 EXPORT int cuModuleLoadDataEx(void **mod, const void *image, unsigned int n,
@@ -137,10 +138,29 @@ EXPORT int cuModuleUnload(void *mod) {
   (void)mod;
   return 0;
 }
+/* Functions are distinct handles that remember their name, so that
+ * launches can be told apart (fake_launch_record). */
+typedef struct fake_function_s {
+  char name[160];
+} fake_function_t;
+static fake_function_t fake_functions[64];
+static int fake_num_functions;
 EXPORT int cuModuleGetFunction(void **f, void *mod, const char *name) {
-  (void)mod, (void)name;
-  *f = module_error() ? NULL : &fake_ctx_token;
-  return module_error() ? 500 : 0; /* CUDA_ERROR_NOT_FOUND */
+  (void)mod;
+  *f = NULL;
+  if (module_error())
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+  for (int i = 0; i < fake_num_functions; ++i)
+    if (!strcmp(fake_functions[i].name, name)) {
+      *f = &fake_functions[i];
+      return 0;
+    }
+  if (fake_num_functions == 64)
+    return 2;
+  fake_function_t *fn = &fake_functions[fake_num_functions++];
+  snprintf(fn->name, sizeof(fn->name), "%s", name);
+  *f = fn;
+  return 0;
 }
 EXPORT int cuFuncGetAttribute(int *v, int attr, void *f) {
   (void)attr, (void)f;
@@ -151,12 +171,67 @@ EXPORT int cuFuncSetAttribute(void *f, int attr, int v) {
   (void)f, (void)attr, (void)v;
   return 0;
 }
+/* Launch records: FAKE_CUDA_RECORD="NAME:S0,S1,..." copies, at each
+ * launch of kernel NAME, S0 bytes from params[0], S1 from params[1], ...
+ * (at most 64 launches of 16 params); tests read them through
+ * fake_launch_record(). FAKE_CUDA_STATS=1 makes the verifier's lf_stats
+ * helper report a non-degenerate output (values in [-1, 1]), so that the
+ * worker's protocol goes on to launch the candidate. */
+#define FAKE_RECORDS 64
+static unsigned char fake_records[FAKE_RECORDS][16 * 128];
+static size_t fake_record_sizes[FAKE_RECORDS];
+static int fake_num_records;
+EXPORT int fake_launch_record(int i, unsigned char *out, size_t cap) {
+  if (i < 0 || i >= fake_num_records)
+    return -1;
+  size_t n = fake_record_sizes[i] < cap ? fake_record_sizes[i] : cap;
+  memcpy(out, fake_records[i], n);
+  return (int)fake_record_sizes[i];
+}
+static void record_launch(const char *name, void **params) {
+  const char *spec = getenv("FAKE_CUDA_RECORD");
+  size_t len = strlen(name);
+  if (!spec || strncmp(spec, name, len) || spec[len] != ':' ||
+      fake_num_records == FAKE_RECORDS)
+    return;
+  unsigned char *rec = fake_records[fake_num_records];
+  size_t used = 0;
+  const char *p = spec + len + 1;
+  for (int i = 0; *p && i < 16; ++i) {
+    char *end;
+    size_t n = strtoul(p, &end, 10);
+    if (n > 128 || end == p)
+      break;
+    memcpy(rec + used, params[i], n);
+    used += n;
+    p = *end == ',' ? end + 1 : end;
+  }
+  fake_record_sizes[fake_num_records++] = used;
+}
+static unsigned long long ordered(double d) {
+  unsigned long long u;
+  memcpy(&u, &d, 8);
+  return u >> 63 ? ~u : u | (1ull << 63);
+}
 EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                           unsigned bx, unsigned by, unsigned bz, unsigned smem,
                           void *stream, void **params, void **extra) {
-  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
-  (void)smem, (void)stream, (void)params, (void)extra;
-  return getenv("FAKE_CUDA_LAUNCH_OK") ? 0 : 1; /* CUDA_ERROR_INVALID_VALUE */
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
+  (void)smem, (void)stream, (void)extra;
+  if (!getenv("FAKE_CUDA_LAUNCH_OK"))
+    return 1; /* CUDA_ERROR_INVALID_VALUE */
+  const char *name = f ? ((fake_function_t *)f)->name : "";
+  record_launch(name, params);
+  if (getenv("FAKE_CUDA_STATS") && !strcmp(name, "lf_stats")) {
+    /* lf_stats(out, n, dtype, stats): the lf_vstats_t of the output */
+    unsigned long long n = *(unsigned long long *)params[1];
+    unsigned long long *st = (unsigned long long *)(size_t)*(fake_ptr *)params[3];
+    double sum = (double)n;
+    st[0] = n, st[1] = 0, st[2] = 0;
+    memcpy(&st[3], &sum, 8);
+    st[4] = ordered(-1.0), st[5] = ordered(1.0);
+  }
+  return 0;
 }
 EXPORT int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   *free_bytes = (size_t)1 << 30;
@@ -291,5 +366,61 @@ EXPORT int cuEventQuery(void *e) {
 EXPORT int cuEventElapsedTime(float *ms, void *a, void *b) {
   (void)a, (void)b;
   *ms = 1.0f;
+  return 0;
+}
+
+/* Tensor maps: the fake writes a map that says what it was asked for (the
+ * address in the first 8 bytes, then "FAKETMAP", rank, dtype, the dims and
+ * the box, innermost first) and records the last call's arguments, read by
+ * tests through fake_tensor_map_last(). FAKE_CUDA_TMAP_ERROR=N makes it
+ * fail with N. */
+typedef struct fake_tmap_call_s {
+  int calls;
+  int dtype;
+  unsigned rank;
+  unsigned long long address;
+  unsigned long long dims[5], strides[4];
+  unsigned box[5], element_strides[5];
+  int interleave, swizzle, l2, oob;
+} fake_tmap_call_t;
+static fake_tmap_call_t fake_tmap;
+EXPORT void fake_tensor_map_last(fake_tmap_call_t *out) { *out = fake_tmap; }
+EXPORT int cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank,
+                                  void *address,
+                                  const unsigned long long *dims,
+                                  const unsigned long long *strides,
+                                  const unsigned *box,
+                                  const unsigned *element_strides,
+                                  int interleave, int swizzle, int l2,
+                                  int oob) {
+  const char *e = getenv("FAKE_CUDA_TMAP_ERROR");
+  if (e && atoi(e))
+    return atoi(e);
+  if (!map || rank < 1 || rank > 5 || ((size_t)map % 64))
+    return 1; /* CUDA_ERROR_INVALID_VALUE */
+  fake_tmap_call_t c = {0};
+  c.calls = fake_tmap.calls + 1;
+  c.dtype = dtype;
+  c.rank = rank;
+  c.address = (unsigned long long)(size_t)address;
+  for (unsigned k = 0; k < rank; ++k) {
+    c.dims[k] = dims[k];
+    c.box[k] = box[k];
+    c.element_strides[k] = element_strides[k];
+    if (k + 1 < rank)
+      c.strides[k] = strides[k];
+  }
+  c.interleave = interleave, c.swizzle = swizzle, c.l2 = l2, c.oob = oob;
+  fake_tmap = c;
+  unsigned long long q[16] = {0};
+  q[0] = c.address;
+  memcpy(&q[1], "FAKETMAP", 8);
+  q[2] = rank | (unsigned long long)dtype << 8 |
+         (unsigned long long)swizzle << 16;
+  for (unsigned k = 0; k < rank; ++k) {
+    q[3 + k] = dims[k];
+    q[8 + k] = box[k];
+  }
+  memcpy(map, q, sizeof(q));
   return 0;
 }

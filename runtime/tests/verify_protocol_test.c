@@ -89,6 +89,37 @@ LF_TEST(tolerances_per_dtype) {
   LF_EXPECT(fabs(lf_vatol(&s, lf_vtolerance_for(LF_VDT_F32)) - 4e-3) < 1e-12);
 }
 
+/* The TF32 rule (docs/verification.md, "TF32 mode"): 10 * 2^-11 for the
+ * operands' rounding plus K * 2^-24 for the f32 accumulation, between the
+ * f32 and the bf16 tolerance; only f32 outputs in TF32 mode get it. */
+LF_TEST(tf32_tolerance_rule) {
+  lf_vtolerance_t f32 = lf_vtolerance_for(LF_VDT_F32);
+  /* k <= 0: not TF32 mode, the f32 tolerance */
+  LF_EXPECT(lf_vtolerance_tf32(0).rtol == f32.rtol &&
+            lf_vtolerance_tf32(-5).atol_scale == f32.atol_scale);
+  lf_vtolerance_t t768 = lf_vtolerance_tf32(768);
+  LF_EXPECT(fabs(t768.rtol - (10.0 / 2048 + 768.0 / 16777216)) < 1e-15);
+  LF_EXPECT(t768.rtol == t768.atol_scale);
+  LF_EXPECT(fabs(lf_vtolerance_tf32(4096).rtol - 5.126953125e-3) < 1e-12);
+  /* looser than f32 (a TF32 kernel fails the f32 check at large K) and
+   * tighter than bf16's 2e-2 below K = 2^18 (a kernel that rounds to bf16,
+   * 4x TF32's error, still fails) */
+  LF_EXPECT(lf_vtolerance_tf32(1).rtol > 4 * f32.rtol);
+  LF_EXPECT(lf_vtolerance_tf32(65536).rtol < 1e-2);
+  /* grows with K, capped at bf16's */
+  LF_EXPECT(lf_vtolerance_tf32(8192).rtol > lf_vtolerance_tf32(4096).rtol);
+  LF_EXPECT(lf_vtolerance_tf32((int64_t)1 << 20).rtol == 2e-2);
+  /* an error a TF32 GEMM makes at K = 4096 (about 3e-3 of the mean
+   * output: the rounding's tail) passes; one a bf16-operand GEMM makes
+   * (about 1.2e-2) does not */
+  lf_vtolerance_t t = lf_vtolerance_tf32(4096);
+  double mean = 50.0, atol = t.atol_scale * mean;
+  LF_EXPECT(lf_vclose(0.1, 0.1 + 3e-3 * mean, t.rtol, atol, NULL));
+  LF_EXPECT(!lf_vclose(0.1, 0.1 + 1.2e-2 * mean, t.rtol, atol, NULL));
+  LF_EXPECT(!lf_vclose(0.1, 0.1 + 3e-3 * mean, f32.rtol, f32.atol_scale * mean,
+                       NULL));
+}
+
 LF_TEST(poisons) {
   for (int dt = 0; dt < LF_VDT_COUNT_; ++dt) {
     lf_vpoison_t a = lf_vpoison_for((lf_vdtype_t)dt, false);
@@ -446,6 +477,7 @@ int main(void) {
   LF_RUN(bad_signatures_are_explained);
   LF_RUN(nan_aware_comparison);
   LF_RUN(tolerances_per_dtype);
+  LF_RUN(tf32_tolerance_rule);
   LF_RUN(poisons);
   LF_RUN(trial_schedule);
   LF_RUN(degenerate_reference_is_detected);

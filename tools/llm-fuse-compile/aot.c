@@ -587,7 +587,16 @@ static bool host_op_allowed(MlirOperation op) {
                                     * guard_branches_ok). */
                                    "llvm.mlir.addressof",
                                    "arith.cmpi",
-                                   "scf.if"};
+                                   "scf.if",
+                                   /* A swapped-in kernel's tensor maps,
+                                    * encoded on the host before the
+                                    * launch (passes/swap.c): host-stack
+                                    * spec arrays and the 128-byte map. */
+                                   "llvm.mlir.constant",
+                                   "llvm.alloca",
+                                   "llvm.store",
+                                   "llvm.load",
+                                   "llvm.inttoptr"};
   for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); ++i)
     if (lf_op_is(op, ok[i]))
       return true;

@@ -6,7 +6,7 @@
  *       [--min-speedup X] [--launch-floor-ms X] [--launch-factor X]
  *       [--timing-budget-ms X] [--progress-fd N] [--device N]
  *       [--out FILE] [--pretty] [--isolated [--watchdog-floor-ms X]]
- *       [--upstream-reference]
+ *       [--upstream-reference] [--tf32-k K]
  *
  * Runs the protocol of docs/verification.md on one candidate and prints
  * its verdict (schema llm-fuse-verdict/0) on stdout, or into FILE. Exit
@@ -18,7 +18,9 @@
  * verdict printed), as scripts/verify-corpus.sh does. A plan that names an
  * opmath truth (truth/plan.json: a subgraph that accumulates in bf16/f16)
  * has the values judged by the truth and the time by the plan;
- * --upstream-reference judges by the plan itself. Links no MLIR: it runs on
+ * --upstream-reference judges by the plan itself. --tf32-k K (TF32 mode,
+ * pass option tf32=1) judges f32 outputs with the TF32 tolerance for
+ * reductions of K terms (docs/verification.md, "TF32 mode"). Links no MLIR: it runs on
  * a GPU machine with only the CUDA driver, libcjson and libc.
  */
 #include <errno.h>
@@ -42,7 +44,8 @@ static int usage(const char *why) {
           "[--lenient-nonfinite] [--no-timing] [--flops X] [--min-speedup X] "
           "[--launch-floor-ms "
           "X] [--launch-factor X] [--timing-budget-ms X] [--progress-fd N] "
-          "[--device N] [--out FILE] [--pretty] [--upstream-reference]\n",
+          "[--device N] [--out FILE] [--pretty] [--upstream-reference] "
+          "[--tf32-k K]\n",
           why);
   return 2;
 }
@@ -78,12 +81,13 @@ static int emit(cJSON *verdict, const char *out_path, int pretty) {
 /* Runs this binary as the worker through lf_verify_candidate(). */
 static int run_isolated(const lf_verify_worker_options_t *opt, const char *self,
                         double floor_ms, const char *out_path, int pretty) {
-  char lf[32], lx[32], tb[32], dev[16];
+  char lf[32], lx[32], tb[32], dev[16], tk[32];
+  snprintf(tk, sizeof(tk), "%lld", (long long)opt->tf32_k);
   snprintf(lf, sizeof(lf), "%.17g", opt->launch_floor_ms);
   snprintf(lx, sizeof(lx), "%.17g", opt->launch_factor);
   snprintf(tb, sizeof(tb), "%.17g", opt->timing_budget_ms);
   snprintf(dev, sizeof(dev), "%d", opt->device);
-  const char *extra[] = {"--launch-floor-ms",
+  const char *extra[12] = {"--launch-floor-ms",
                          lf,
                          "--launch-factor",
                          lx,
@@ -93,7 +97,15 @@ static int run_isolated(const lf_verify_worker_options_t *opt, const char *self,
                          dev,
                          opt->upstream_reference ? "--upstream-reference"
                                                  : NULL,
+                         NULL,
+                         NULL,
                          NULL};
+  /* --tf32-k after the optional --upstream-reference, without a hole. */
+  size_t ne = opt->upstream_reference ? 9 : 8;
+  if (opt->tf32_k > 0) {
+    extra[ne] = "--tf32-k";
+    extra[ne + 1] = tk;
+  }
   lf_verify_request_t r;
   lf_verify_request_init(&r);
   char worker[4096];
@@ -183,6 +195,13 @@ int main(int argc, char **argv) {
       watchdog_floor_ms = d, ++i;
     } else if (!strcmp(a, "--device")) {
       opt.device = (int)d, ++i;
+    } else if (!strcmp(a, "--tf32-k")) {
+      if (d < 1 || d > 9.0e15 || d != (double)(int64_t)d) {
+        fprintf(stderr, "llm-fuse-verify: bad value '%s' for --tf32-k (the "
+                        "reduction length, a positive integer)\n", v);
+        return 2;
+      }
+      opt.tf32_k = (int64_t)d, ++i;
     } else {
       fprintf(stderr, "llm-fuse-verify: unknown option %s\n", a);
       return 2;
