@@ -155,6 +155,8 @@ typedef struct job_s {
    * what the first model request is, once it is an adapt request. */
   char table_id[96]; /* "" when the table did not answer */
   char *adapt;       /* "adapt from <id> (...)"; NULL: a blank request */
+  char replay_prompt[48]; /* the replay key's prompt version (tf32: the
+                             major with "tf32" appended) */
 } job_t;
 
 typedef struct ctx_s {
@@ -184,6 +186,16 @@ static int64_t now_ms(void) {
 }
 
 static char *xstrdup(const char *s) { return strdup(s ? s : ""); }
+
+/* Whether the task is in TF32 mode (lf_acquire_task_t.precision). */
+static bool is_tf32(const lf_acquire_task_t *t) {
+  return t->precision && strcmp(t->precision, "tf32") == 0;
+}
+
+/* With openai, a TF32 task's first request (blank or adapt) ends with one
+ * line saying that TF32 is allowed; `first` is the request text (heap),
+ * returned (reallocated) with the line. Other tasks and providers: as is. */
+static char *tf32_line(const ctx_t *c, const job_t *j, char *first);
 
 /* Replaces every occurrence of the secret in `text` (heap) with REDACTED. */
 static char *redact(const ctx_t *c, char *text) {
@@ -414,6 +426,12 @@ static lf_status_t check_inputs(const lf_acquire_task_t *tasks, size_t count,
       return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                        "task %zu (%.40s): fingerprint is not 64 lower-case hex",
                        i, t->name);
+    if (t->precision && *t->precision &&
+        (strcmp(t->precision, "tf32") != 0 || t->tf32_k < 1))
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "task %zu (%.40s): precision '%.16s' is not tf32 with "
+                       "a reduction length tf32_k >= 1",
+                       i, t->name, t->precision);
   }
   return LF_OK;
 }
@@ -501,7 +519,7 @@ static lf_status_t make_messages(ctx_t *c, job_t *j) {
     s = lf_prompt_first(
         c->prompts, c->o->provider == LF_PROVIDER_OPENAI ? c->o->table : NULL,
         &j->subject, &b);
-    j->first = s ? NULL : lf_strbuf_take(&b);
+    j->first = s ? NULL : tf32_line(c, j, lf_strbuf_take(&b));
     lf_strbuf_free(&b);
     if (s)
       return s;
@@ -581,8 +599,8 @@ static void record(ctx_t *c, job_t *j, const lf_acquire_attempt_t *a,
                    const char *reply) {
   if (!c->o->record_dir)
     return;
-  lf_replay_key_t key = {j->task->fingerprint, j->task->arch,
-                         lf_prompt_set_major(c->prompts), j->res->requests};
+  lf_replay_key_t key = {j->task->fingerprint, j->task->arch, j->replay_prompt,
+                         j->res->requests};
   lf_replay_record_t rec = {
       .provider = "openai",
       .model = c->o->model,
@@ -598,6 +616,26 @@ static void record(ctx_t *c, job_t *j, const lf_acquire_attempt_t *a,
     lf_log_status(LF_LOG_WARN, "acquire: record", s);
 }
 
+static char *tf32_line(const ctx_t *c, const job_t *j, char *first) {
+  if (!first || c->o->provider != LF_PROVIDER_OPENAI || !is_tf32(j->task))
+    return first;
+  char line[512];
+  int n = snprintf(line, sizeof(line),
+                   "\n\nPrecision: TF32 is allowed for this subgraph (pass "
+                   "option tf32=1, as PyTorch's allow_tf32): its f32 "
+                   "contractions may run on the TF32 tensor cores (operands "
+                   "rounded to TF32 with cvt.rna.tf32.f32, f32 accumulation; "
+                   "mma.sync m16n8k8 .tf32 or wgmma .tf32); the outputs are "
+                   "verified with the TF32 tolerance for K = %lld.\n",
+                   (long long)j->task->tf32_k);
+  size_t len = strlen(first);
+  char *out = realloc(first, len + (size_t)n + 1);
+  if (!out)
+    return first;
+  memcpy(out + len, line, (size_t)n + 1);
+  return out;
+}
+
 /* Whether the pattern table answers this request: the first one of a
  * subgraph with a pattern key. */
 static bool table_asked(const ctx_t *c, const job_t *j) {
@@ -609,9 +647,9 @@ static bool table_asked(const ctx_t *c, const job_t *j) {
  * with *why when the table has none for these sizes. */
 static char *table_reply(ctx_t *c, job_t *j, lf_status_t *why) {
   lf_table_match_t m;
-  lf_status_t ts = lf_table_instantiate(
-      c->o->table, j->task->pattern, j->task->arch, j->task->pattern_sizes,
-      j->task->num_pattern_sizes, &m);
+  lf_status_t ts = lf_table_instantiate_precision(
+      c->o->table, j->task->pattern, j->task->arch, j->task->precision,
+      j->task->pattern_sizes, j->task->num_pattern_sizes, &m);
   if (ts) {
     LF_LOG_INFO("acquire: %s: pattern table: %s", j->task->name,
                 lf_status_message(ts));
@@ -622,8 +660,9 @@ static char *table_reply(ctx_t *c, job_t *j, lf_status_t *why) {
   free(j->res->model);
   j->res->provider = xstrdup("table");
   j->res->model = xstrdup(m.id);
-  LF_LOG_INFO("acquire: %s: request 1: pattern table: template %s (%s)",
-              j->task->name, m.id, m.source);
+  LF_LOG_INFO("acquire: %s: request 1: pattern table: template %s (%s%s)",
+              j->task->name, m.id, m.source,
+              m.precision[0] ? "; precision tf32" : "");
   size_t n = strlen(m.text) + 64;
   char *reply = malloc(n);
   if (reply)
@@ -656,9 +695,9 @@ static bool adapt_prepare(ctx_t *c, job_t *j, const char *id,
       !t->num_pattern_sizes)
     return false;
   lf_table_nearest_t n;
-  lf_status_t s =
-      lf_table_nearest(c->o->table, t->pattern, t->arch, t->pattern_sizes,
-                       t->num_pattern_sizes, id, &n);
+  lf_status_t s = lf_table_nearest_precision(
+      c->o->table, t->pattern, t->arch, t->precision, t->pattern_sizes,
+      t->num_pattern_sizes, id, &n);
   if (s) {
     lf_status_free(s);
     return false;
@@ -695,7 +734,7 @@ static bool adapt_prepare(ctx_t *c, job_t *j, const char *id,
     j->adapt = lf_strbuf_take(&d);
     lf_strbuf_free(&d);
     free(j->first);
-    j->first = lf_strbuf_take(&text);
+    j->first = tf32_line(c, j, lf_strbuf_take(&text));
   } else {
     lf_log_status(LF_LOG_WARN, "acquire: adapt request", s);
     lf_status_free(s);
@@ -793,8 +832,8 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
   lf_status_t s = LF_OK;
   if (o->replay_strict)
     s = lf_replay_request_sha256(o->model, j->msgs, j->msg_count, want);
-  lf_replay_key_t key = {j->task->fingerprint, j->task->arch,
-                         lf_prompt_set_major(c->prompts), j->res->requests};
+  lf_replay_key_t key = {j->task->fingerprint, j->task->arch, j->replay_prompt,
+                         j->res->requests};
   lf_replay_entry_t *e = NULL;
   if (!s)
     s = lf_replay_lookup(c->replay_dir, &key, o->replay_strict ? want : NULL,
@@ -1160,8 +1199,9 @@ static void grow_table(ctx_t *c, job_t *j, const char *template_text) {
            j->res->model ? j->res->model : "?", t->name, t->arch,
            t->fingerprint);
   snprintf(name, sizeof(name), "grown_%.16s", t->fingerprint);
-  lf_table_new_entry_t e = {t->pattern, t->arch, t->klass, fixed, n,
-                            template_text, source, name};
+  lf_table_new_entry_t e = {t->pattern, t->arch,       t->klass,
+                            fixed,      n,             template_text,
+                            source,     name,          t->precision};
   char *path = NULL;
   lf_status_t s = lf_table_write_entry(c->o->table_grow_dir, &e, &path);
   if (s) {
@@ -1451,7 +1491,12 @@ lf_status_t lf_acquire_run(const lf_acquire_task_t *tasks, size_t count,
                               o->toolchain,
                               lf_acquire_provider_name(o->provider),
                               o->model,
-                              c.report->prompt_version};
+                              c.report->prompt_version,
+                              tasks[i].precision};
+    if (c.prompts)
+      snprintf(j->replay_prompt, sizeof(j->replay_prompt), "%s%s",
+               lf_prompt_set_major(c.prompts),
+               is_tf32(&tasks[i]) ? "tf32" : "");
     if (o->provider == LF_PROVIDER_NONE) {
       finish(&c, j, LF_ACQUIRE_SKIPPED, LF_BUDGET_NONE,
              "provider none: nothing asked");

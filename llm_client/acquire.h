@@ -87,6 +87,16 @@ typedef struct lf_acquire_task_s {
   const char *pattern;
   const int64_t *pattern_sizes;
   size_t num_pattern_sizes;
+  /* The precision mode: NULL (the exact precision of the subgraph's types)
+   * or "tf32" (a subgraph with an f32 contraction compiled with the pass
+   * option tf32=1; tf32_k: the longest reduction of its f32 contractions).
+   * A tf32 task has keys of its own: the cache key's precision field, the
+   * replay set's prompt version "<major>tf32" (<fingerprint>.<arch>.
+   * v1tf32.<n>.json), the table's tf32 entries first (then the exact
+   * ones); with openai its first request says that TF32 is allowed. A task
+   * without it keeps every key it had. */
+  const char *precision;
+  int64_t tf32_k;
 } lf_acquire_task_t;
 
 /// What the build callback reports for one candidate. Zeroed before the

@@ -99,20 +99,32 @@ static const char *quote(const char *s, char *out, size_t size) {
 typedef struct key_field_s {
   const char *name;
   size_t offset;
+  bool optional; /* absent when NULL or "": not in the digest or the entry */
 } key_field_t;
 
 static const key_field_t key_fields[] = {
-    {"fingerprint", offsetof(lf_cache_key_t, fingerprint)},
-    {"arch", offsetof(lf_cache_key_t, arch)},
-    {"toolchain", offsetof(lf_cache_key_t, toolchain)},
-    {"provider", offsetof(lf_cache_key_t, provider)},
-    {"model", offsetof(lf_cache_key_t, model)},
-    {"prompt_version", offsetof(lf_cache_key_t, prompt_version)},
+    {"fingerprint", offsetof(lf_cache_key_t, fingerprint), false},
+    {"arch", offsetof(lf_cache_key_t, arch), false},
+    {"toolchain", offsetof(lf_cache_key_t, toolchain), false},
+    {"provider", offsetof(lf_cache_key_t, provider), false},
+    {"model", offsetof(lf_cache_key_t, model), false},
+    {"prompt_version", offsetof(lf_cache_key_t, prompt_version), false},
+    {"precision", offsetof(lf_cache_key_t, precision), true},
 };
+
+/* The precision modes a key may name (besides none). */
+static const char *const key_precisions[] = {"tf32", NULL};
 #define KEY_FIELD_COUNT (sizeof(key_fields) / sizeof(key_fields[0]))
 
 static const char *key_get(const lf_cache_key_t *key, size_t i) {
   return *(const char *const *)((const char *)key + key_fields[i].offset);
+}
+
+/* Whether field i is present (an optional field that is NULL or "" is
+ * not). */
+static bool key_has(const lf_cache_key_t *key, size_t i) {
+  const char *v = key_get(key, i);
+  return !key_fields[i].optional || (v && *v);
 }
 
 static void key_set(lf_cache_key_t *key, size_t i, const char *value) {
@@ -147,6 +159,8 @@ lf_status_t lf_cache_key_validate(const lf_cache_key_t *key) {
   char q[80];
   for (size_t i = 0; i < KEY_FIELD_COUNT; ++i) {
     const char *v = key_get(key, i);
+    if (!key_has(key, i))
+      continue;
     if (!v || !*v)
       return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                        "cache key field '%s' is missing", key_fields[i].name);
@@ -161,6 +175,15 @@ lf_status_t lf_cache_key_validate(const lf_cache_key_t *key) {
                      "cache key fingerprint '%s' is not 64 lower-case hex "
                      "digits",
                      quote(key->fingerprint, q, sizeof(q)));
+  if (key->precision && *key->precision) {
+    bool known = false;
+    for (const char *const *p = key_precisions; *p && !known; ++p)
+      known = strcmp(*p, key->precision) == 0;
+    if (!known)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "cache key precision '%s' is not tf32 (or absent)",
+                       quote(key->precision, q, sizeof(q)));
+  }
   if (!valid_arch(key->arch))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "cache key arch '%s' is not of the form sm_<digits> "
@@ -178,8 +201,9 @@ lf_status_t lf_cache_key_digest(const lf_cache_key_t *key,
   lf_status_t status = lf_strbuf_append_str(&buf, KEY_SCHEMA "\n");
   for (size_t i = 0; !status && i < KEY_FIELD_COUNT; ++i) {
     const char *v = key_get(key, i);
-    status = lf_strbuf_appendf(&buf, "%s=%zu:%s\n", key_fields[i].name,
-                               strlen(v), v);
+    if (key_has(key, i))
+      status = lf_strbuf_appendf(&buf, "%s=%zu:%s\n", key_fields[i].name,
+                                 strlen(v), v);
   }
   if (!status)
     status = lf_sha256_hex(buf.data, buf.len, out_digest);
@@ -190,7 +214,8 @@ lf_status_t lf_cache_key_digest(const lf_cache_key_t *key,
 static bool key_equal(const lf_cache_key_t *a, const lf_cache_key_t *b,
                       size_t *out_field) {
   for (size_t i = 0; i < KEY_FIELD_COUNT; ++i)
-    if (strcmp(key_get(a, i), key_get(b, i)) != 0) {
+    if (strcmp(key_has(a, i) ? key_get(a, i) : "",
+               key_has(b, i) ? key_get(b, i) : "") != 0) {
       *out_field = i;
       return false;
     }
@@ -507,7 +532,8 @@ static lf_status_t build_tree(const lf_cache_key_t *key,
       !(k = cJSON_AddObjectToObject(root, "key")))
     goto out_oom;
   for (size_t i = 0; i < KEY_FIELD_COUNT; ++i)
-    if (!cJSON_AddStringToObject(k, key_fields[i].name, key_get(key, i)))
+    if (key_has(key, i) &&
+        !cJSON_AddStringToObject(k, key_fields[i].name, key_get(key, i)))
       goto out_oom;
   if (!cJSON_AddStringToObject(root, "digest", digest) ||
       !cJSON_AddStringToObject(root, "kernel", entry->kernel))
@@ -817,11 +843,19 @@ static lf_status_t extract_entry(const cJSON *const *top, const char *origin,
   member_spec_t key_spec[KEY_FIELD_COUNT];
   const cJSON *kv[KEY_FIELD_COUNT];
   for (size_t i = 0; i < KEY_FIELD_COUNT; ++i)
-    key_spec[i] = (member_spec_t){key_fields[i].name, T_STRING, false};
+    key_spec[i] = (member_spec_t){key_fields[i].name, T_STRING,
+                                  key_fields[i].optional};
   LF_RETURN_IF_ERROR(check_members(top[TOP_KEY], key_spec, KEY_FIELD_COUNT,
                                    "key", origin, kv));
-  for (size_t i = 0; i < KEY_FIELD_COUNT; ++i)
+  for (size_t i = 0; i < KEY_FIELD_COUNT; ++i) {
+    if (!kv[i])
+      continue; /* an optional field, absent */
+    if (key_fields[i].optional && !*kv[i]->valuestring)
+      return corrupt(origin, "key member '%s' is empty (absent is written "
+                             "as no member)",
+                     key_fields[i].name);
     key_set(&e->key, i, dup_or_null(kv[i]->valuestring, &failed));
+  }
   if (failed)
     return oom();
   char digest[LF_SHA256_HEX_SIZE];

@@ -80,8 +80,14 @@ extern "C" {
 ///  provider:       "openai", "replay", ...
 ///  model:          the model name sent to the provider
 ///  prompt_version: the prompt template's version
-/// Every field is required; none may hold control characters; fingerprint
-/// and arch must match their formats; the others are at most 1024 bytes.
+///  precision:      optional: NULL or "" for the exact precision of the
+///                  subgraph's types (the field is then absent from the
+///                  digest and the entry, so such keys are those of before
+///                  the field existed); "tf32" for a subgraph with an f32
+///                  contraction compiled with the pass option tf32=1
+/// Every other field is required; none may hold control characters;
+/// fingerprint and arch must match their formats; the others are at most
+/// 1024 bytes.
 typedef struct lf_cache_key_s {
   const char *fingerprint;
   const char *arch;
@@ -89,6 +95,7 @@ typedef struct lf_cache_key_s {
   const char *provider;
   const char *model;
   const char *prompt_version;
+  const char *precision;
 } lf_cache_key_t;
 
 /// Checks `key` as described above. INVALID_ARGUMENT names the bad field.

@@ -27,6 +27,7 @@ typedef struct entry_s {
   char id[96];
   char source[256];
   char klass[32];
+  char precision[8]; /* "" exact, "tf32" */
   char *path;
   struct entry_s *next;  /* same bucket, in load order */
   struct entry_s *order; /* all entries, in load order */
@@ -75,8 +76,8 @@ lf_status_t lf_table_default_dir(lf_strbuf_t *out) {
 }
 
 /* The checksum: SHA-256 of the schema line, the pattern, the archs joined
- * by ',', the sizes as "S0=*,S1=4096", the class and the template, each
- * followed by "\n". */
+ * by ',', the sizes as "S0=*,S1=4096", the class, "precision=<p>" (only
+ * for an entry with a precision) and the template, each followed by "\n". */
 static lf_status_t entry_checksum(const entry_t *e, const char *klass,
                                   char out[LF_SHA256_HEX_SIZE]) {
   lf_strbuf_t b;
@@ -96,6 +97,8 @@ static lf_status_t entry_checksum(const entry_t *e, const char *klass,
   }
   if (!st)
     st = lf_strbuf_appendf(&b, "\n%s\n", klass);
+  if (!st && e->precision[0])
+    st = lf_strbuf_appendf(&b, "precision=%s\n", e->precision);
   if (!st)
     st = lf_strbuf_append_str(&b, e->template_text);
   if (!st)
@@ -126,7 +129,12 @@ static lf_status_t parse_entry(const char *path, const char *name,
   const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(root, "template");
   const cJSON *source = cJSON_GetObjectItemCaseSensitive(root, "source");
   const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "checksum");
-  if (!cJSON_IsString(schema) ||
+  const cJSON *prec = cJSON_GetObjectItemCaseSensitive(root, "precision");
+  if (prec && !(cJSON_IsString(prec) && strcmp(prec->valuestring, "tf32") == 0))
+    st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                   "%s: precision is not \"tf32\" (an exact entry has none)",
+                   path);
+  else if (!cJSON_IsString(schema) ||
       strcmp(schema->valuestring, LF_TABLE_ENTRY_SCHEMA) != 0)
     st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: schema is not '%s'", path,
                    LF_TABLE_ENTRY_SCHEMA);
@@ -197,6 +205,8 @@ static lf_status_t parse_entry(const char *path, const char *name,
     st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: template too large", path);
   if (!st && !(e->template_text = strdup(tmpl->valuestring)))
     st = oom();
+  if (!st && prec)
+    snprintf(e->precision, sizeof(e->precision), "%s", prec->valuestring);
   if (!st) {
     char want[LF_SHA256_HEX_SIZE];
     st = entry_checksum(e, klass->valuestring, want);
@@ -427,44 +437,69 @@ static void entry_refusal(const entry_t *e, const int64_t *sizes, size_t count,
     snprintf(reason, size, "refused");
 }
 
-lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
-                                 const char *arch, const int64_t *sizes,
-                                 size_t count, lf_table_match_t *out) {
+/* Whether a request in `precision` ("" exact, "tf32") may use `e`, and in
+ * which round: exact requests see exact entries (round 1); tf32 requests
+ * see the tf32 entries (round 0), then the exact ones (round 1). */
+static bool entry_serves(const entry_t *e, const char *precision, int round) {
+  if (round == 0)
+    return precision[0] && strcmp(e->precision, precision) == 0;
+  return !e->precision[0];
+}
+
+lf_status_t lf_table_instantiate_precision(const lf_table_t *table,
+                                           const char *pattern,
+                                           const char *arch,
+                                           const char *precision,
+                                           const int64_t *sizes, size_t count,
+                                           lf_table_match_t *out) {
   memset(out, 0, sizeof(*out));
   if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
     return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+  if (!precision)
+    precision = "";
   lf_strbuf_t why;
   lf_strbuf_init(&why, 4096);
   size_t seen = 0;
   /* The bucket is in specificity order (lf_table_add_dir). */
-  for (const entry_t *e = table->buckets[bucket_of(pattern)]; e;
-       e = e->next) {
-    if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch))
-      continue;
-    ++seen;
-    char reason[512];
-    lf_strbuf_t bound;
-    lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
-    entry_refusal(e, sizes, count, &bound, reason, sizeof(reason));
-    if (!reason[0]) {
-      out->text = lf_strbuf_take(&bound);
-      snprintf(out->id, sizeof(out->id), "%s", e->id);
-      snprintf(out->source, sizeof(out->source), "%s", e->source);
-      lf_strbuf_free(&why);
-      return out->text ? LF_OK : oom();
+  for (int round = precision[0] ? 0 : 1; round < 2; ++round)
+    for (const entry_t *e = table->buckets[bucket_of(pattern)]; e;
+         e = e->next) {
+      if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch) ||
+          !entry_serves(e, precision, round))
+        continue;
+      ++seen;
+      char reason[512];
+      lf_strbuf_t bound;
+      lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+      entry_refusal(e, sizes, count, &bound, reason, sizeof(reason));
+      if (!reason[0]) {
+        out->text = lf_strbuf_take(&bound);
+        snprintf(out->id, sizeof(out->id), "%s", e->id);
+        snprintf(out->source, sizeof(out->source), "%s", e->source);
+        snprintf(out->precision, sizeof(out->precision), "%s", e->precision);
+        lf_strbuf_free(&why);
+        return out->text ? LF_OK : oom();
+      }
+      lf_strbuf_free(&bound);
+      lf_strbuf_appendf(&why, "%s%s: %s", why.len ? "; " : "", e->id, reason);
     }
-    lf_strbuf_free(&bound);
-    lf_strbuf_appendf(&why, "%s%s: %s", why.len ? "; " : "", e->id, reason);
-  }
   lf_status_t st =
       seen ? LF_STATUS(LF_STATUS_FAILED_PRECONDITION,
                        "the pattern table's %zu template(s) for this pattern "
                        "refuse these sizes: %s",
                        seen, why.data ? why.data : "")
            : LF_STATUS(LF_STATUS_NOT_FOUND,
-                       "no template for pattern %.16s on %s", pattern, arch);
+                       "no template for pattern %.16s on %s%s%s", pattern, arch,
+                       precision[0] ? " in precision " : "", precision);
   lf_strbuf_free(&why);
   return st;
+}
+
+lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
+                                 const char *arch, const int64_t *sizes,
+                                 size_t count, lf_table_match_t *out) {
+  return lf_table_instantiate_precision(table, pattern, arch, NULL, sizes,
+                                        count, out);
 }
 
 /* How far `e`'s fixed sizes are from `sizes`: how many differ, then the sum
@@ -486,16 +521,29 @@ lf_status_t lf_table_nearest(const lf_table_t *table, const char *pattern,
                              const char *arch, const int64_t *sizes,
                              size_t count, const char *id,
                              lf_table_nearest_t *out) {
+  return lf_table_nearest_precision(table, pattern, arch, NULL, sizes, count,
+                                    id, out);
+}
+
+lf_status_t lf_table_nearest_precision(const lf_table_t *table,
+                                       const char *pattern, const char *arch,
+                                       const char *precision,
+                                       const int64_t *sizes, size_t count,
+                                       const char *id,
+                                       lf_table_nearest_t *out) {
   memset(out, 0, sizeof(*out));
   if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
     return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+  if (!precision)
+    precision = "";
   const entry_t *best = NULL;
   size_t best_differ = 0;
   double best_ratio = 0;
   char best_reason[512] = "";
   /* The bucket is in specificity order: among equals, the first wins. */
   for (const entry_t *e = table->buckets[bucket_of(pattern)]; e; e = e->next) {
-    if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch))
+    if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch) ||
+        !(entry_serves(e, precision, 0) || entry_serves(e, precision, 1)))
       continue;
     if (id && strcmp(e->id, id) != 0)
       continue;
@@ -554,7 +602,8 @@ void lf_table_foreach(const lf_table_t *table,
                             .id = e->id,
                             .path = e->path,
                             .source = e->source,
-                            .template_text = e->template_text};
+                            .template_text = e->template_text,
+                            .precision = e->precision};
     if (!fn(&info, user))
       return;
   }
@@ -583,6 +632,12 @@ lf_status_t lf_table_write_entry(const char *dir,
     e.fixed[i] = in->fixed[i] < 0 ? -1 : in->fixed[i];
   e.num_sizes = in->num_sizes;
   e.template_text = (char *)in->template_text;
+  if (in->precision && *in->precision) {
+    if (strcmp(in->precision, "tf32") != 0)
+      return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
+                       "table entry: precision is not tf32");
+    snprintf(e.precision, sizeof(e.precision), "%s", in->precision);
+  }
   char sum[LF_SHA256_HEX_SIZE];
   LF_RETURN_IF_ERROR(entry_checksum(&e, in->klass, sum));
   cJSON *root = cJSON_CreateObject();
@@ -604,6 +659,8 @@ lf_status_t lf_table_write_entry(const char *dir,
         cJSON_AddNumberToObject(sizes, k, (double)in->fixed[i]);
     }
     cJSON_AddItemToObject(root, "sizes", sizes);
+    if (e.precision[0])
+      cJSON_AddStringToObject(root, "precision", e.precision);
     cJSON_AddStringToObject(root, "template", in->template_text);
     cJSON_AddStringToObject(root, "source", in->source ? in->source : "?");
     char cs[80];

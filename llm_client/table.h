@@ -12,7 +12,10 @@
  * JSON file per entry under <dir>/v1/, with the pattern key, the archs, the
  * class, "sizes" ({"S0": null, "S1": 4096}: null is free), the template,
  * its provenance and a checksum over the rest. An entry that fails any
- * check is reported and never used.
+ * check is reported and never used. An entry may carry "precision":
+ * "tf32" (a kernel that rounds f32 operands to TF32 for the tensor cores):
+ * it answers only requests in that precision (pass option tf32=1), before
+ * the exact entries; a request without a precision never sees it.
  *
  * The template marks each free size with a line
  *
@@ -74,7 +77,8 @@ typedef struct lf_table_new_entry_s {
   size_t num_sizes;
   const char *template_text;
   const char *source;
-  const char *name; /* file name part, [a-z0-9_] */
+  const char *name;      /* file name part, [a-z0-9_] */
+  const char *precision; /* NULL or "": exact; "tf32" */
 } lf_table_new_entry_t;
 lf_status_t lf_table_write_entry(const char *dir,
                                  const lf_table_new_entry_t *entry,
@@ -95,6 +99,7 @@ typedef struct lf_table_match_s {
   char *text;      /* the instantiated gpu.module text (malloc'ed) */
   char id[96];     /* which entry: "<pattern[0:16]>/<file name>" */
   char source[256]; /* the entry's provenance, one line */
+  char precision[8]; /* the entry's precision: "" exact, "tf32" */
 } lf_table_match_t;
 
 /// Finds the first entry for `pattern` (64 hex) and `arch` that admits
@@ -107,6 +112,18 @@ typedef struct lf_table_match_s {
 lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
                                  const char *arch, const int64_t *sizes,
                                  size_t count, lf_table_match_t *out);
+
+/// lf_table_instantiate for a request in `precision`: NULL or "" (exact)
+/// sees only the entries without a precision (what lf_table_instantiate
+/// does); "tf32" tries the tf32 entries first, then the exact ones (an
+/// exact kernel is a correct answer in TF32 mode, never the other way).
+/// out->precision says which answered.
+lf_status_t lf_table_instantiate_precision(const lf_table_t *table,
+                                           const char *pattern,
+                                           const char *arch,
+                                           const char *precision,
+                                           const int64_t *sizes, size_t count,
+                                           lf_table_match_t *out);
 
 /// Frees the match's text.
 void lf_table_match_clear(lf_table_match_t *match);
@@ -133,6 +150,15 @@ lf_status_t lf_table_nearest(const lf_table_t *table, const char *pattern,
                              size_t count, const char *id,
                              lf_table_nearest_t *out);
 
+/// lf_table_nearest among the entries a request in `precision` may use
+/// (lf_table_instantiate_precision's rule; lf_table_nearest: exact only).
+lf_status_t lf_table_nearest_precision(const lf_table_t *table,
+                                       const char *pattern, const char *arch,
+                                       const char *precision,
+                                       const int64_t *sizes, size_t count,
+                                       const char *id,
+                                       lf_table_nearest_t *out);
+
 /// Frees the template text. Accepts NULL.
 void lf_table_nearest_clear(lf_table_nearest_t *nearest);
 
@@ -148,6 +174,7 @@ typedef struct lf_table_info_s {
   const char *path; /* the entry's file */
   const char *source;
   const char *template_text; /* the template, as loaded */
+  const char *precision;     /* "" exact, "tf32" */
 } lf_table_info_t;
 
 /// Calls `fn` for every loaded entry, by file name; stops when it returns

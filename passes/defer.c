@@ -177,6 +177,9 @@ static lf_status_t make_blob(const char *fname, const lf_build_result_t *build,
                           o->flops);
   if (o->lenient_nonfinite && a < sizeof(args))
     a += (size_t)snprintf(args + a, sizeof(args) - a, "--lenient-nonfinite\n");
+  if (o->tf32_k > 0 && a < sizeof(args))
+    a += (size_t)snprintf(args + a, sizeof(args) - a, "--tf32-k\n%lld\n",
+                          (long long)o->tf32_k);
   if (!st && a)
     st = put_member(&body, &count, "args", args, strlen(args));
   /* The key names the subgraph and hashes what is verified; the record

@@ -34,6 +34,7 @@
 #define LF_PASSES_DEFER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/status.h"
 #include "builder/builder.h"
@@ -60,6 +61,11 @@ typedef struct lf_defer_options_s {
   double min_speedup;
   double flops;
   bool lenient_nonfinite;
+  /// TF32 mode (pass option tf32=1): --tf32-k (when > 0), the longest
+  /// reduction of the subgraph's f32 contractions; it is in the hashed
+  /// arguments, so the record key of a TF32 guard differs from an exact
+  /// one's, and nothing changes without it.
+  int64_t tf32_k;
   /// lf_defer_stage_and_guard: keep the staging folder (and say where).
   bool keep_temps;
 } lf_defer_options_t;

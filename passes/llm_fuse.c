@@ -23,6 +23,7 @@
 
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +40,8 @@
 #include "builder/builder.h"
 #include "dialect_bridge/bridge.h"
 #include "llm_client/acquire.h"
+#include "mlir-c/AffineExpr.h"
+#include "mlir-c/AffineMap.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/defer.h"
@@ -180,6 +183,13 @@ static const lf_option_def_t fuse_options[] = {
      "Ask for a trusted signature on the local cache's verdicts too (a "
      "cache folder that others can write)",
      NULL, 0, 0, OPT(require_signed)},
+    {"tf32", LF_OPTION_BOOL, "false",
+     "Allow TF32 tensor cores for the subgraphs with an f32 contraction (as "
+     "PyTorch's allow_tf32): their kernels may round operands to TF32's "
+     "10-bit mantissa and are verified with the TF32 tolerance for their "
+     "reduction length; their cache, table and replay keys say tf32 (off: "
+     "exact f32, every key unchanged)",
+     NULL, 0, 0, OPT(tf32)},
 };
 #undef OPT
 
@@ -229,6 +239,9 @@ typedef struct subgraph_s {
   char *reason;      /* one sentence */
   double ms_acquire, ms_build, ms_verify;
   double speedup; /* reference / candidate time; 0 when not measured */
+  /* TF32 mode (tf32=1, a subgraph with an f32 contraction): the longest
+   * reduction of its f32 contractions; 0: exact precision. */
+  int64_t tf32_k;
 } subgraph_t;
 
 typedef struct fuse_run_s {
@@ -329,6 +342,137 @@ static void set_reason(subgraph_t *sg, const char *word, const char *fmt, ...) {
   sg->reason = strdup(buf);
 }
 
+/* ---- TF32 mode: which subgraphs hold an f32 contraction. ---- */
+
+static bool is_f32_tensor(MlirType t) {
+  return mlirTypeIsAShaped(t) &&
+         mlirTypeIsAF32(mlirShapedTypeGetElementType(t));
+}
+
+/* Elements of a statically shaped tensor (a rank-0 one: 1); -1 unknown. */
+static double static_elements(MlirType t) {
+  if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t))
+    return -1;
+  double n = 1;
+  for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d)
+    n *= (double)mlirShapedTypeGetDimSize(t, d);
+  return n;
+}
+
+static void find_reduction_cb(MlirStringRef s, void *user_data) {
+  bool *found = user_data;
+  for (size_t i = 0; i + 9 <= s.length; ++i)
+    if (memcmp(s.data + i, "reduction", 9) == 0)
+      *found = true;
+}
+
+/* A linalg.generic contraction's reduction length: the product of the
+ * bounds of its reduction loops, when at least two f32 inputs vary along
+ * one (partition.c's contraction test); 0 otherwise or when unknown. */
+static int64_t generic_contraction_k(MlirOperation op) {
+  MlirAttribute iters =
+      mlirOperationGetAttributeByName(op, lf_str("iterator_types"));
+  MlirAttribute maps =
+      mlirOperationGetAttributeByName(op, lf_str("indexing_maps"));
+  if (mlirAttributeIsNull(iters) || !mlirAttributeIsAArray(iters) ||
+      mlirAttributeIsNull(maps) || !mlirAttributeIsAArray(maps))
+    return 0;
+  intptr_t nloops = mlirArrayAttrGetNumElements(iters);
+  if (nloops > 64)
+    return 0;
+  bool red[64] = {false};
+  double bound[64] = {0};
+  for (intptr_t i = 0; i < nloops; ++i)
+    mlirAttributePrint(mlirArrayAttrGetElement(iters, i), find_reduction_cb,
+                       &red[i]);
+  intptr_t inputs =
+      mlirOperationGetNumOperands(op) - mlirOperationGetNumResults(op);
+  int contracted = 0;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op) &&
+                       i < mlirArrayAttrGetNumElements(maps);
+       ++i) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+    MlirAffineMap m =
+        mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, i));
+    bool varies = false;
+    for (intptr_t r = 0; r < mlirAffineMapGetNumResults(m); ++r) {
+      MlirAffineExpr e = mlirAffineMapGetResult(m, r);
+      if (!mlirAffineExprIsADim(e))
+        continue;
+      intptr_t d = mlirAffineDimExprGetPosition(e);
+      if (d >= nloops)
+        continue;
+      if (mlirTypeIsARankedTensor(t) && !mlirShapedTypeIsDynamicDim(t, r))
+        bound[d] = (double)mlirShapedTypeGetDimSize(t, r);
+      varies = varies || red[d];
+    }
+    if (i < inputs && varies && is_f32_tensor(t))
+      ++contracted;
+  }
+  if (contracted < 2)
+    return 0;
+  double k = 1;
+  for (intptr_t d = 0; d < nloops; ++d)
+    if (red[d]) {
+      if (bound[d] <= 0)
+        return 0;
+      k *= bound[d];
+    }
+  return k > 0 && k < 9e15 ? (int64_t)k : 0;
+}
+
+/* A named contraction's (linalg.*matmul*, *matvec, *vecmat, dot) reduction
+ * length when both its inputs are f32: K from the element counts (A B / C
+ * per batch is K^2, outline.c's FLOP count does the same); 0 otherwise. */
+static int64_t named_contraction_k(MlirOperation op, const char *name) {
+  if (!(strstr(name, "matmul") || strstr(name, "matvec") ||
+        strstr(name, "vecmat") || strcmp(name, "linalg.dot") == 0) ||
+      mlirOperationGetNumOperands(op) < 3 || mlirOperationGetNumResults(op) < 1)
+    return 0;
+  MlirType ta = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  MlirType tb = mlirValueGetType(mlirOperationGetOperand(op, 1));
+  MlirType to = mlirValueGetType(mlirOperationGetResult(op, 0));
+  if (!is_f32_tensor(ta) || !is_f32_tensor(tb))
+    return 0;
+  double a = static_elements(ta), b = static_elements(tb),
+         o = static_elements(to), batch = 1;
+  if (a <= 0 || b <= 0 || o <= 0)
+    return 0;
+  if (strncmp(name, "linalg.batch_", 13) == 0 &&
+      strncmp(name, "linalg.batch_reduce", 19) != 0 &&
+      mlirShapedTypeGetRank(to) > 0)
+    batch = (double)mlirShapedTypeGetDimSize(to, 0);
+  if (strncmp(name, "linalg.batch_reduce", 19) == 0 &&
+      mlirShapedTypeGetRank(ta) > 0)
+    batch = (double)mlirShapedTypeGetDimSize(ta, 0);
+  double k = sqrt(a * b / o / batch);
+  if (strncmp(name, "linalg.batch_reduce", 19) == 0)
+    k *= batch; /* the batch is reduced too */
+  return k >= 1 && k < 9e15 ? (int64_t)llround(k) : 0;
+}
+
+/* The longest reduction of the f32 contractions in outlined function
+ * `func`: 0 when it has none (then TF32 mode leaves it exact). */
+static int64_t f32_contraction_k(MlirOperation func) {
+  int64_t best = 0;
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  if (mlirBlockIsNull(body))
+    return 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    char name[96];
+    snprintf(name, sizeof(name), "%.*s", (int)n.length, n.data);
+    if (strncmp(name, "linalg.", 7) != 0)
+      continue;
+    int64_t k = strcmp(name, "linalg.generic") == 0
+                    ? generic_contraction_k(op)
+                    : named_contraction_k(op, name);
+    best = k > best ? k : best;
+  }
+  return best;
+}
+
 /* The outlined functions, in module order. */
 static lf_status_t collect_subgraphs(fuse_run_t *run) {
   MlirBlock body =
@@ -358,6 +502,8 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
     MlirAttribute ft = mlirOperationGetAttributeByName(
         op, mlirStringRefCreateFromCString("function_type"));
     sg->signature = lf_type_dup(mlirTypeAttrGetValue(ft));
+    if (run->o->tf32)
+      sg->tf32_k = f32_contraction_k(op);
     lf_strbuf_t text;
     lf_strbuf_init(&text, 16 << 20);
     lf_status_t st = lf_outline_prompt_text(op, &text);
@@ -545,6 +691,12 @@ static void verify_build(fuse_run_t *run, subgraph_t *sg,
   req.seed = fresh_seed();
   req.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
   req.min_speedup = 0; /* speed is the pass's decision: min-speedup */
+  char tf32_k[32];
+  const char *tf32_args[] = {"--tf32-k", tf32_k, NULL};
+  if (sg->tf32_k > 0) {
+    snprintf(tf32_k, sizeof(tf32_k), "%lld", (long long)sg->tf32_k);
+    req.extra_args = tf32_args;
+  }
   lf_verdict_t v = {0};
   double q0 = now_ms();
   pthread_mutex_lock(&run->gpu_lock);
@@ -902,7 +1054,9 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
                                    .pattern = sg->pattern[0] ? sg->pattern
                                                              : NULL,
                                    .pattern_sizes = sg->pattern_sizes,
-                                   .num_pattern_sizes = sg->num_pattern_sizes};
+                                   .num_pattern_sizes = sg->num_pattern_sizes,
+                                   .precision = sg->tf32_k ? "tf32" : NULL,
+                                   .tf32_k = sg->tf32_k};
   }
   build_ctx_t ctx = {.run = run, .tasks = tasks};
   ao.build = build_cb;
@@ -1106,8 +1260,13 @@ static void cache_record(fuse_run_t *run, subgraph_t *sg,
       sg->build->kind != LF_BUILD_OK)
     return;
   char *text = record_json(sg->build, verdict, sg->verification);
-  lf_cache_key_t key = {sg->fingerprint,  run->o->arch,  lf_build_toolchain(),
-                        run->o->provider, run->o->model, run->prompt_version};
+  lf_cache_key_t key = {sg->fingerprint,
+                        run->o->arch,
+                        lf_build_toolchain(),
+                        run->o->provider,
+                        run->o->model,
+                        run->prompt_version,
+                        sg->tf32_k ? "tf32" : NULL};
   lf_cache_entry_t e = {0};
   e.kernel = sg->kernel_text;
   e.ptx = sg->build->ptx;
@@ -1151,6 +1310,7 @@ static void defer_stage(fuse_run_t *run, subgraph_t *sg, size_t i, size_t n) {
   d.flops = sg->flops;
   d.lenient_nonfinite = strcmp(sg->cls, "attention-like") == 0;
   d.keep_temps = o->keep_temps;
+  d.tf32_k = sg->tf32_k;
   double t0 = now_ms();
   lf_status_t st =
       lf_defer_stage_and_guard(run->module, sg->func, sg->build, &d);
@@ -1320,6 +1480,20 @@ static const char *decision_word(const subgraph_t *sg) {
   return sg->swapped ? "swapped" : sg->deferred ? "deferred" : "kept";
 }
 
+/* Whether the kept kernel of a TF32-mode subgraph uses TF32 instructions
+ * (mma/wgmma on .tf32 operands, cvt to .tf32), by its PTX: 1 yes, 0 no, -1
+ * unknown (no kernel, or a cubin without PTX). */
+static int kernel_uses_tf32(const subgraph_t *sg) {
+  if (!sg->build || sg->build->kind != LF_BUILD_OK || !sg->build->ptx)
+    return -1;
+  return strstr(sg->build->ptx, ".tf32") != NULL;
+}
+
+/* A TF32-mode subgraph whose kernel is in use (swapped or deferred). */
+static bool used_tf32(const subgraph_t *sg) {
+  return sg->tf32_k > 0 && (sg->swapped || sg->deferred);
+}
+
 static cJSON *subgraph_json(const subgraph_t *sg) {
   cJSON *j = cJSON_CreateObject();
   if (!j)
@@ -1403,6 +1577,20 @@ static cJSON *subgraph_json(const subgraph_t *sg) {
   else
     cJSON_AddNullToObject(j, "verification");
   cJSON_AddNumberToObject(j, "flops", sg->flops);
+  if (sg->tf32_k > 0) {
+    /* TF32 mode: only subgraphs with an f32 contraction get the member. */
+    cJSON *p = cJSON_AddObjectToObject(j, "precision");
+    cJSON_AddStringToObject(p, "mode", "tf32");
+    cJSON_AddNumberToObject(p, "k", (double)sg->tf32_k);
+    cJSON_AddNumberToObject(p, "tolerance",
+                            lf_vtolerance_tf32(sg->tf32_k).rtol);
+    int uses = kernel_uses_tf32(sg);
+    if (uses < 0)
+      cJSON_AddNullToObject(p, "tf32_instructions");
+    else
+      cJSON_AddBoolToObject(p, "tf32_instructions", uses);
+    cJSON_AddBoolToObject(p, "in_use", used_tf32(sg));
+  }
   cJSON *t = cJSON_AddObjectToObject(j, "ms");
   cJSON_AddNumberToObject(t, "acquire", sg->ms_acquire);
   cJSON_AddNumberToObject(t, "build", sg->ms_build);
@@ -1441,6 +1629,7 @@ static cJSON *options_json(const lf_fuse_options_t *o) {
   cJSON_AddBoolToObject(j, "require_signed", o->require_signed);
   cJSON_AddNumberToObject(j, "remote_timeout", o->remote_timeout);
   cJSON_AddBoolToObject(j, "remote_push", o->remote_push);
+  cJSON_AddBoolToObject(j, "tf32", o->tf32);
   return j;
 }
 
@@ -1525,6 +1714,13 @@ static lf_status_t write_report(const fuse_run_t *run) {
   cJSON_AddNumberToObject(sum, "deferred", (double)deferred);
   cJSON_AddNumberToObject(sum, "kept",
                           (double)(run->num_subs - swapped - deferred));
+  if (run->o->tf32) {
+    /* The subgraphs compiled in TF32 mode whose kernel is in use. */
+    cJSON *tf = cJSON_AddArrayToObject(sum, "tf32_subgraphs");
+    for (size_t i = 0; i < run->num_subs; ++i)
+      if (used_tf32(&run->subs[i]))
+        cJSON_AddItemToArray(tf, cJSON_CreateString(run->subs[i].name));
+  }
   cJSON_AddNumberToObject(sum, "ms_outline", run->ms_outline);
   cJSON_AddNumberToObject(sum, "ms_total", run->ms_total);
   lf_status_t st = lf_write_json_report(run->o->report, root);
@@ -1555,6 +1751,13 @@ static void emit_remarks(const fuse_run_t *run) {
     else
       snprintf(msg, sizeof(msg), "llm-fuse: @%s (%s): kept original ops: %s",
                sg->name, sg->cls, sg->reason ? sg->reason : "no reason");
+    if (sg->tf32_k > 0) {
+      size_t len = strlen(msg);
+      snprintf(msg + len, sizeof(msg) - len,
+               " [tf32=1: TF32 allowed, K = %lld, verified with the TF32 "
+               "tolerance %.3g]",
+               (long long)sg->tf32_k, lf_vtolerance_tf32(sg->tf32_k).rtol);
+    }
     lf_emit_diag(sg->loc, LF_DIAG_REMARK, msg);
   }
 }
@@ -1576,11 +1779,36 @@ static void print_summary(const fuse_run_t *run) {
       snprintf(kms, sizeof(kms), "%.4g", sg->eval.time_ms);
     if (roofline_fraction(sg) > 0)
       snprintf(roof, sizeof(roof), "%.0f%%", 100 * roofline_fraction(sg));
-    LF_LOG_INFO("summary: %-20s %-12s %-8s %8d %6d %10s %8s %8s  %s", sg->name,
-                sg->cls, decision_word(sg), sg->attempts, sg->refinements, kms,
-                speed, roof, sg->reason_word ? sg->reason_word : "");
+    LF_LOG_INFO("summary: %-20s %-12s %-8s %8d %6d %10s %8s %8s  %s%s",
+                sg->name, sg->cls, decision_word(sg), sg->attempts,
+                sg->refinements, kms, speed, roof,
+                sg->reason_word ? sg->reason_word : "",
+                sg->tf32_k > 0 ? " (tf32)" : "");
     swapped += sg->swapped;
     deferred += sg->deferred;
+  }
+  if (run->o->tf32) {
+    /* TF32 mode: which subgraphs use TF32 (their kernel is in use). */
+    lf_strbuf_t names;
+    lf_strbuf_init(&names, 1 << 16);
+    size_t n = 0, allowed = 0;
+    for (size_t i = 0; i < run->num_subs; ++i) {
+      const subgraph_t *sg = &run->subs[i];
+      allowed += sg->tf32_k > 0;
+      if (!used_tf32(sg))
+        continue;
+      int uses = kernel_uses_tf32(sg);
+      lf_status_free(lf_strbuf_appendf(
+          &names, "%s%s (K = %lld, %s)", n++ ? ", " : "", sg->name,
+          (long long)sg->tf32_k,
+          uses > 0    ? "TF32 tensor cores"
+          : uses == 0 ? "the kernel is exact f32"
+                      : "instructions unknown"));
+    }
+    LF_LOG_INFO("summary: tf32=1: %zu subgraph(s) with an f32 contraction, "
+                "%zu use TF32%s%s",
+                allowed, n, n ? ": " : "", lf_strbuf_cstr(&names));
+    lf_strbuf_free(&names);
   }
   char dbuf[96] = "";
   if (deferred)

@@ -49,6 +49,7 @@ typedef struct lf_fuse_options_s {
   char *trusted_keys;      /* keyring file; "": $LLM_FUSE_TRUSTED_KEYS */
   bool require_signed;     /* local verdicts need a trusted signature too */
   char *pattern_table;     /* table folder; "": shipped; "none": off */
+  bool tf32; /* TF32 tensor cores allowed for f32 contractions (opt-in) */
 } lf_fuse_options_t;
 
 /// The `llm-fuse` pass.

@@ -37,10 +37,13 @@ SCHEMA = "llm-fuse-table-entry/1"
 ARCHS = ["sm_80", "sm_90", "sm_90a"]
 
 
-def checksum(pattern, archs, sizes, klass, text):
+def checksum(pattern, archs, sizes, klass, text, precision=None):
     s = "%s\n%s\n%s\n" % (SCHEMA, pattern, ",".join(archs))
     s += ",".join("S%d=%s" % (i, "*" if v is None else v) for i, v in enumerate(sizes))
-    s += "\n%s\n" % klass + text
+    s += "\n%s\n" % klass
+    if precision:  # only entries with a precision (tf32) have the line
+        s += "precision=%s\n" % precision
+    s += text
     return "sha256:" + hashlib.sha256(s.encode()).hexdigest()
 
 
@@ -155,9 +158,10 @@ def outline_text(opt, text):
         return rep.get("groups") or rep.get("subgraphs") or []
 
 
-def entry_of(g, archs, sizes, tmpl, source):
+def entry_of(g, archs, sizes, tmpl, source, precision=None):
     """The JSON text of one entry: sizes is the list S0.. with None for a free
-    size."""
+    size; precision "tf32" for an entry only TF32-mode requests get (exact
+    entries have no such member)."""
     klass = g.get("class", "?")
     entry = {
         "schema": SCHEMA,
@@ -165,10 +169,14 @@ def entry_of(g, archs, sizes, tmpl, source):
         "archs": archs,
         "class": klass,
         "sizes": {"S%d" % i: v for i, v in enumerate(sizes)},
+    }
+    if precision:
+        entry["precision"] = precision
+    entry.update({
         "template": tmpl,
         "source": source,
-        "checksum": checksum(g["pattern"], archs, sizes, klass, tmpl),
-    }
+        "checksum": checksum(g["pattern"], archs, sizes, klass, tmpl, precision),
+    })
     return json.dumps(entry, indent=1) + "\n"
 
 
@@ -225,7 +233,7 @@ def spec_entries(opt, module):
                with `// llm-fuse.template-size SK` lines for its free sizes,
                and the list S0.. with None for a free size, a number for a
                fixed one;
-      archs, source.
+      archs, source; optional precision ("tf32").
     """
     out = []
     for t in module.templates():
@@ -238,11 +246,11 @@ def spec_entries(opt, module):
             sys.exit("build.py: %s: %d sizes for a pattern of %d" % (
                 t["name"], len(sizes), len(g["pattern_sizes"])))
         name = "%s-%s.json" % (g["pattern"][:16], t["name"])
-        out.append((name, entry_of(g, t["archs"], sizes, tmpl, t["source"])))
+        out.append((name, entry_of(g, t["archs"], sizes, tmpl, t["source"], t.get("precision"))))
     return out
 
 
-SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any"]
+SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any", "tf32_any"]
 
 
 def main():

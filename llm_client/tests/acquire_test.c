@@ -911,7 +911,8 @@ static lf_table_t *adapt_table(const char *name, const int64_t fixed[2],
   char dir[512];
   snprintf(dir, sizeof(dir), "%s/%s", tmp_root, name);
   lf_table_new_entry_t e = {ADAPT_KEY, "sm_90", "reduction",    fixed,
-                            2,         text,    "acquire_test", "adapt"};
+                            2,         text,    "acquire_test", "adapt",
+                            NULL};
   lf_status_t s = lf_table_write_entry(dir, &e, NULL);
   LF_EXPECT(!s);
   lf_status_free(s);
@@ -1014,7 +1015,8 @@ LF_TEST(blank_request_without_an_entry_for_the_key) {
       2,
       "gpu.module @k {\n  // OTHER_KEY_MARKER\n}\n",
       "acquire_test",
-      "other"};
+      "other",
+      NULL};
   lf_status_free(lf_table_write_entry(dir, &e, NULL));
   lf_table_t *t = NULL;
   lf_status_free(lf_table_open(dir, &t));

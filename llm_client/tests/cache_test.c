@@ -20,7 +20,7 @@
 static char tmp_root[256];
 
 static const lf_cache_key_t key_a = {
-    FP_A, "sm_90a", "llvm-22.1.8;ptxas-13.0", "openai", "gpt-4.1", "p1"};
+    FP_A, "sm_90a", "llvm-22.1.8;ptxas-13.0", "openai", "gpt-4.1", "p1", NULL};
 
 /* ---- Helpers -------------------------------------------------------------*/
 
@@ -216,6 +216,60 @@ LF_TEST(bad_keys_are_refused) {
   LF_EXPECT(strstr(lf_status_message(s), "'prompt_version' is missing") !=
             NULL);
   lf_status_free(s);
+}
+
+/* TF32 mode (pass option tf32=1): the optional precision field. Absent
+ * (NULL or "") it is not in the digest: every key of before is unchanged
+ * (digest_is_sha256_of_length_prefixed_fields); "tf32" is one more line. */
+LF_TEST(precision_is_an_optional_key_field) {
+  const char *canon = "llm-fuse-cache-key/1\n"
+                      "fingerprint=64:" FP_A "\n"
+                      "arch=6:sm_90a\n"
+                      "toolchain=22:llvm-22.1.8;ptxas-13.0\n"
+                      "provider=6:openai\n"
+                      "model=7:gpt-4.1\n"
+                      "prompt_version=2:p1\n"
+                      "precision=4:tf32\n";
+  char want[65], got[65], exact[65], empty[65];
+  lf_status_free(lf_sha256_hex(canon, strlen(canon), want));
+  lf_cache_key_t k = key_a;
+  k.precision = "tf32";
+  lf_status_t s = lf_cache_key_digest(&k, got);
+  LF_EXPECT(s == LF_OK);
+  LF_EXPECT_STREQ(got, want);
+  lf_status_free(s);
+  lf_status_free(lf_cache_key_digest(&key_a, exact));
+  LF_EXPECT(strcmp(got, exact) != 0);
+  lf_cache_key_t ke = key_a;
+  ke.precision = "";
+  lf_status_free(lf_cache_key_digest(&ke, empty));
+  LF_EXPECT_STREQ(empty, exact);
+  k.precision = "fp8";
+  s = lf_cache_key_digest(&k, got);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_INVALID_ARGUMENT);
+  LF_EXPECT(s && strstr(lf_status_message(s), "precision 'fp8'") != NULL);
+  lf_status_free(s);
+
+  /* A TF32 entry round-trips and never answers the exact key. */
+  lf_cache_t *c = open_cache(fresh_dir("tf32"));
+  lf_cache_entry_t in = sample_entry();
+  k.precision = "tf32";
+  char digest[65];
+  store_ok(c, &k, &in, digest);
+  LF_EXPECT_STREQ(digest, want);
+  lf_cache_entry_t *out = NULL;
+  lf_cache_outcome_t outcome = LF_CACHE_MISS;
+  s = lf_cache_lookup(c, &k, &out, &outcome);
+  LF_EXPECT(s == LF_OK && outcome == LF_CACHE_HIT && out != NULL);
+  if (out)
+    LF_EXPECT(out->key.precision && !strcmp(out->key.precision, "tf32"));
+  lf_cache_entry_free(out);
+  lf_status_free(s);
+  out = NULL;
+  s = lf_cache_lookup(c, &key_a, &out, &outcome);
+  LF_EXPECT(s == LF_OK && outcome == LF_CACHE_MISS && out == NULL);
+  lf_status_free(s);
+  lf_cache_close(c);
 }
 
 /* ---- Round trip ----------------------------------------------------------*/
@@ -712,6 +766,7 @@ int main(void) {
   LF_RUN(digest_is_sha256_of_length_prefixed_fields);
   LF_RUN(digest_changes_with_every_field);
   LF_RUN(bad_keys_are_refused);
+  LF_RUN(precision_is_an_optional_key_field);
   LF_RUN(store_then_lookup_round_trips);
   LF_RUN(optional_parts_and_defaults);
   LF_RUN(bad_entries_are_not_stored);

@@ -46,7 +46,7 @@ static char tmp_root[256];
 static bool have_openssl;
 
 static const lf_cache_key_t key_a = {
-    FP_A, "sm_90a", "llvm-22.1.8;ptxas-13.0", "openai", "gpt-4.1", "p1"};
+    FP_A, "sm_90a", "llvm-22.1.8;ptxas-13.0", "openai", "gpt-4.1", "p1", NULL};
 
 /* ---- Helpers -------------------------------------------------------------*/
 

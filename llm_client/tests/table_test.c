@@ -238,7 +238,7 @@ LF_TEST(nearest_refusing_entry_for_an_adapt_request) {
   for (int i = 0; i < 3; ++i) {
     lf_table_new_entry_t e = {key,      "sm_90", "reduction",
                               fs[i],    2,       "gpu.module @kernels {\n}\n",
-                              names[i], names[i]};
+                              names[i], names[i], NULL};
     lf_status_t s = lf_table_write_entry(dir, &e, NULL);
     LF_EXPECT(!s);
     lf_status_free(s);
