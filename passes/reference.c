@@ -421,6 +421,24 @@ out:
   return s;
 }
 
+/* Lowers by `pipeline`; when that leaves a memref.subview on the host,
+ * once more by `views` (the same with fold-memref-alias-ops), so that only
+ * the subgraphs that need it get the other plan. */
+static lf_status_t lower_or_fold_views(MlirOperation func,
+                                       const char *pipeline,
+                                       const char *views,
+                                       lf_reference_t *out) {
+  lf_status_t s = lower_with(func, pipeline, out);
+  if (!s || lf_status_code(s) != LF_STATUS_UNIMPLEMENTED ||
+      !strstr(lf_status_message(s), "'memref.subview' on the host"))
+    return s;
+  lf_status_free(s);
+  s = lower_with(func, views, out);
+  if (!s)
+    out->folded_views = true;
+  return s;
+}
+
 /* ---- 16-bit accumulation: detection and the opmath promotion. ---- */
 
 static bool is_half(MlirType t) {
@@ -887,7 +905,8 @@ static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
   lf_reference_t *truth = NULL;
   if (!s) {
     truth = calloc(1, sizeof(*truth));
-    s = truth ? lower_with(promoted, LF_REFERENCE_OPMATH_PIPELINE, truth)
+    s = truth ? lower_or_fold_views(promoted, LF_REFERENCE_OPMATH_PIPELINE,
+                                    LF_REFERENCE_OPMATH_PIPELINE_VIEWS, truth)
               : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
     mlirOperationDestroy(promoted);
   }
@@ -922,7 +941,8 @@ static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
 }
 
 lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
-  LF_RETURN_IF_ERROR(lower_with(func, LF_REFERENCE_PIPELINE, out));
+  LF_RETURN_IF_ERROR(lower_or_fold_views(func, LF_REFERENCE_PIPELINE,
+                                         LF_REFERENCE_PIPELINE_VIEWS, out));
   lf_status_t s = lower_truth(func, out);
   if (s)
     lf_reference_free(out);
@@ -964,9 +984,12 @@ char *lf_reference_plan_json(const lf_reference_t *r) {
   cJSON_AddStringToObject(root, "schema", "llm-fuse-reference/0");
   cJSON_AddStringToObject(root, "subgraph", r->subgraph);
   cJSON_AddStringToObject(root, "signature", r->signature);
-  cJSON_AddStringToObject(root, "pipeline",
-                          r->is_truth ? LF_REFERENCE_OPMATH_PIPELINE
-                                      : LF_REFERENCE_PIPELINE);
+  cJSON_AddStringToObject(
+      root, "pipeline",
+      r->is_truth ? (r->folded_views ? LF_REFERENCE_OPMATH_PIPELINE_VIEWS
+                                     : LF_REFERENCE_OPMATH_PIPELINE)
+                  : (r->folded_views ? LF_REFERENCE_PIPELINE_VIEWS
+                                     : LF_REFERENCE_PIPELINE));
   cJSON *temps = cJSON_AddArrayToObject(root, "temps");
   for (size_t i = 0; i < r->num_temps; ++i) {
     cJSON *t = cJSON_CreateObject();

@@ -52,6 +52,20 @@ extern "C" {
   "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse"
 #define LF_REFERENCE_PIPELINE                                                  \
   "builtin.module(" LF_REFERENCE_BUFFERIZE "," LF_REFERENCE_GPU_MAPPING ")"
+/// LF_REFERENCE_GPU_MAPPING_VIEWS: the same, with the views folded into the
+/// loops' loads and stores (fold-memref-alias-ops) before the mapping. Used
+/// only when LF_REFERENCE_PIPELINE leaves a memref.subview on the host (an
+/// importer's extract_slice of a fused QKV tensor: a strided view the plan
+/// cannot pass to a kernel), so every other plan stays as it was.
+#define LF_REFERENCE_GPU_MAPPING_VIEWS                                         \
+  "math-expand-ops{ops=fpowi},"                                                \
+  "func.func(convert-linalg-to-parallel-loops,fold-memref-alias-ops,"          \
+  "scf-parallel-loop-tiling{parallel-loop-tile-sizes=1,256 "                   \
+  "no-min-max-bounds=1},gpu-map-parallel-loops),"                              \
+  "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse"
+#define LF_REFERENCE_PIPELINE_VIEWS                                            \
+  "builtin.module(" LF_REFERENCE_BUFFERIZE "," LF_REFERENCE_GPU_MAPPING_VIEWS  \
+  ")"
 
 typedef enum lf_ref_arg_kind_e {
   LF_REF_ARG_INPUT,  ///< index: which subgraph input
@@ -108,6 +122,9 @@ typedef struct lf_ref_temp_s {
 #define LF_REFERENCE_OPMATH_PIPELINE                                           \
   "builtin.module(func.func(convert-elementwise-to-linalg)"                    \
   "," LF_REFERENCE_BUFFERIZE "," LF_REFERENCE_GPU_MAPPING ")"
+#define LF_REFERENCE_OPMATH_PIPELINE_VIEWS                                     \
+  "builtin.module(func.func(convert-elementwise-to-linalg)"                    \
+  "," LF_REFERENCE_BUFFERIZE "," LF_REFERENCE_GPU_MAPPING_VIEWS ")"
 
 typedef struct lf_reference_s {
   char *subgraph;  ///< the outlined function's name
@@ -129,6 +146,8 @@ typedef struct lf_reference_s {
   char *truth_note;
   /// Set on a truth plan: it is the promoted function's lowering.
   bool is_truth;
+  /// Lowered by the *_VIEWS pipeline (views folded into the loops).
+  bool folded_views;
 } lf_reference_t;
 
 /// Lowers outlined function `func` (a func.func over static tensors) by the
