@@ -54,12 +54,27 @@
  *         LayerNorm's mean and variance: one kernel over the row).
  *         A recomputed producer whose users all ended up in the group
  *         moves in.
+ *         Row views: a matrix product's group ([M, N], unit dimensions
+ *         aside) also takes a static collapse/expand_shape of its value
+ *         that regroups leading dimensions only (innermost kept: [B*T, N]
+ *         <-> [B, T, N], an importer's Linear at batch B > 1) as a free
+ *         reshape, and its domain then includes every shape with the same
+ *         rows (innermost dimension and element count), so the GELU or
+ *         residual add on the [B, T, N] view and a collapse back are
+ *         epilogues too. Views feeding the product's operands stay out;
+ *         batched products do not take views (rule 5 does, for attention).
  * Rule 5  Attention (applied after rules 1-3, before rule 4): a contraction
  *         group whose output is the row domain of a reduction/softmax
  *         group that feeds the root contraction of a third group (QK^T,
  *         softmax, PV) merges into one attention-like group, if the scores
  *         and probabilities have no other users (they never leave the
- *         kernel) and no cycle forms.
+ *         kernel) and no cycle forms. The three may be linked through
+ *         chains of views (an importer's expand of the scores to
+ *         [B, H, T, T], its collapse of the probabilities to [B*H, T, T]);
+ *         the merged group then also takes in the views, slices and
+ *         transposes that lead its operands out of one buffer (q, k, v
+ *         sliced from a fused QKV) and its output to its consumer (the
+ *         head merge).
  * Rule 4  Elementwise ops and transposes not in any group form chains of
  *         their own (connected through same-shape producers and
  *         consumers).
@@ -840,11 +855,67 @@ typedef struct domain_s {
   MlirType out;   /* group output shape */
   MlirType input; /* reduction input shape (reduction-like groups) */
   bool reduction_like;
+  /* A matrix product's group ([M, N], unit dimensions aside): its epilogue
+   * may continue through row views (rule 3). */
+  bool row_views;
 } domain_t;
+
+/* The number of elements of a static shape, or -1. */
+static int64_t num_elements(MlirType t) {
+  if (mlirTypeIsNull(t) || !mlirTypeIsARankedTensor(t) ||
+      !mlirShapedTypeHasStaticShape(t))
+    return -1;
+  int64_t n = 1;
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i)
+    n *= mlirShapedTypeGetDimSize(t, i);
+  return n;
+}
+
+/* The same rows: static shapes with the same innermost dimension (not 1)
+ * and the same number of elements. [16384, 768] and [32, 512, 768] are
+ * the same 16384 rows of 768 in row-major order: only the leading
+ * dimensions are grouped differently. */
+static bool same_rows(MlirType a, MlirType b) {
+  int64_t na = num_elements(a), nb = num_elements(b);
+  if (na < 0 || na != nb || !mlirShapedTypeGetRank(a) ||
+      !mlirShapedTypeGetRank(b))
+    return false;
+  int64_t la = mlirShapedTypeGetDimSize(a, mlirShapedTypeGetRank(a) - 1);
+  int64_t lb = mlirShapedTypeGetDimSize(b, mlirShapedTypeGetRank(b) - 1);
+  return la == lb && la != 1;
+}
+
+/* A matrix: at most two dimensions that are not 1. */
+static bool is_matrix(MlirType t) {
+  if (mlirTypeIsNull(t) || !mlirTypeIsARankedTensor(t))
+    return false;
+  int non_unit = 0;
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i)
+    non_unit += mlirShapedTypeGetDimSize(t, i) != 1;
+  return non_unit <= 2;
+}
+
+/* A row view: a static tensor.collapse_shape or expand_shape that regroups
+ * leading dimensions only (the innermost one kept, not 1), as an importer
+ * wraps a Linear: [B, T, K] -> [B*T, K] before the matmul, [B*T, N] ->
+ * [B, T, N] after it. Left in place by rule 0 (it moves non-unit
+ * dimensions); only a matrix product's epilogue takes it in (rule 3). */
+static bool is_row_view(const node_t *nd) {
+  if (nd->kind != LF_OPK_OTHER || nd->group >= 0 ||
+      mlirOperationGetNumOperands(nd->op) != 1 ||
+      mlirOperationGetNumResults(nd->op) != 1 ||
+      !(name_is(nd->op, "tensor.expand_shape") ||
+        name_is(nd->op, "tensor.collapse_shape")) ||
+      !element_type_supported(nd->shape))
+    return false;
+  return same_rows(mlirValueGetType(mlirOperationGetOperand(nd->op, 0)),
+                   nd->shape);
+}
 
 static bool in_domain(const domain_t *dom, MlirType t) {
   return same_shape_mod_units(dom->out, t) ||
-         (dom->reduction_like && same_shape_mod_units(dom->input, t));
+         (dom->reduction_like && same_shape_mod_units(dom->input, t)) ||
+         (dom->row_views && same_rows(dom->out, t));
 }
 
 /* A smaller operand that broadcasts into the domain (a bias, a row
@@ -1011,14 +1082,23 @@ static lf_status_t grow(graph_t *g, building_t *b, int gid, domain_t *dom,
           ok = in_domain(dom, nx->input_shape);
         else if (nx->kind == LF_OPK_RESHAPE)
           ok = true;
+        else if (dom->row_views && is_row_view(nx))
+          ok = same_rows(dom->out, nx->shape);
         else if (!chain_only && dom->reduction_like &&
                  nx->kind == LF_OPK_REDUCTION)
           ok = same_shape(dom->input, nx->input_shape) &&
                same_shape(dom->out, nx->shape);
         if (!ok)
           continue;
+        /* A row view joins as what it is to the kernel: a free reshape
+         * (uncounted; never a producer another group could take). */
+        lf_op_kind_t kind = nx->kind;
+        if (kind == LF_OPK_OTHER)
+          nx->kind = LF_OPK_RESHAPE;
         bool added;
         LF_RETURN_IF_ERROR(try_add(g, b, gid, x, false, max_ops, &added));
+        if (!added)
+          nx->kind = kind;
         changed |= added;
       }
     }
@@ -1091,12 +1171,75 @@ static lf_status_t merge_groups(graph_t *g, building_t *b, int dst, int src) {
   return LF_OK;
 }
 
+/* A view the kernel can read or write through: a static reshape that moves
+ * non-unit dimensions (collapse [B, H, T, D] -> [B*H, T, D], as importers
+ * wrap a rank-4 matmul around linalg.batch_matmul), or a static slice with
+ * unit strides (q, k, v out of a fused QKV). Left in place by rule 0; only
+ * rule 5 takes them in, around an attention (see merge_attention). */
+static bool is_view(const node_t *nd) {
+  if (nd->kind != LF_OPK_OTHER || nd->group >= 0 ||
+      mlirTypeIsNull(nd->shape) || !mlirShapedTypeHasStaticShape(nd->shape) ||
+      has_dynamic_shape(nd->op) || !element_type_supported(nd->shape))
+    return false;
+  if (name_is(nd->op, "tensor.expand_shape") ||
+      name_is(nd->op, "tensor.collapse_shape"))
+    return mlirOperationGetNumOperands(nd->op) == 1;
+  if (!name_is(nd->op, "tensor.extract_slice") ||
+      mlirOperationGetNumOperands(nd->op) != 1)
+    return false;
+  MlirAttribute strides = mlirOperationGetAttributeByName(
+      nd->op, mlirStringRefCreateFromCString("static_strides"));
+  if (mlirAttributeIsNull(strides) || !mlirAttributeIsADenseI64Array(strides))
+    return false;
+  for (intptr_t i = 0; i < mlirDenseArrayGetNumElements(strides); ++i)
+    if (mlirDenseI64ArrayGetElement(strides, i) != 1)
+      return false;
+  return true;
+}
+
+enum { MAX_VIEW_PATH = 8 };
+
+/* A chain of views between two groups: node indices, in walk order. */
+typedef struct view_path_s {
+  size_t nodes[MAX_VIEW_PATH];
+  size_t num;
+} view_path_t;
+
+/* Follows node `x` through a chain of views, each with one user (the next
+ * op of the chain), towards producers or consumers; records the views in
+ * `path` and returns the first node that is not one. Producers: a view's
+ * source; consumers: its only user. -1 if the chain ends in a function
+ * argument, has a view with other users, or is too long. */
+static long through_views(const graph_t *g, size_t x, bool producers,
+                          view_path_t *path) {
+  path->num = 0;
+  while (is_view(&g->nodes[x])) {
+    const node_t *nx = &g->nodes[x];
+    if (path->num == MAX_VIEW_PATH || nx->num_users != 1)
+      return -1;
+    path->nodes[path->num++] = x;
+    if (producers) {
+      long p = producer_of(g, mlirOperationGetOperand(nx->op, 0));
+      if (p < 0)
+        return -1;
+      x = (size_t)p;
+    } else {
+      x = nx->users[0];
+    }
+  }
+  return (long)x;
+}
+
 /* With `producers`: the group of a contraction feeding a member of `self`
  * whose output has `shape`, if that group grew from a contraction.
  * Otherwise: the group whose root contraction reads a member of `self`.
- * -1 if none. */
+ * Either may be reached through a chain of views (an importer's expand of
+ * the batch_matmul result to [B, H, T, T], its collapse of the
+ * probabilities to [B*H, T, T]); the views are recorded in `path`, and the
+ * shape checked on the producer side is the last view's. -1 if none. */
 static int neighbour_group(graph_t *g, building_t *b, int self,
-                           bool producers, MlirType shape) {
+                           bool producers, MlirType shape,
+                           view_path_t *path) {
   const lf_group_t *grp = &b->groups[self];
   for (size_t m = 0; m < grp->num_members; ++m) {
     long mi = node_of(g, grp->members[m].op);
@@ -1105,18 +1248,79 @@ static int neighbour_group(graph_t *g, building_t *b, int self,
     node_t *nm = &g->nodes[mi];
     size_t n = producers ? nm->num_deps : nm->num_users;
     for (size_t k = 0; k < n; ++k) {
-      node_t *nx = &g->nodes[producers ? nm->deps[k] : nm->users[k]];
+      size_t first = producers ? nm->deps[k] : nm->users[k];
+      long xi = through_views(g, first, producers, path);
+      if (xi < 0)
+        continue;
+      node_t *nx = &g->nodes[xi];
       if (nx->group < 0 || nx->group == self ||
           g->nodes[b->roots[nx->group]].kind != LF_OPK_CONTRACTION)
         continue;
       /* Producer side: the scores GEMM, its output the row domain.
        * Consumer side: the value GEMM, reading the probabilities. */
-      if (producers ? same_shape(nx->shape, shape)
-                    : (size_t)(nx - g->nodes) == b->roots[nx->group])
+      if (producers ? same_shape(g->nodes[first].shape, shape)
+                    : (size_t)xi == b->roots[nx->group])
         return nx->group;
     }
   }
+  path->num = 0;
   return -1;
+}
+
+/* After an attention merge (rule 5) through views: takes into group `gid`
+ * the views and transposes that lead its operands out of one buffer
+ * (the head-split transposes and expands of q, k and v, and their slices
+ * of a fused QKV: the group then reads [B, T, 3C] with the head stride)
+ * and those that lead its one output to its consumer (the head merge:
+ * transpose to [B, T, H, D] and collapse to [B*T, C]). A producer joins
+ * when the group holds all its users; a consumer when it is the only user
+ * of a member. Nothing is taken in past a slice's source. */
+static lf_status_t absorb_views(graph_t *g, building_t *b, int gid,
+                                size_t max_ops) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t m = 0; m < b->groups[gid].num_members; ++m) {
+      lf_member_t mem = b->groups[gid].members[m];
+      long mi = node_of(g, mem.op);
+      if (mi < 0 || mem.recompute)
+        continue;
+      node_t *nm = &g->nodes[mi];
+      for (int dir = 0; dir < 2; ++dir) {
+        if (dir == 0 && name_is(nm->op, "tensor.extract_slice"))
+          continue;
+        size_t n = dir == 0 ? nm->num_deps : nm->num_users;
+        for (size_t k = 0; k < n; ++k) {
+          size_t x = dir == 0 ? nm->deps[k] : nm->users[k];
+          node_t *nx = &g->nodes[x];
+          bool view = is_view(nx);
+          if (dir == 0 && nx->kind == LF_OPK_EMPTY) {
+            /* a transpose's destination: cloned, as in rule 2 */
+            bool added;
+            b->cap_members = b->groups[gid].num_members;
+            LF_RETURN_IF_ERROR(try_add(g, b, gid, x, true, max_ops, &added));
+            changed |= added;
+            continue;
+          }
+          if (nx->group >= 0 || (!view && nx->kind != LF_OPK_TRANSPOSE))
+            continue;
+          if (dir == 0 ? !all_users_in(g, nx, gid) : nm->num_users != 1)
+            continue;
+          lf_op_kind_t kind = nx->kind;
+          if (view)
+            nx->kind = LF_OPK_RESHAPE; /* free, uncounted, like one */
+          b->cap_members = b->groups[gid].num_members;
+          bool added;
+          LF_RETURN_IF_ERROR(try_add(g, b, gid, x, false, max_ops, &added));
+          if (!added)
+            nx->kind = kind;
+          changed |= added;
+        }
+      }
+    }
+  }
+  refresh_span(g, b, gid);
+  return LF_OK;
 }
 
 /* Are the results of these members used only by group `gid`? */
@@ -1147,8 +1351,9 @@ static lf_status_t merge_attention(graph_t *g, building_t *b, size_t max_ops) {
     if ((root->kind != LF_OPK_REDUCTION && root->kind != LF_OPK_SOFTMAX) ||
         !b->groups[r].num_members)
       continue;
-    int a = neighbour_group(g, b, (int)r, true, root->input_shape);
-    int c = neighbour_group(g, b, (int)r, false, (MlirType){NULL});
+    view_path_t pa, pc;
+    int a = neighbour_group(g, b, (int)r, true, root->input_shape, &pa);
+    int c = neighbour_group(g, b, (int)r, false, (MlirType){NULL}, &pc);
     if (a < 0 || c < 0 || a == c)
       continue;
     if (counted_members(&b->groups[a]) + counted_members(&b->groups[r]) +
@@ -1162,6 +1367,16 @@ static lf_status_t merge_attention(graph_t *g, building_t *b, size_t max_ops) {
     lf_status_t status = merge_groups(g, b, a, (int)r);
     if (!status)
       status = merge_groups(g, b, a, c);
+    /* The importer form: the views between the three join as free
+     * reshapes (the kernel reads and writes through them). */
+    for (size_t i = 0; !status && i < pa.num + pc.num; ++i) {
+      node_t *nv = &g->nodes[i < pa.num ? pa.nodes[i] : pc.nodes[i - pa.num]];
+      size_t cap = b->groups[a].num_members;
+      nv->kind = LF_OPK_RESHAPE;
+      status = push_member(&b->groups[a], &cap, nv, false);
+      if (!status)
+        nv->group = a;
+    }
     /* While merged, r and c own nothing. */
     refresh_span(g, b, a);
     refresh_span(g, b, (int)r);
@@ -1171,6 +1386,11 @@ static lf_status_t merge_attention(graph_t *g, building_t *b, size_t max_ops) {
                               b->groups[r].num_members, a) &&
                  !group_has_cycle(g, a, b);
     if (!legal) {
+      for (size_t i = 0; i < pa.num + pc.num; ++i) {
+        node_t *nv = &g->nodes[i < pa.num ? pa.nodes[i] : pc.nodes[i - pa.num]];
+        nv->kind = LF_OPK_OTHER;
+        nv->group = -1;
+      }
       b->groups[a].num_members = old_len;
       memcpy(b->groups[a].members, saved, old_len * sizeof(*saved));
       free(saved);
@@ -1191,6 +1411,10 @@ static lf_status_t merge_attention(graph_t *g, building_t *b, size_t max_ops) {
     free(saved);
     b->groups[r].num_members = 0;
     b->groups[c].num_members = 0;
+    /* The importer form: then the views and transposes around the
+     * operands and the output. */
+    if (pa.num || pc.num)
+      LF_RETURN_IF_ERROR(absorb_views(g, b, a, max_ops));
   }
   return LF_OK;
 }
@@ -1307,7 +1531,8 @@ lf_status_t lf_partition_block(MlirBlock block,
           (status = try_add(&g, &b, gid, i, false, max_ops, &added)))
         goto out;
       domain_t dom = {nd->shape, nd->input_shape,
-                      nd->kind != LF_OPK_CONTRACTION};
+                      nd->kind != LF_OPK_CONTRACTION,
+                      nd->kind == LF_OPK_CONTRACTION && is_matrix(nd->shape)};
       if ((status = grow(&g, &b, gid, &dom, max_ops, false)))
         goto out;
     }
@@ -1316,6 +1541,19 @@ lf_status_t lf_partition_block(MlirBlock block,
   /* Rule 5: attention. */
   if ((status = merge_attention(&g, &b, max_ops)))
     goto out;
+  /* Views rule 5 took in are no longer left alone. */
+  {
+    size_t kept_left = 0;
+    for (size_t i = 0; i < out->num_left_alone; ++i) {
+      long ni = node_of(&g, out->left_alone[i].op);
+      if (ni >= 0 && g.nodes[ni].group >= 0) {
+        free(out->left_alone[i].reason);
+        continue;
+      }
+      out->left_alone[kept_left++] = out->left_alone[i];
+    }
+    out->num_left_alone = kept_left;
+  }
 
   /* Rule 4: the remaining elementwise (and transpose) chains. */
   for (size_t i = 0; i < g.num_nodes; ++i) {
@@ -1328,7 +1566,7 @@ lf_status_t lf_partition_block(MlirBlock block,
     if ((status = new_group(&b, i, &gid)) ||
         (status = try_add(&g, &b, gid, i, false, max_ops, &added)))
       goto out;
-    domain_t dom = {nd->shape, {NULL}, false};
+    domain_t dom = {nd->shape, {NULL}, false, false};
     if ((status = grow(&g, &b, gid, &dom, max_ops, true)))
       goto out;
   }

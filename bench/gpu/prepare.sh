@@ -99,13 +99,24 @@ gg candidate-alt2 sg_5beaf48efb3a6ac0 kind=f32_cpasync BM=128 BN=128 BK=8 stages
 gg candidate-alt2 sg_ab992c66808cc4c2 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
 gg candidate-alt2 sg_606c0e1c9184d8b4 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
 # The two bf16 GEMMs of issue 8: the manifest's sm_90a kernel is the
-# warp-specialized persistent one (kernels/handwritten/gemm_wgmma_ws.py);
-# alt: the same with the approximate GELU / SiLU epilogue (ex2.approx,
-# div.approx); alt2: the gen_bf16_wgmma kernel it replaced (bench/NOTES.md).
-gg candidate-alt sg_89b05da5eb3c1a6b.sm90a.mlir epilogue=bias_gelu_tanh_approx
-gg candidate-alt sg_74ede17e00bf0352.sm90a.mlir epilogue=silu_mul_approx
-gg candidate-alt2 sg_89b05da5eb3c1a6b.sm90a.mlir kind=bf16_wgmma persistent=0
-gg candidate-alt2 sg_74ede17e00bf0352.sm90a.mlir kind=bf16_wgmma persistent=0
+# TMA-fed one (kernels/handwritten/gemm_wgmma_tma.py; SwiGLU ping-pong
+# 128 x (2 x 64), GEMM+bias+GELU cooperative 128 x 256 with GROUP_M 16;
+# bench/tma/NOTES-draft.md). Beside it:
+# alt: the cp.async-fed warp-specialized persistent kernel it replaced
+#   (gemm_wgmma_ws.py; byte for byte the file shipped before);
+# alt2: the runner-up TMA variant (SwiGLU cooperative GROUP_M 16,
+#   GEMM+bias+GELU cooperative GROUP_M 8);
+# alt3: the shipped TMA kernel with the approximate GELU / SiLU epilogue
+#   (ex2.approx, div.approx);
+# alt4: the gen_bf16_wgmma kernel (one CTA per tile, no producer warps).
+gg candidate-alt sg_89b05da5eb3c1a6b.sm90a.mlir kind=bf16_wgmma_ws WGS=2 BN=256 stages=4 group_m=8 persistent=1
+gg candidate-alt sg_74ede17e00bf0352.sm90a.mlir kind=bf16_wgmma_ws WGS=2 BN=128 stages=4 group_m=8 persistent=1
+gg candidate-alt2 sg_89b05da5eb3c1a6b.sm90a.mlir group_m=8
+gg candidate-alt2 sg_74ede17e00bf0352.sm90a.mlir pingpong=0 persistent=1 BN=128 group_m=16
+gg candidate-alt3 sg_89b05da5eb3c1a6b.sm90a.mlir epilogue=bias_gelu_tanh_approx
+gg candidate-alt3 sg_74ede17e00bf0352.sm90a.mlir epilogue=silu_mul_approx
+gg candidate-alt4 sg_89b05da5eb3c1a6b.sm90a.mlir kind=bf16_wgmma persistent=0 WGS=2 BN=256 stages=4 group_m=8
+gg candidate-alt4 sg_74ede17e00bf0352.sm90a.mlir kind=bf16_wgmma persistent=0 WGS=2 BN=128 stages=4 group_m=8
 python3 - "$root" "$dir" "$alt" "$chip" "$bin/llm-fuse-build-kernel" <<'PY'
 import glob, json, os, subprocess, sys
 root, out, alt, chip, tool = sys.argv[1:6]

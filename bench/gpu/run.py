@@ -54,7 +54,13 @@ torch.cuda.synchronize() (flush and a synchronize before each).
 Our kernels and the MLIR default's go through libllm_fuse_rt
 (mgpuModuleLoad, mgpuModuleGetFunction, mgpuLaunchKernel on torch's current
 stream with the torch tensors' device pointers): the runtime uses the
-device's primary context, the one torch uses.
+device's primary context, the one torch uses. A kernel whose result.json
+lists tensor-map parameters (role "tensor_map": TMA, the sm_90a GEMMs;
+docs/kernel-contract.md "Tensor maps (TMA)") gets, after the pointers, each
+map encoded by the runtime's lf_rt_tensor_map_encode on the buffer it views
+(launch_built(); bench/tma/gemm_bench.py uses the same). The maps are
+encoded once per closure: a case's buffers stay where they are for all of
+its launches.
 """
 import argparse
 import ctypes
@@ -99,6 +105,12 @@ class Runtime:
         rt.lf_rt_status.restype = ctypes.c_int
         rt.lf_rt_last_error.restype = ctypes.c_char_p
         rt.lf_rt_clear_error.restype = None
+        if hasattr(rt, "lf_rt_tensor_map_encode"):   # a runtime of before TMA lacks it
+            rt.lf_rt_tensor_map_encode.restype = ctypes.c_int
+            rt.lf_rt_tensor_map_encode.argtypes = [
+                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
+                ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
         self.rt = rt
         self.images = []  # keep the module images alive
 
@@ -120,6 +132,30 @@ class Runtime:
         fn = self.rt.mgpuModuleGetFunction(mod, name.encode())
         self.check("mgpuModuleGetFunction(%s)" % name)
         return fn
+
+    def tensor_map(self, addr, p, what):
+        """One tensor map (a build result's "tensor_map" parameter p) over
+        the device buffer at addr, encoded by lf_rt_tensor_map_encode: the
+        128 bytes to pass by value."""
+        if not hasattr(self.rt, "lf_rt_tensor_map_encode"):
+            raise RuntimeError("%s: the kernel takes tensor maps, this libllm_fuse_rt has no "
+                               "lf_rt_tensor_map_encode (rebuild it)" % what)
+        try:
+            dtype = TMAP_DTYPES[p["dtype"]]
+            swz, l2 = TMAP_BYTES[p["swizzle"]], TMAP_BYTES[p["l2promo"]]
+            oob = {"zero": 0, "nan": 1}[p["oob"]]
+        except KeyError as e:
+            raise RuntimeError("%s: tensor map over operand %s: unknown %s" % (what, p.get("operand"), e))
+        rank = len(p["dims"])
+        m = (ctypes.c_ubyte * TMAP_BYTES_PER_MAP)()
+        dims = (ctypes.c_uint64 * rank)(*p["dims"])
+        box = (ctypes.c_uint32 * rank)(*p["box"])
+        if self.rt.lf_rt_tensor_map_encode(ctypes.addressof(m), ctypes.c_void_p(addr), dtype, rank,
+                                           dims, box, swz, l2, oob):
+            self.check("%s: lf_rt_tensor_map_encode (operand %d, dims %s, box %s)"
+                       % (what, p["operand"], p["dims"], p["box"]))
+            raise RuntimeError("%s: lf_rt_tensor_map_encode failed" % what)
+        return m
 
     def launch_closure(self, fn, grid, block, smem, args):
         """args: list of ctypes scalars (c_void_p for pointers). Returns a
@@ -152,6 +188,50 @@ def ptr(t):
     return ctypes.c_void_p(t.data_ptr())
 
 
+# lf_rt_tensor_map_encode's element type codes and byte counts
+# (runtime/mgpu/llm_fuse_rt.h), by the build result's names.
+TMAP_DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i8": 4, "i16": 5, "i32": 6, "i64": 7}
+TMAP_BYTES = {"none": 0, "32b": 32, "64b": 64, "128b": 128, "256b": 256}
+TMAP_BYTES_PER_MAP = 128
+
+
+def kernel_args(rt, res, bufs, what):
+    """The launch arguments of a built kernel (its result.json, res) over
+    the case's tensors bufs (inputs, then outputs): one pointer each, then
+    each tensor-map parameter encoded on the buffer it views (its
+    "operand": the index into bufs), which must be contiguous and of the
+    map's dims."""
+    params = res.get("params") or []
+    plain = [p for p in params if p.get("role") != "tensor_map"]
+    maps = [p for p in params if p.get("role") == "tensor_map"]
+    if plain and len(plain) != len(bufs):
+        raise RuntimeError("%s: %d buffer parameters, the case has %d" % (what, len(plain), len(bufs)))
+    args = [ptr(t) for t in bufs]
+    for p in maps:
+        i = p["operand"]
+        if not 0 <= i < len(bufs):
+            raise RuntimeError("%s: a tensor map over operand %d of %d" % (what, i, len(bufs)))
+        t = bufs[i]
+        if list(t.shape) != list(p["dims"]) or not t.is_contiguous():
+            raise RuntimeError("%s: a tensor map over %s, operand %d is %s%s" % (
+                what, p["dims"], i, list(t.shape), "" if t.is_contiguous() else " (not contiguous)"))
+        args.append(rt.tensor_map(t.data_ptr(), p, what))
+    return args
+
+
+def launch_built(rt, d, ins, outs):
+    """One kernel built by llm-fuse-build-kernel (d: kernel.cubin +
+    result.json) over the case's tensors: a closure launching it on torch's
+    current stream (run.info: how many maps, grid, shared memory)."""
+    res = json.load(open(os.path.join(d, "result.json")))
+    fn = rt.function(os.path.join(d, "kernel.cubin"), res["kernel"])
+    args = kernel_args(rt, res, ins + outs, d)
+    run = rt.launch_closure(fn, res["grid"], res["block"], res.get("dynamic_shared_memory", 0), args)
+    run.info = {"maps": len(args) - len(ins) - len(outs), "grid": res["grid"],
+                "smem": res.get("dynamic_shared_memory", 0)}
+    return run
+
+
 # Tuning variants staged by prepare.sh beside the manifest's kernel: the
 # folder under DIR/<sg>/ and the column it is timed as.
 ALTS = [("ours_alt", "candidate-alt"), ("ours_alt2", "candidate-alt2"),
@@ -159,12 +239,9 @@ ALTS = [("ours_alt", "candidate-alt"), ("ours_alt2", "candidate-alt2"),
 
 
 def ours_part(rt, d, ins, outs, sub="candidate"):
-    """Our kernel for one subgraph: one pointer per input, then per output."""
-    res = json.load(open(os.path.join(d, sub, "result.json")))
-    fn = rt.function(os.path.join(d, sub, "kernel.cubin"), res["kernel"])
-    return rt.launch_closure(fn, res["grid"], res["block"],
-                             res.get("dynamic_shared_memory", 0),
-                             [ptr(t) for t in ins + outs])
+    """Our kernel for one subgraph: one pointer per input, then per output,
+    then its tensor maps, if any (launch_built)."""
+    return launch_built(rt, os.path.join(d, sub), ins, outs)
 
 
 def plan_part(rt, d, ins, outs, keep):

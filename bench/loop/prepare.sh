@@ -6,10 +6,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 stage=$root/.device/loop
-rm -rf "$stage" && mkdir -p "$stage/bin"
-for t in llm-fuse-opt llm-fuse-build-kernel llm-fuse-verify llm-fuse-device-info llm-fuse-cache llm-fuse-reference; do
+rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib"
+for t in llm-fuse-opt llm-fuse-build-kernel llm-fuse-verify llm-fuse-device-info llm-fuse-cache llm-fuse-reference llm-fuse-compile; do
   strip -o "$stage/bin/$t" "$build/bin/$t"
 done
+# The runtime library, for the programs compiled ahead of time there
+# (bench/gpu/p44-device.sh).
+strip -o "$stage/lib/libllm_fuse_rt.so" "$build/lib/libllm_fuse_rt.so"
 [ -f "$root/.device/mlir-runtime.tar.xz" ] ||
   (cd "$root" && bash "$root/../shared/device/pack-mlir-runtime.sh" .device)
 # The runtime without mlir-opt (nothing here runs it on the GPU machine):

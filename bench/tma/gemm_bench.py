@@ -20,10 +20,10 @@ over 3 interleaved rounds, medians; the bf16 rate measured in the same run
 A tensor-map parameter of a variant (result.json "params", role
 "tensor_map") is encoded once, on the buffer it views, with the runtime's
 lf_rt_tensor_map_encode (libllm_fuse_rt, cuTensorMapEncodeTiled), and
-passed by value (the 128 bytes) as the launch argument.
+passed by value (the 128 bytes) as the launch argument: run.py's
+launch_built(), which the suite uses for its own TMA kernels.
 """
 import argparse
-import ctypes
 import json
 import os
 import sys
@@ -34,46 +34,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
 import run as suite  # noqa: E402  (bench/gpu/run.py)
 import torch  # noqa: E402
 
-DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i8": 4, "i16": 5, "i32": 6, "i64": 7}
-NBYTES = {"none": 0, "32b": 32, "64b": 64, "128b": 128, "256b": 256}
-
-
 def launch_part(rt, d, ins, outs):
     """One built kernel (DIR = kernel.cubin + result.json) over the case's
-    tensors: pointers in order, then each tensor map encoded on its buffer."""
-    res = json.load(open(os.path.join(d, "result.json")))
-    fn = rt.function(os.path.join(d, "kernel.cubin"), res["kernel"])
-    bufs = ins + outs
-    lib = rt.rt
-    lib.lf_rt_tensor_map_encode.restype = ctypes.c_int
-    lib.lf_rt_tensor_map_encode.argtypes = [
-        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-        ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
-        ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
-    plain = [p for p in res.get("params") or [] if p.get("role") != "tensor_map"]
-    maps = [p for p in res.get("params") or [] if p.get("role") == "tensor_map"]
-    if plain and len(plain) != len(bufs):
-        raise RuntimeError("%s: %d buffer parameters, the case has %d" % (d, len(plain), len(bufs)))
-    args = [suite.ptr(t) for t in bufs]
-    n_ptr = len(args)
-    for p in maps:
-        t = bufs[p["operand"]]
-        rank = len(p["dims"])
-        if list(t.shape) != list(p["dims"]) or not t.is_contiguous():
-            raise RuntimeError("%s: a tensor map over %s, the buffer is %s" % (d, p["dims"], list(t.shape)))
-        m = (ctypes.c_ubyte * 128)()
-        dims = (ctypes.c_uint64 * rank)(*p["dims"])
-        box = (ctypes.c_uint32 * rank)(*p["box"])
-        rc = lib.lf_rt_tensor_map_encode(ctypes.addressof(m), ctypes.c_void_p(t.data_ptr()), DTYPES[p["dtype"]],
-                                         rank, dims, box, NBYTES[p["swizzle"]], NBYTES[p["l2promo"]],
-                                         1 if p["oob"] == "nan" else 0)
-        if rc:
-            rt.check("lf_rt_tensor_map_encode(%s, param over operand %d)" % (d, p["operand"]))
-            raise RuntimeError("lf_rt_tensor_map_encode failed for %s" % d)
-        args.append(m)
-    run = rt.launch_closure(fn, res["grid"], res["block"], res.get("dynamic_shared_memory", 0), args)
-    run.info = {"maps": len(args) - n_ptr, "grid": res["grid"], "smem": res.get("dynamic_shared_memory", 0)}
-    return run
+    tensors: pointers in order, then each tensor map encoded on its buffer
+    (bench/gpu/run.py's launch_built)."""
+    return suite.launch_built(rt, d, ins, outs)
 
 
 def run_case(c, stage, rt, timer, ceil, args, log):

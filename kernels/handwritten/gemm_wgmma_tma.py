@@ -55,6 +55,43 @@ the producer, and optionally the consumers' division of work:
 Knobs (--set K=V): BN (multiple of 64, <= 256), stages (S), BM (pingpong:
 64 or 128), pingpong (0/1), persistent (0/1), grid, group_m, WGN, REGP,
 REGC, l2promo (0/64/128/256).
+
+TF32 mode (kind `tf32_wgmma_tma`, the pass option tf32=1 only): f32
+operands, both K-major (B stored [N, K]: TF32 wgmma cannot transpose
+32-bit operands), boxes of 32 f32 (128 bytes) of k, wgmma m64nNk8 .tf32.
+The tensor cores take the f32 bits as they lie in shared memory and ignore
+the low 13 (truncation toward zero: a relative error in [0, 2^-10) of one
+sign, which adds up over K with the output instead of averaging out;
+heavy-tailed trials failed the verifier at 1.2 to 1.8 x its tolerance).
+PyTorch's allow_tf32 GEMM (cuBLAS) rounds to nearest (its results match
+cvt.rna operands, bench/table/tf32_rounding.py), so the consumers round
+each stage in place before their wgmmas read it: after the wait on
+full[s], the threads that read the stage (cooperative: the 256 of both
+consumer warpgroups, which share the B tile; ping-pong: the owner's 128)
+each take 16-byte chunks t, t + n, ... of the whole stage (A and B tiles
+are contiguous; rounding is elementwise, so the swizzle does not matter),
+load them (ld.shared.v4), round each element (nvvm.convert.float.to.tf32
+rna = cvt.rna.tf32.f32: nearest, ties away; NaN and Inf kept), store them
+back, then fence.proxy.async.shared::cta (the generic-proxy stores become
+visible to the wgmma's async-proxy reads, and are ordered before the TMA
+refill that follows the empty[s] arrival) and a named barrier of those
+threads (bar.sync 1 + c, n), then the wgmmas. Zeros of the out-of-bounds
+fill stay zeros. Cost: a load and a store of every stage byte per k-tile
+(shared-memory bandwidth beside the TMA writes and the wgmma reads); the
+rounding of k-tile kt runs while the wgmmas of kt - 1 are in flight
+(wgmma.wait_group 1), so the tensor cores wait only where shared memory
+or the issue slots are short. Alternatives weighed: a rounding warpgroup
+between producer and consumers costs the same bytes and 128 more threads
+(registers: 24 for it and for the producer leave the consumers 232, no
+more); A from registers (wgmma with A in registers, rounded as loaded)
+saves A's store and load but keeps B's, needs the A fragments of two
+k-tiles live beside up to 128 accumulators, and ptxas serializes wgmmas
+whose A registers it cannot prove stable; the TMA unit itself can round
+(a tensor map of data type CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 over the f32
+buffer: no shared-memory traffic at all), which needs a contract and
+runtime change (a map whose element type differs from its buffer's; the
+nvgpu descriptor type cannot say tf32: its 19-bit width fails the swizzle
+span check), noted in bench/tma/NOTES-draft.md.
 """
 
 import math
@@ -62,18 +99,40 @@ import math
 L2PROMO = {0: "none", 64: "l2promo_64b", 128: "l2promo_128b", 256: "l2promo_256b"}
 
 
-def map_type(box, l2promo):
+def map_type(box, l2promo, dt="bf16"):
     return ("!nvgpu.tensormap.descriptor<tensor = memref<%s, 3>, swizzle = swizzle_128b, "
-            "l2promo = %s, oob = zero, interleave = none>" % ("x".join(str(b) for b in box) + "xbf16",
+            "l2promo = %s, oob = zero, interleave = none>" % ("x".join(str(b) for b in box) + "x" + dt,
                                                               L2PROMO[l2promo]))
+
+
+def grid_expr(ntiles, G):
+    """min(G, ntiles) for a symbolic tile count: a placeholder expression
+    (comparisons are 0 or 1 in llm_client/tune.c's expressions)"""
+    nt = g_par(ntiles)
+    return "(%s < %d) * %s + (%s >= %d) * %d" % (nt, G, nt, nt, G, G)
+
+
+def g_par(e):
+    e = str(e)
+    return e if e.replace("_", "").isalnum() else "(%s)" % e
 
 
 def generate(cfg, g):
     ins, outs = g.parse_signature(cfg["signature"])
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
-    assert all(isinstance(x, int) for x in (M, N, K)), "static sizes only"
+    tf32 = cfg["kind"] == "tf32_wgmma_tma"
+    bnk = bool(cfg.get("b_nk"))
+    dt = "f32" if tf32 else "bf16"
+    esz = 4 if tf32 else 2
+    KW = 8 if tf32 else 16                       # k of one wgmma
+    if tf32:
+        # TF32 wgmma reads both operands K-major from shared memory (no
+        # transpose for 32-bit types): B must be stored [N, K]
+        assert bnk, "tf32_wgmma_tma: B stored [N, K] (b_nk) only"
+    else:
+        assert not bnk, "bf16_wgmma_tma: B stored [K, N] only"
     pp = cfg.get("pingpong", 0)
-    BN, BK, S = cfg["BN"], 64, cfg["stages"]
+    BN, BK, S = cfg["BN"], 128 // esz, cfg["stages"]   # BK: one 128-byte swizzle row of k
     BM = cfg.get("BM", 128) if pp else 128       # rows of a tile
     MB = BM // 64 if pp else 1                   # m64 row blocks one consumer computes per wgmma step
     GROUP_M = cfg["group_m"]
@@ -85,14 +144,33 @@ def generate(cfg, g):
     assert BN % 64 == 0 and 64 <= BN <= 256 and S >= 2 and BM in (64, 128)
     assert not pp or persistent, "ping-pong needs persistent CTAs (two tiles per CTA at least)"
     assert 128 * REGP + 256 * REGC <= 65536 and REGP % 8 == 0 and REGC % 8 == 0 and REGP >= 24
-    assert N % 8 == 0 and K % 8 == 0, "16-byte row strides for the tensor maps"
-    assert M >= BM and N >= 64 and K >= BK, "a box may not exceed the tensor"
-    KT = -(-K // BK)
-    gm, gn = -(-M // BM), -(-N // BN)
-    ntiles = gm * gn
-    grid = min(cfg.get("grid", 132), ntiles) if persistent else ntiles
-    a_bytes = BM * BK * 2
-    b_bytes = BK * BN * 2
+    em = g.Emitter()
+    if cfg.get("require"):   # an admission condition (a table entry's)
+        em.require(cfg["require"])
+    # sizes: ints, or (tf32 templates) expressions over the template's symbols
+    need = [(N, 128 // 16 if not tf32 else 4, 64 if not bnk else BN, "N"), (K, 16 // esz, BK, "K")]
+    if g.is_sym(M):
+        em.require("%s >= %d" % (M, BM))
+    else:
+        assert M >= BM, "a box may not exceed the tensor"
+    for x, align, lo, what in need:
+        if g.is_sym(x):
+            em.require("%s %% %d == 0 && %s >= %d" % (x, align, x, lo))
+        else:
+            assert x % align == 0, "%s: 16-byte row strides for the tensor maps" % what
+            assert x >= lo, "a box may not exceed the tensor"
+    KT = g.scdiv(K, BK)
+    gm, gn = g.scdiv(M, BM), g.scdiv(N, BN)
+    ntiles = g.smul(gm, gn)
+    G = cfg.get("grid", 132)
+    if not persistent:
+        grid = ntiles
+    elif g.is_sym(ntiles):
+        grid = grid_expr(ntiles, G)
+    else:
+        grid = min(G, ntiles)
+    a_bytes = BM * BK * esz
+    b_bytes = BK * BN * esz
     stage_bytes = a_bytes + nb * b_bytes            # stage-major: [A | B_0 | .. | B_nb-1] per stage
     smem = S * stage_bytes + 1024                   # + alignment slack
     assert smem <= 227 * 1024 - 16 * S, "stages do not fit"
@@ -102,23 +180,26 @@ def generate(cfg, g):
     nacc = WGN // 2
     assert MB * nsub * nacc <= 128, "accumulators: at most 128 f32 registers per thread"
     sw_lbo, sw_sbo = BK * 128, 1024
-    masked = M % BM != 0 or N % BN != 0
-
-    em = g.Emitter()
+    masked = any(g.is_sym(x) for x in (M, N)) or M % BM != 0 or N % BN != 0
+    KTv = g.sval(em, KT)                             # k-tiles per tile (an index value or an int)
+    gridv = g.sval(em, grid)
+    ntv = g.sval(em, ntiles)
     names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
     A, Bs, C, bias, res = g.operands(em, cfg, ins, outs, names)
     helper = g.EpilogueHelper(cfg, 2, nb, bias.dt if bias else None, res.dt if res else None, C.dt)
     WG = g.WG
     for op in [A] + Bs:
-        assert op.dt == "bf16"
+        assert op.dt == dt, "%s operands" % dt
+        assert op.rows is None, "TMA: 2-D operands (or TOSA's 1 x M x K)"
 
-    # tensor maps: A box [BM, 64], B boxes [64, 64] (a leading 1 for TOSA's 1xMxK view)
+    # tensor maps: A box [BM, BK], B boxes [BK, 64] (B [K, N]) or [BN, BK] (B [N, K], K-major like A);
+    # a leading 1 for TOSA's 1xMxK view
     maps = []   # (name, viewed param index, type, box, operand)
     a_box = [1] * len(A.prefix) + [BM, BK]
-    maps.append(("%map_a", cfg["a"], map_type(a_box, l2promo), a_box, A))
+    maps.append(("%map_a", cfg["a"], map_type(a_box, l2promo, dt), a_box, A))
     for j, bi in enumerate(cfg["b"]):
-        b_box = [1] * len(Bs[j].prefix) + [BK, 64]
-        maps.append(("%%map_b%d" % j, bi, map_type(b_box, l2promo), b_box, Bs[j]))
+        b_box = [1] * len(Bs[j].prefix) + ([BN, BK] if bnk else [BK, 64])
+        maps.append(("%%map_b%d" % j, bi, map_type(b_box, l2promo, dt), b_box, Bs[j]))
 
     grp_ty = "!nvgpu.mbarrier.group<memorySpace = %s, num_barriers = %d>" % (WG, S)
     ord_ty = "!nvgpu.mbarrier.group<memorySpace = %s, num_barriers = 2>" % WG
@@ -130,8 +211,12 @@ def generate(cfg, g):
     wg = em.div(tid, 128)
     lane = em.rem(tid, 32)
 
-    em.comment("shared memory, base aligned to 1024 B: per stage A[%d x 64], then B_j[%d atoms][64 k][64 n], bf16" % (
-        BM, BN // 64))
+    if bnk:
+        em.comment("shared memory, base aligned to 1024 B: per stage A[%d m][%d k], then B_j[%d n][%d k], %s "
+                   "(rows of 128 B, 128B swizzle)" % (BM, BK, BN, BK, dt))
+    else:
+        em.comment("shared memory, base aligned to 1024 B: per stage A[%d x 64], then B_j[%d atoms][64 k][64 n], bf16" % (
+            BM, BN // 64))
     sbase, sflat, sm_ty = g.aligned_smem_bf16(em, smem)
     dsm = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
     raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (dsm, WG), "addr")
@@ -164,7 +249,7 @@ def generate(cfg, g):
         return em.op("arith.cmpi %s, %s, %s : index" % ("eq" if flip else "ne", b, em.idx(0)), "par")
 
     def raster(tile):
-        if gm % GROUP_M == 0:
+        if not g.is_sym(gm) and gm % GROUP_M == 0:
             return g.grouped_raster(em, tile, gm, gn, GROUP_M)
         return g.grouped_raster_any(em, tile, gm, gn, GROUP_M)
 
@@ -176,9 +261,9 @@ def generate(cfg, g):
             return
         t = em.fresh("tile")
         em.emit("scf.for %s = %s to %s step %s {" % (
-            t, em.v(em.add(pid, em.mul(first, grid))), em.idx(ntiles), em.idx(step * grid)))
+            t, em.v(em.add(pid, em.mul(first, gridv))), em.v(ntv), em.v(em.mul(step, gridv))))
         em.indent += 2
-        it = em.div(em.op("arith.subi %s, %s : index" % (t, pid), "i"), grid)
+        it = em.div(em.op("arith.subi %s, %s : index" % (t, pid), "i"), gridv)
         body(t, it)
         em.indent -= 2
         em.emit("}")
@@ -197,17 +282,17 @@ def generate(cfg, g):
 
     def smem_tile(byte_off, box, hint):
         shape = "x".join(str(b) for b in box)
-        return em.op("memref.view %s[%s][] : memref<?xi8, %s> to memref<%sxbf16, %s>" % (
-            dsm, em.v(em.add(pad, byte_off)), WG, shape, WG), hint), "memref<%sxbf16, %s>" % (shape, WG)
+        return em.op("memref.view %s[%s][] : memref<?xi8, %s> to memref<%sx%s, %s>" % (
+            dsm, em.v(em.add(pad, byte_off)), WG, shape, dt, WG), hint), "memref<%sx%s, %s>" % (shape, dt, WG)
 
     def producer_tile(tile, it):
         pid_m, pid_n = raster(tile)
         m0 = em.mul(pid_m, BM)
         n0 = em.mul(pid_n, BN)
         kt = em.fresh("kt")
-        em.emit("scf.for %s = %s to %s step %s {" % (kt, em.idx(0), em.idx(KT), em.idx(1)))
+        em.emit("scf.for %s = %s to %s step %s {" % (kt, em.idx(0), em.v(KTv), em.idx(1)))
         em.indent += 2
-        gk = em.add(em.mul(it, KT), kt)
+        gk = em.add(em.mul(it, KTv), kt)
         st = em.rem(gk, S)
         lap = em.div(gk, S)
         em.emit("nvgpu.mbarrier.try_wait.parity %s[%s], %s, %s : %s" % (empty, st, parity(lap, True), ticks, grp_ty))
@@ -221,6 +306,12 @@ def generate(cfg, g):
             nm, ", ".join(coords), full, st, dst, ty, grp_ty, dty))
         for j in range(nb):
             nm, _, ty, box, op = maps[1 + j]
+            if bnk:   # one K-major box [BN n][BK k] at (k0, n0)
+                dst, dty = smem_tile(em.add(so, a_bytes + j * b_bytes), box, "sb")
+                coords = [em.v(k0), em.v(n0)] + [em.idx(0)] * len(op.prefix)
+                em.emit("nvgpu.tma.async.load %s[%s], %s[%s] to %s : %s, %s -> %s" % (
+                    nm, ", ".join(coords), full, st, dst, ty, grp_ty, dty))
+                continue
             for a in range(BN // 64):
                 dst, dty = smem_tile(em.add(so, a_bytes + j * b_bytes + a * BK * 128), box, "sb")
                 coords = [em.v(em.add(n0, 64 * a)), em.v(k0)] + [em.idx(0)] * len(op.prefix)
@@ -247,6 +338,19 @@ def generate(cfg, g):
     lane0 = em.op("arith.cmpi eq, %s, %s : index" % (lane, em.idx(0)), "p")
 
     desc, k_hi_a, k_hi_b = g.wgmma_descriptors(em, sw_lbo, sw_sbo)
+    if tf32:
+        # rounding to TF32 in place (the docstring's "TF32 mode"): the stage's readers, n of them, take its
+        # 16-byte chunks t, t + n, ...; a flat f32 view of the aligned shared memory
+        rn = 128 if pp else 256
+        nchunk = stage_bytes // 16
+        assert nchunk % rn == 0, "stage of %d B: not a whole number of chunks per rounding thread" % stage_bytes
+        rper = nchunk // rn
+        sf_ty = "memref<%dxf32, %s>" % ((smem - 1024) // 4, WG)
+        sf32 = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (dsm, pad, WG, sf_ty), "sf")
+        rt4 = em.mul(em.rem(tid, rn), 4)              # f32 index of the thread's first chunk in a stage
+        bar_id = (em.op("arith.index_cast %s : index to i32" % em.add(ci, 1), "bar") if pp
+                  else em.const("1", "i32", "bar1"))
+        bar_n = em.const(str(rn), "i32", "barn")
 
     acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
     undef = em.const_op("llvm.mlir.undef : %s" % acc_ty, "uacc")
@@ -257,7 +361,7 @@ def generate(cfg, g):
         pid_m, pid_n = raster(tile)
         m0 = em.mul(pid_m, BM)
         n0 = em.mul(pid_n, BN)
-        g0 = em.mul(it, KT)
+        g0 = em.mul(it, KTv)
         if pp:
             # the order barrier: consumer c's n-th tile (it = 2n + c) waits for the other's mainloop of
             # tile it - 1: order[c] phase q = n - 1 + c = (it + c) / 2 - 1 (none for it = 0)
@@ -275,24 +379,53 @@ def generate(cfg, g):
             lap = em.div(gk, S)
             em.emit("nvgpu.mbarrier.try_wait.parity %s[%s], %s, %s : %s" % (
                 full, em.v(st), parity(lap, False), ticks, grp_ty))
+            if tf32:
+                round_stage(st)
             stage = em.add(sbase, em.mul(st, stage_bytes))
             a_base = em.add(stage, row_off)
             b_base = em.add(stage, a_bytes)
             accs = list(accs)
             em.emit("nvvm.wgmma.fence.aligned")
-            for kk in range(BK // 16):
+            for kk in range(BK // KW):
                 for mi in range(MB):
                     da = desc(em.add(a_base, mi * 64 * 128 + kk * 32), k_hi_a)
                     for sub in range(nsub):
-                        db = desc(em.add(b_base, kk * 2048 + sub * (WGN // 64) * BK * 128), k_hi_b)
+                        if bnk:   # K-major like A: WGN rows of 128 B per chunk, the k step 32 B into the row
+                            db = desc(em.add(b_base, kk * 32 + sub * WGN * 128), k_hi_a)
+                        else:
+                            db = desc(em.add(b_base, kk * 2048 + sub * (WGN // 64) * BK * 128), k_hi_b)
                         i = mi * nsub + sub
-                        accs[i] = em.op(("nvvm.wgmma.mma_async %s, %s, %s, #nvvm.shape<m = 64, n = %d, k = 16>, "
-                                         "D [<f32>, #nvvm.wgmma_scale_out<%s>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], "
-                                         "B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : %s -> %s") % (
-                                             da, db, accs[i], WGN, "zero" if first and kk == 0 else "one",
-                                             acc_ty, acc_ty), "w")
+                        accs[i] = em.op(("nvvm.wgmma.mma_async %s, %s, %s, #nvvm.shape<m = 64, n = %d, k = %d>, "
+                                         "D [<f32>, #nvvm.wgmma_scale_out<%s>], A [<%s>, #nvvm.wgmma_scale_in<one>, <row>], "
+                                         "B [<%s>, #nvvm.wgmma_scale_in<one>, <%s>] : %s -> %s") % (
+                                             da, db, accs[i], WGN, KW, "zero" if first and kk == 0 else "one",
+                                             "tf32" if tf32 else "bf16", "tf32" if tf32 else "bf16",
+                                             "col" if bnk else "row", acc_ty, acc_ty), "w")
             em.emit("nvvm.wgmma.commit.group.sync.aligned")
             return accs
+
+        def round_stage(st):
+            em.comment("round the stage's f32 operands to TF32 in place (cvt.rna: nearest, ties away), %d chunks "
+                       "of 16 B per thread, then make the stores visible to the wgmmas (async proxy) of all %d "
+                       "readers" % (rper, rn))
+            base = em.add(em.mul(st, stage_bytes // 4), rt4)
+            for j0 in range(0, rper, 4):            # four chunks in flight: 16 registers
+                js = range(j0, min(j0 + 4, rper))
+                vals = []
+                for j in js:
+                    at = em.v(em.add(base, j * rn * 4))
+                    vals.append((at, em.op("vector.load %s[%s] {alignment = 16} : %s, vector<4xf32>" % (
+                        sf32, at, sf_ty), "x")))
+                for at, x in vals:
+                    xi = em.op("vector.bitcast %s : vector<4xf32> to vector<4xi32>" % x, "xi")
+                    for e in range(4):
+                        xe = em.op("vector.extract %s[%d] : f32 from vector<4xf32>" % (x, e), "xe")
+                        re = em.op("nvvm.convert.float.to.tf32 %s {rnd = #nvvm.fp_rnd_mode<rna>}" % xe, "rt")
+                        xi = em.op("vector.insert %s, %s [%d] : i32 into vector<4xi32>" % (re, xi, e), "xi")
+                    y = em.op("vector.bitcast %s : vector<4xi32> to vector<4xf32>" % xi, "y")
+                    em.emit("vector.store %s, %s[%s] {alignment = 16} : %s, vector<4xf32>" % (y, sf32, at, sf_ty))
+            em.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}")
+            em.emit("nvvm.barrier id = %s number_of_threads = %s" % (bar_id, bar_n))
 
         def release(gk):
             em.emit("scf.if %s {" % lane0)
@@ -307,7 +440,7 @@ def generate(cfg, g):
         kt = em.fresh("kt")
         iter_args = ", ".join("%%a%d = %s" % (j, first[j]) for j in range(nst))
         em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-            res_names, nst, kt, em.idx(1), em.idx(KT), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
+            res_names, nst, kt, em.idx(1), em.v(KTv), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
         em.indent += 2
         gk = em.add(g0, kt)
         accs = ktile(gk, ["%%a%d" % j for j in range(nst)], False)
@@ -326,7 +459,7 @@ def generate(cfg, g):
             em.emit("}")
         em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
         em.comment("release the last k-tile's stage (the producer may fill it for the next tile)")
-        release(em.add(g0, KT - 1))
+        release(em.add(g0, em.sub(KTv, 1)))
 
         em.comment("epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8")
 
@@ -347,8 +480,9 @@ def generate(cfg, g):
             g.fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair)
             return
         # partial tiles (M % BM, N % BN): a CTA-uniform branch, the full tiles unmasked
-        okm = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(m0, BM)), em.idx(M)), "full")
-        okn = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(n0, BN)), em.idx(N)), "full")
+        Mv, Nv = em.v(g.sval(em, M)), em.v(g.sval(em, N))
+        okm = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(m0, BM)), Mv), "full")
+        okn = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(n0, BN)), Nv), "full")
         ok = em.op("arith.andi %s, %s : i1" % (okm, okn), "full")
         em.emit("scf.if %s {" % ok)
         em.indent += 2
@@ -357,7 +491,7 @@ def generate(cfg, g):
         em.emit("} else {")
         em.indent += 2
         g.fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair,
-                            m_bound=em.idx(M), n_bound=em.idx(N))
+                            m_bound=Mv, n_bound=Nv)
         em.indent -= 2
         em.emit("}")
 
@@ -371,27 +505,52 @@ def generate(cfg, g):
     em.emit("}")
     em.emit("gpu.return")
 
-    launch = dict(block=[T, 1, 1], grid=[grid, 1, 1], smem=smem)
+    launch = dict(block=[T, 1, 1], grid=[g.sgrid(grid), 1, 1], smem=smem)
     if pp:
         what = ("ping-pong: consumer warpgroups 1 and 2 own alternate %dx%d tiles (setmaxnreg %d), each %d x %d x %d "
-                "wgmma.mma_async m64n%dk16 per k-tile, order barriers hand the tensor cores over" % (
-                    BM, BN, REGC, BK // 16, MB, nsub, WGN))
+                "wgmma.mma_async m64n%dk%d per k-tile, order barriers hand the tensor cores over" % (
+                    BM, BN, REGC, BK // KW, MB, nsub, WGN, KW))
     else:
         what = ("cooperative: 2 consumer warpgroups of 64 rows of the %dx%d tile (setmaxnreg %d), each %d x %d "
-                "wgmma.mma_async m64n%dk16 per k-tile" % (BM, BN, REGC, BK // 16, nsub, WGN))
-    header = [
+                "wgmma.mma_async m64n%dk%d per k-tile" % (BM, BN, REGC, BK // KW, nsub, WGN, KW))
+    if tf32:
+        header = [
+            "precision: TF32 (tf32=1 only): wgmma.mma_async .tf32, f32 accumulation; both operands rounded to TF32 "
+            "as PyTorch's allow_tf32 does (cvt.rna: nearest, ties away), in shared memory after each stage lands: the "
+            "%d threads that read the stage round %d 16-byte chunks each (ld.shared.v4, 4 x cvt.rna.tf32.f32, "
+            "st.shared.v4), fence.proxy.async, named barrier %s (%d threads), then the wgmmas (the tensor cores "
+            "alone would truncate: they ignore the low 13 bits)" % (
+                rn, rper, "1 + consumer" if pp else "1", rn),
+            "TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg %d) issues per stage "
+            "mbarrier.arrive.expect_tx(%d B) + 1 A box [%d,%d] + %d B box(es) [%d,%d] (K-major, nvgpu.tma.async.load, "
+            "128B swizzle); %s" % (REGP, stage_bytes, BM, BK, nb, BN, BK, what),
+            "pipeline: %d-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after "
+            "wgmma.wait_group 1); %s k-tiles of %d per tile" % (S, KT, BK),
+            "smem: stage-major [A %dx%d | B_j %dx%d ...] f32, 128B-swizzled K-major layouts (SBO 1024), "
+            "base aligned to 1024 B" % (BM, BK, BN, BK),
+            "tensor maps (trailing arguments, llm_fuse.tensor_maps): %s" % "; ".join(
+                "%s views argument %d, box [%s]" % (nm, p, ", ".join(str(b) for b in box))
+                for nm, p, _, box, _ in maps),
+            "launch: grid (%s,1,1)%s over %s x %s tiles (grouped raster, GROUP_M=%d by default, a tune knob), "
+            "block (%d,1,1), dynamic smem %d B" % (
+                g.sgrid(grid), " persistent CTAs striding" if persistent else " = one CTA per tile", gm, gn,
+                GROUP_M, T, smem),
+        ]
+    else:
+        header = None
+    header = header or [
         "TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg %d) issues per stage "
         "mbarrier.arrive.expect_tx(%d B) + 1 A box [%d,64] + %d B box(es) [64,64] (nvgpu.tma.async.load, "
         "128B swizzle)%s; %s" % (REGP, stage_bytes, BM, nb * BN // 64,
                                  ", the %d B tiles side by side" % nb if nb > 1 else "", what),
         "pipeline: %d-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after "
-        "wgmma.wait_group 1); %d k-tiles per tile" % (S, KT),
+        "wgmma.wait_group 1); %s k-tiles per tile" % (S, KT),
         "smem: stage-major [A %dx64 | B_j 64x%d ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), "
         "B MN-major (LBO %d, SBO %d), base aligned to 1024 B" % (BM, BN, sw_lbo, sw_sbo),
         "tensor maps (trailing arguments, llm_fuse.tensor_maps): %s" % "; ".join(
             "%s views argument %d, box [%s]" % (nm, p, ", ".join(str(b) for b in box)) for nm, p, _, box, _ in maps),
-        "launch: grid (%d,1,1)%s over %d x %d tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
-            grid, " persistent CTAs striding" if persistent else " = one CTA per tile", gm, gn, GROUP_M, T, smem),
+        "launch: grid (%s,1,1)%s over %s x %s tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
+            g.sgrid(grid), " persistent CTAs striding" if persistent else " = one CTA per tile", gm, gn, GROUP_M, T, smem),
     ]
     kname, text, launch = g.finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
     # the tensor maps: trailing arguments and the attribute that names the viewed parameters

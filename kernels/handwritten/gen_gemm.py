@@ -337,13 +337,20 @@ def parse_signature(sig):
 class Operand:
     """A 2-D view of a kernel argument: memref<MxN> as is, memref<1xMxN>
     (TOSA's batch of one) indexed with a leading 0 (memref.collapse_shape has
-    no lowering in the builder's pipeline)."""
+    no lowering in the builder's pipeline), memref<BxTxN> (an importer's
+    Linear at batch B > 1, its expand to [B, T, N] inside the subgraph: the
+    rows of the [B*T, N] product) indexed [r / T, r % T, n]."""
 
     def __init__(self, em, name, shape, dt):
         self.name, self.dt = name, dt
         self.ty = memref_ty(shape, dt)
-        if len(shape) == 3:
-            assert shape[0] == 1, shape
+        self.em, self.rows = em, None
+        if len(shape) == 3 and shape[0] != 1:
+            # (B, T) as size expressions: ints, or symbols without braces
+            self.rows = tuple(d.strip("{}") if isinstance(d, str) else d for d in shape[:2])
+            self.prefix = []
+            self.shape = [None, shape[2]]
+        elif len(shape) == 3:
             self.prefix = [em.idx(0)]
             self.shape = shape[1:]
         else:
@@ -352,6 +359,10 @@ class Operand:
             self.shape = shape
 
     def at(self, *idx):
+        if self.rows is not None:
+            row, col = idx
+            t = self.em.v(sval(self.em, self.rows[1]))
+            idx = (self.em.v(self.em.div(row, t)), self.em.v(self.em.rem(row, t)), col)
         return "%s[%s]" % (self.name, ", ".join(self.prefix + [str(i) for i in idx]))
 
     def load(self, em, idx, n, hint):
@@ -372,6 +383,15 @@ def operands(em, cfg, ins, outs, names):
     # cfg["b_nk"]: B stored N x K (nn.Linear's [out, in] weight, transposed
     # by a linalg.transpose inside the subgraph): f32_simt only
     b_shape = [N, K] if cfg.get("b_nk") else [K, N]
+    for X in (C, res):
+        if X is not None and X.rows is not None:
+            # [B, T, N] rows: B * T must be M
+            X.shape[0] = M
+            bt = [cfg["M"]] + list(X.rows)
+            if any(is_sym(x) for x in bt):
+                em.require("%s == %s * %s" % tuple(par(x) for x in bt))
+            else:
+                assert bt[0] == bt[1] * bt[2], bt
     assert A.shape == [M, K] and C.shape == [M, N] and all(b.shape == b_shape for b in Bs)
     assert (bias is None or bias.shape == [N]) and (res is None or res.shape == [M, N])
     return A, Bs, C, bias, res
@@ -1689,19 +1709,22 @@ SUBGRAPHS = [
 WGMMA_VARIANTS = [
     ("sg_439a925e4900df20", dict(WGS=2, BN=256, stages=4, group_m=8)),
     ("sg_5cdc21b0bac363b8", dict(WGS=2, BN=64, stages=4, group_m=8)),
-    # SwiGLU and GEMM+bias+GELU (issue 8's benchmark): the warp-specialized,
-    # persistent kernel of gemm_wgmma_ws.py; on an H200 3.024 and 3.860 ms
-    # against 3.461 and 4.022 for gen_bf16_wgmma (bench/NOTES.md, run 2).
-    ("sg_74ede17e00bf0352", dict(WGS=2, BN=128, stages=4, group_m=8, kind="bf16_wgmma_ws", persistent=1)),
+    # SwiGLU and GEMM+bias+GELU (issue 8's benchmark): the TMA-fed kernels of
+    # gemm_wgmma_tma.py (TMA_VARIANTS' tma-pp128 and tma-coop-g16): on the
+    # H200 2.879 and 3.448 ms against 3.203 and 3.924 for the cp.async-fed
+    # warp-specialized kernel of gemm_wgmma_ws.py they replace (bench/tma/,
+    # 2026-11-24; bench/gpu/prepare.sh times that one as "ours alt").
+    ("sg_74ede17e00bf0352", dict(kind="bf16_wgmma_tma", BM=128, BN=64, stages=4, pingpong=1, group_m=8)),
     ("sg_6c02d079e63ba7a7", dict(WGS=2, BN=256, stages=4, group_m=8)),
     ("sg_e0d727355adf3ba8", dict(WGS=2, BN=64, stages=4, group_m=8)),
-    ("sg_89b05da5eb3c1a6b", dict(WGS=2, BN=256, stages=4, group_m=8, kind="bf16_wgmma_ws", persistent=1)),
+    ("sg_89b05da5eb3c1a6b", dict(kind="bf16_wgmma_tma", BN=256, stages=4, pingpong=0, persistent=1, group_m=16)),
 ]
 
 
-# TMA-fed variants of the two bf16 GEMMs of the suite (issue 16): not in the
-# manifest (the lead promotes after measuring); kernels/handwritten/tma/gen_tma.py
-# writes them to kernels/handwritten/tma/ as <sg>.<tag>.sm90a.mlir.
+# TMA-fed variants of the two bf16 GEMMs of the suite (issue 16);
+# kernels/handwritten/tma/gen_tma.py writes them to kernels/handwritten/tma/
+# as <sg>.<tag>.sm90a.mlir. The measured best of each (SwiGLU tma-pp128,
+# GEMM+bias+GELU tma-coop-g16) is the shipped sm_90a kernel (WGMMA_VARIANTS).
 # (sg, tag, overrides of the base entry)
 TMA_VARIANTS = [
     # H100, 2026-11-24 (bench/tma/NOTES-draft.md): ping-pong runs at 4 stages
@@ -1736,7 +1759,8 @@ def all_configs():
 
 def generate(cfg):
     pct = lambda lst: [a.replace("%%", "%") for a in lst]
-    assert not cfg.get("b_nk") or cfg["kind"] in ("f32_simt", "tf32_mma"), "b_nk: f32_simt, tf32_mma only"
+    assert not cfg.get("b_nk") or cfg["kind"] in ("f32_simt", "tf32_mma", "tf32_wgmma_tma"), \
+        "b_nk: f32_simt, tf32_mma, tf32_wgmma_tma only"
     if cfg["kind"] == "bf16_mma":
         cfg.setdefault("assumptions", pct(BF16_ASSUME))
         return gen_bf16_mma(cfg)
@@ -1764,6 +1788,16 @@ def generate(cfg):
             "TMA zero-fills the out-of-bounds parts of the boxes, the epilogue masks partial tiles",
             "buffers 16-byte aligned (contract guarantee) for the tensor maps and the 4-byte stores"]
         return gemm_wgmma_tma.generate(cfg, sys.modules[__name__])
+    if cfg["kind"] == "tf32_wgmma_tma":
+        # TF32 wgmma fed by TMA (the pass option tf32=1 only; B stored [N, K]): gemm_wgmma_tma.py
+        import gemm_wgmma_tma
+        cfg.setdefault("assumptions", [
+            "sm_90a (wgmma, TMA); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)",
+            "B stored [N, K] (nn.Linear's weight): TF32 wgmma reads both operands K-major",
+            "any M; N and K multiples of 4 (16-byte rows for the tensor maps), M >= BM, N >= BN, K >= 32; "
+            "TMA zero-fills the out-of-bounds parts of the boxes, the epilogue masks partial tiles",
+            "buffers 16-byte aligned (contract guarantee) for the tensor maps and the 8-byte stores"])
+        return gemm_wgmma_tma.generate(cfg, sys.modules[__name__])
     if cfg["kind"] == "f32_cpasync":
         # f32 FMA GEMM fed by a cp.async ring, no register staging: gemm_f32_cpasync.py
         import gemm_f32_cpasync
@@ -1786,7 +1820,7 @@ def _choose(sel, vals):
     return "{{%s}}" % " + ".join("(%s == %d) * %s" % (sel, i, par(r)) for i, r in enumerate(raw))
 
 
-def generate_alternatives(alts, knob="TILE"):
+def generate_alternatives(alts, knob="TILE", group_m=None):
     """One gpu.module whose kernel holds several tilings of the same GEMM as
     alternatives, selected by one tune knob, so that the pass builds,
     verifies and times every alternative the requirements keep, and keeps
@@ -1808,7 +1842,10 @@ def generate_alternatives(alts, knob="TILE"):
     alts: [(cfg, admit)], the first the default tiling (admit None); each
     other one admitted where the expression admit holds (e.g. `S0 <= 128`;
     "" or None: wherever its own size requirements hold), with its own size
-    requirements. Every configuration must have the same signature."""
+    requirements. Every configuration must have the same signature.
+
+    group_m: the default tiling's GROUP_M values to time (a sublist of the
+    kernel's, its configured value first); None: all of them."""
     parts = []
     for cfg, admit in alts:
         c = dict(cfg)
@@ -1822,6 +1859,9 @@ def generate_alternatives(alts, knob="TILE"):
     g0 = gm_knob[1][0] if gm_knob else 0
     assert all(0 <= v < 100 for v in (gm_knob[1] if gm_knob else []))
     values = list(gm_knob[1]) if gm_knob else [0]
+    if group_m is not None:
+        assert gm_knob and group_m[0] == g0 and all(v in values for v in group_m), (group_m, values)
+        values = list(group_m)
     values += [100 * i + g0 for i in range(1, len(parts))]
     sel = "%s / 100" % knob
     gsub = "(%s %% 100)" % knob

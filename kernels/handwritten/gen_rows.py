@@ -566,6 +566,16 @@ def gen_attention(p):
     prefetch of the next K/V tile (default: D <= 64), and a shared-memory
     need over 48 KiB becomes dynamic shared memory (the emitter's
     `extra_attrs` then declares it).
+
+    Fused-QKV form (p["qkv"], template mode; attn_any.py's importer forms):
+    the subgraph torch-mlir's output of nanoGPT-style attention merges into
+    (passes/partition.c, rule 5 through views): one input qkv [B, T, 3C]
+    (c_attn's output; q, k, v its column blocks 0, C, 2C, head h at columns
+    h*D .. h*D+D-1 of each: the head-split transposes are strides), one
+    output [B*T, C] (the head merge: out[b*T + t, h*D + d]). S is then T,
+    H the head count (an integer), p["qkv"] = dict(B=token, BT=token, C=H*D).
+    The grid is B*H*ceil(T / 32): block b -> (batch, head) b % (B*H),
+    heaviest query tiles first as above.
     """
     sym = bool(p.get("sym"))
     S, H, D, BM, BN, PAD = p["S"], p["H"], p["D"], 32, 64, p["D"] + 4
@@ -590,9 +600,14 @@ def gen_attention(p):
     chunks = [(64 * c, 4) for c in range(D // 64)] + ([(D - 32, 2)] if D % 64 else [])
     nch = len(chunks)
     NQT = S // BM if not sym else None
-    e = Emitter(("q", "k", "v", "out"))
+    qkv = p.get("qkv") if sym else None
+    e = Emitter(("qkv", "out") if qkv else ("q", "k", "v", "out"))
     e.extra_attrs = ""
-    if not sym:
+    if qkv:
+        assert not rank2 and isinstance(H, int) and qkv["C"] == H * D, (H, D, qkv)
+        mem = "memref<{{%s}}x{{%s}}x%dx%s>" % (qkv["B"], S, 3 * qkv["C"], et)
+        omem = "memref<{{%s}}x%dx%s>" % (qkv["BT"], qkv["C"], et)
+    elif not sym:
         mem = "memref<%dx%dx%dxf32>" % (S, H, D)
     elif rank2:
         mem = "memref<{{%s}}x%dx%s>" % (S, D, et)
@@ -627,7 +642,11 @@ def gen_attention(p):
     c = e.idx
     tid = e.op("gpu.thread_id x", "tid")
     bid = e.op("gpu.block_id x", "bid")
-    if sym:
+    if qkv:
+        e.comment("heaviest query tiles first: block b -> (batch, head) b %% (B*H), query "
+                  "tile ceil(T / %d) - 1 - b / (B*H)" % BM)
+        cH, cLast = symc("%s * %d" % (qkv["B"], H)), symc("(%s + %d) / %d - 1" % (S, BM - 1, BM))
+    elif sym:
         e.comment("heaviest query tiles first: block b -> head b %% H, query tile "
                   "ceil(S / %d) - 1 - b / H" % BM)
         cH, cLast = symc(H), symc("(%s + %d) / %d - 1" % (S, BM - 1, BM))
@@ -635,8 +654,13 @@ def gen_attention(p):
         e.comment("heaviest query tiles first: block b -> head b %% %d, query tile %d - b / %d"
                   % (H, NQT - 1, H))
         cH, cLast = c(H), c(NQT - 1)
-    h = e.op("arith.remui %s, %s : index" % (bid, cH), "head")
+    h = e.op("arith.remui %s, %s : index" % (bid, cH), "bh" if qkv else "head")
     bq = e.op("arith.divui %s, %s : index" % (bid, cH), "bq")
+    if qkv:
+        bh = h
+        bat = e.op("arith.divui %s, %s : index" % (bh, c(H)), "batch")
+        h = e.op("arith.remui %s, %s : index" % (bh, c(H)), "head")
+        hd = e.op("arith.muli %s, %s : index" % (h, c(D)), "hcol")
     qt = e.op("arith.subi %s, %s : index" % (cLast, bq), "qt")
     q0 = e.op("arith.muli %s, %s : index" % (qt, c(BM)), "q0")
     e.comment("key tiles 0 .. nkt-1 cover keys 0 .. q0+%d; later tiles are fully masked"
@@ -650,6 +674,20 @@ def gen_attention(p):
     for off, w in chunks:
         base = txc if w == 4 else e.op("arith.muli %s, %s : index" % (tx, c(2)), "txcol2")
         cols.append(e.addc(base, off, "txcol"))
+    if qkv:
+        # this head's columns of q, k, v in the fused buffer, and of out
+        gcols = {}
+        gcols["out"] = [e.op("arith.addi %s, %s : index" % (hd, col), "ocol") for col in cols]
+        for i, nm in enumerate(("q", "k", "v")):
+            gcols[nm] = [e.addc(oc, i * qkv["C"], nm + "col") for oc in gcols["out"]]
+
+    def gload(which, row, ci, w):
+        """a vector of operand `which` (q, k, v) at row `row`, chunk ci"""
+        if qkv:
+            return e.op("vector.load %%qkv[%s, %s, %s] : %s, %s"
+                        % (bat, row, gcols[which][ci], mem, gw[w]), which + "v")
+        return e.op("vector.load %%%s[%s] : %s, %s" % (which, gidx(row, cols[ci]), mem, gw[w]),
+                    which + "v")
     if dyn:
         sizes = [4 * BM * PAD, 4 * BN * KPAD, 4 * BN * D]
         e.extra_attrs = ", llm_fuse.dynamic_shared_memory = %d : i32" % sum(sizes)
@@ -680,9 +718,8 @@ def gen_attention(p):
     for n in range(BM // 8):
         r = e.addc(ty, 8 * n, "qr")
         gr = clamp(e.op("arith.addi %s, %s : index" % (q0, r), "qg"), "qg")
-        for (off, w), col in zip(chunks, cols):
-            v = widen(e.op("vector.load %%q[%s] : %s, %s" % (gidx(gr, col), mem, gw[w]), "qv"),
-                      w)
+        for ci, ((off, w), col) in enumerate(zip(chunks, cols)):
+            v = widen(gload("q", gr, ci, w), w)
             e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, col, qsT, vw[w]))
 
     def load_kv_tile(kt):
@@ -692,11 +729,9 @@ def gen_attention(p):
             rr = e.addc(ty, 8 * n, "kr")
             gr = e.op("arith.addi %s, %s : index" % (base, rr), "kg") if base else rr
             gr = clamp(gr, "kg")
-            for (off, w), col in zip(chunks, cols):
-                kv.append(e.op("vector.load %%k[%s] : %s, %s" % (gidx(gr, col), mem, gw[w]),
-                               "kv"))
-                vv.append(e.op("vector.load %%v[%s] : %s, %s" % (gidx(gr, col), mem, gw[w]),
-                               "vv"))
+            for ci, (off, w) in enumerate(chunks):
+                kv.append(gload("k", gr, ci, w))
+                vv.append(gload("v", gr, ci, w))
         return kv + vv
 
     def store_kv_tile(vals):
@@ -898,14 +933,25 @@ def gen_attention(p):
             ok = e.op("arith.cmpi ult, %s, %s : index" % (gr, symc(S)), "orow_ok")
             e.line("scf.if %s {" % ok)
             e.indent += 2
-        for ov, (off, w), col in zip(ovs, chunks, cols):
+        if qkv:
+            otr = e.op("arith.addi %s, %s : index"
+                       % (e.op("arith.muli %s, %s : index" % (bat, symc(S)), "obase"), gr), "orow")
+        for ci, (ov, (off, w), col) in enumerate(zip(ovs, chunks, cols)):
             if et != "f32":
                 ov = e.op("arith.truncf %s : %s to %s" % (ov, vw[w], gw[w]), "ot")
-            e.line("vector.store %s, %%out[%s] : %s, %s" % (ov, gidx(gr, col), mem, gw[w]))
+            if qkv:
+                e.line("vector.store %s, %%out[%s, %s] : %s, %s"
+                       % (ov, otr, gcols["out"][ci], omem, gw[w]))
+            else:
+                e.line("vector.store %s, %%out[%s] : %s, %s" % (ov, gidx(gr, col), mem, gw[w]))
         if sym:
             e.indent -= 2
             e.line("}")
     args = ["%%q: %s" % mem, "%%k: %s" % mem, "%%v: %s" % mem, "%%out: %s" % mem]
+    if qkv:
+        args = ["%%qkv: %s" % mem, "%%out: %s" % omem]
+        grid = "{{%s * %d * ((%s + %d) / %d)}}" % (qkv["B"], H, S, BM - 1, BM)
+        return (128, grid), e, args, globals_
     if sym:
         grid = "{{%s * ((%s + %d) / %d)}}" % (H, S, BM - 1, BM)
         return (128, grid), e, args, globals_

@@ -5,13 +5,14 @@
 // math: C[8192,14336] = A[8192,4096] @ B1[4096,14336] and A @ B2 (shared A tile, bf16 in, f32 accumulate);
 //       g = A@B1, u = A@B2; y = (g / (exp(-g) + 1)) * u
 //       result truncf to bf16
-// warp-specialized (sm_90a): CTA 128x128x64, producer warpgroup (4 cp.async warp(s), setmaxnreg 56) + 2 consumer warpgroups of 64 rows (setmaxnreg 224), each 4 x 1 wgmma.mma_async m64n256k16 per k-tile over the 2 B tiles side by side
-// pipeline: 4-stage ring, mbarriers full[s] (producer warp: cp.async.wait_group 0, fence.proxy.async, arrive) and empty[s] (consumer warps after wgmma.wait_group 1); 64 k-tiles per tile
-// smem: stage-major [A 128x64 | B_j 64x128 ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
-// launch: grid (132,1,1) persistent CTAs striding over 64 x 112 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (384,1,1), dynamic smem 197632 B
-// assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
-// assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
-// assumes: sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
+// TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg 40) issues per stage mbarrier.arrive.expect_tx(32768 B) + 1 A box [128,64] + 2 B box(es) [64,64] (nvgpu.tma.async.load, 128B swizzle), the 2 B tiles side by side; ping-pong: consumer warpgroups 1 and 2 own alternate 128x64 tiles (setmaxnreg 232), each 4 x 2 x 1 wgmma.mma_async m64n128k16 per k-tile, order barriers hand the tensor cores over
+// pipeline: 4-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after wgmma.wait_group 1); 64 k-tiles per tile
+// smem: stage-major [A 128x64 | B_j 64x64 ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
+// tensor maps (trailing arguments, llm_fuse.tensor_maps): %map_a views argument 0, box [128, 64]; %map_b0 views argument 1, box [64, 64]; %map_b1 views argument 2, box [64, 64]
+// launch: grid (132,1,1) persistent CTAs striding over 64 x 224 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (384,1,1), dynamic smem 132096 B
+// assumes: sm_90a (wgmma, TMA); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
+// assumes: any M; N and K multiples of 8 (16-byte rows for the tensor maps), M >= BM, N >= 64, K >= 64; TMA zero-fills the out-of-bounds parts of the boxes, the epilogue masks partial tiles
+// assumes: buffers 16-byte aligned (contract guarantee) for the tensor maps and the 4-byte stores
 gpu.module @sg_74ede17e00bf0352 {
   // llm-fuse.tune GROUP_M = 8, 4, 16
   // llm-fuse.tune-require 64 % GROUP_M == 0
@@ -26,1296 +27,669 @@ gpu.module @sg_74ede17e00bf0352 {
     %out_6 = arith.truncf %y_5 : vector<2xf32> to vector<2xbf16>
     return %out_6 : vector<2xbf16>
   }
-  gpu.func @sg_74ede17e00bf0352_bf16_wgmma_ws(%arg0: memref<8192x4096xbf16>, %arg1: memref<4096x14336xbf16>, %arg2: memref<4096x14336xbf16>, %arg3: memref<8192x14336xbf16>) kernel
-      attributes {known_block_size = array<i32: 384, 1, 1>,
+  gpu.func @sg_74ede17e00bf0352_bf16_wgmma_tma(%arg0: memref<8192x4096xbf16>, %arg1: memref<4096x14336xbf16>, %arg2: memref<4096x14336xbf16>, %arg3: memref<8192x14336xbf16>, %map_a: !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, %map_b0: !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, %map_b1: !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>) kernel
+      attributes {llm_fuse.tensor_maps = array<i32: 0, 1, 2>,
+                  known_block_size = array<i32: 384, 1, 1>,
                   known_grid_size = array<i32: 132, 1, 1>,
-                  llm_fuse.dynamic_shared_memory = 197632 : i32} {
+                  llm_fuse.dynamic_shared_memory = 132096 : i32} {
     %c10000000 = arith.constant 10000000 : index
     %c128 = arith.constant 128 : index
     %c32 = arith.constant 32 : index
     %c1024 = arith.constant 1024 : index
     %c1023 = arith.constant 1023 : index
     %c0 = arith.constant 0 : index
-    %c8 = arith.constant 8 : index
     %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
     %c2 = arith.constant 2 : index
     %c3 = arith.constant 3 : index
-    %c4 = arith.constant 4 : index
-    %c64 = arith.constant 64 : index
-    %c16 = arith.constant 16 : index
-    %c7168 = arith.constant 7168 : index
+    %c32768 = arith.constant 32768 : index
+    %c14336 = arith.constant 14336 : index
     %c132 = arith.constant 132 : index
     %c_GROUP_M = arith.constant {{GROUP_M}} : index
-    %c_GROUP_M_GN = arith.constant {{GROUP_M * 112}} : index
-    %c24576 = arith.constant 24576 : index
-    %c256 = arith.constant 256 : index
-    %c512 = arith.constant 512 : index
-    %c768 = arith.constant 768 : index
-    %c12 = arith.constant 12 : index
-    %c1280 = arith.constant 1280 : index
-    %c20 = arith.constant 20 : index
-    %c1536 = arith.constant 1536 : index
-    %c24 = arith.constant 24 : index
-    %c1792 = arith.constant 1792 : index
-    %c28 = arith.constant 28 : index
-    %c2048 = arith.constant 2048 : index
-    %c2304 = arith.constant 2304 : index
-    %c36 = arith.constant 36 : index
-    %c2560 = arith.constant 2560 : index
-    %c40 = arith.constant 40 : index
-    %c2816 = arith.constant 2816 : index
-    %c44 = arith.constant 44 : index
-    %c3072 = arith.constant 3072 : index
-    %c48 = arith.constant 48 : index
-    %c3328 = arith.constant 3328 : index
-    %c52 = arith.constant 52 : index
-    %c3584 = arith.constant 3584 : index
-    %c56 = arith.constant 56 : index
-    %c3840 = arith.constant 3840 : index
-    %c60 = arith.constant 60 : index
-    %c4096 = arith.constant 4096 : index
-    %c4352 = arith.constant 4352 : index
-    %c68 = arith.constant 68 : index
-    %c4608 = arith.constant 4608 : index
-    %c72 = arith.constant 72 : index
-    %c4864 = arith.constant 4864 : index
-    %c76 = arith.constant 76 : index
-    %c5120 = arith.constant 5120 : index
-    %c80 = arith.constant 80 : index
-    %c5376 = arith.constant 5376 : index
-    %c84 = arith.constant 84 : index
-    %c5632 = arith.constant 5632 : index
-    %c88 = arith.constant 88 : index
-    %c5888 = arith.constant 5888 : index
-    %c92 = arith.constant 92 : index
-    %c6144 = arith.constant 6144 : index
-    %c96 = arith.constant 96 : index
-    %c6400 = arith.constant 6400 : index
-    %c100 = arith.constant 100 : index
-    %c6656 = arith.constant 6656 : index
-    %c104 = arith.constant 104 : index
-    %c6912 = arith.constant 6912 : index
-    %c108 = arith.constant 108 : index
-    %c112 = arith.constant 112 : index
-    %c7424 = arith.constant 7424 : index
-    %c116 = arith.constant 116 : index
-    %c7680 = arith.constant 7680 : index
-    %c120 = arith.constant 120 : index
-    %c7936 = arith.constant 7936 : index
-    %c124 = arith.constant 124 : index
-    %c8192 = arith.constant 8192 : index
-    %c6 = arith.constant 6 : index
-    %c10 = arith.constant 10 : index
-    %c14 = arith.constant 14 : index
-    %c18 = arith.constant 18 : index
-    %c22 = arith.constant 22 : index
-    %c26 = arith.constant 26 : index
-    %c30 = arith.constant 30 : index
-    %c34 = arith.constant 34 : index
-    %c38 = arith.constant 38 : index
-    %c42 = arith.constant 42 : index
-    %c46 = arith.constant 46 : index
-    %c50 = arith.constant 50 : index
-    %c54 = arith.constant 54 : index
-    %c58 = arith.constant 58 : index
-    %c62 = arith.constant 62 : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 224}} : index
+    %c64 = arith.constant 64 : index
     %c16384 = arith.constant 16384 : index
+    %c24576 = arith.constant 24576 : index
     %cm1 = arith.constant -1 : index
     %k_desc_a_hi = arith.constant 4611686293305360384 : i64
     %k_desc_b_hi = arith.constant 4611686293338849280 : i64
     %k_desc_mask = arith.constant 16383 : i64
     %k_four = arith.constant 4 : i64
-    %k_uacc = llvm.mlir.undef : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c49152 = arith.constant 49152 : index
+    %k_uacc = llvm.mlir.undef : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+    %c264 = arith.constant 264 : index
+    %c8192 = arith.constant 8192 : index
+    %c2048 = arith.constant 2048 : index
+    %c8224 = arith.constant 8224 : index
+    %c4096 = arith.constant 4096 : index
+    %c8256 = arith.constant 8256 : index
+    %c96 = arith.constant 96 : index
+    %c6144 = arith.constant 6144 : index
+    %c8288 = arith.constant 8288 : index
     %c63 = arith.constant 63 : index
+    %c16 = arith.constant 16 : index
+    %c8 = arith.constant 8 : index
+    %c72 = arith.constant 72 : index
+    %c24 = arith.constant 24 : index
+    %c40 = arith.constant 40 : index
+    %c48 = arith.constant 48 : index
+    %c56 = arith.constant 56 : index
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
     %i_3 = arith.divui %tid_2, %c128 : index
     %i_4 = arith.remui %tid_2, %c32 : index
-    // shared memory, base aligned to 1024 B: A[S][128 x 64], then B_j[S][2 atoms][64 k][64 n], bf16
+    // shared memory, base aligned to 1024 B: per stage A[128 x 64], then B_j[1 atoms][64 k][64 n], bf16
     %smem_5 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
     %addr_6 = memref.extract_aligned_pointer_as_index %smem_5 : memref<?xi8, #gpu.address_space<workgroup>> -> index
     %i_7 = arith.andi %addr_6, %c1023 : index
     %i_8 = arith.subi %c1024, %i_7 : index
     %i_9 = arith.andi %i_8, %c1023 : index
     %i_10 = arith.addi %addr_6, %i_9 : index
-    %sm_11 = memref.view %smem_5[%i_9][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    // mbarriers: full[s] (32 arrivals: the producer warp's lanes), empty[s] (8 arrivals: one per consumer warp)
-    %full_12 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-    %empty_13 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-    %p_14 = arith.cmpi eq, %tid_2, %c0 : index
-    scf.if %p_14 {
-      nvgpu.mbarrier.init %full_12[%c0], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c0], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %full_12[%c1], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c1], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %full_12[%c2], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c2], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %full_12[%c3], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c3], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %sm_11 = memref.view %smem_5[%i_9][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<65536xbf16, #gpu.address_space<workgroup>>
+    %smem_12 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %addr_13 = memref.extract_aligned_pointer_as_index %smem_12 : memref<?xi8, #gpu.address_space<workgroup>> -> index
+    %pad_14 = arith.subi %i_10, %addr_13 : index
+    // mbarriers: full[s] (1 arrival + the stage's 32768 transaction bytes), empty[s] (4 arrivals: one per consumer warp of the stage's owner)
+    %full_15 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %empty_16 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %order_17 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+    %p_18 = arith.cmpi eq, %tid_2, %c0 : index
+    scf.if %p_18 {
+      nvgpu.mbarrier.init %full_15[%c0], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c0], %c4 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c1], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c1], %c4 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c2], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c2], %c4 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c3], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c3], %c4 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %order_17[%c0], %c4 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %order_17[%c1], %c4 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
     }
     nvvm.fence.mbarrier.init
     gpu.barrier
-    %p_15 = arith.cmpi eq, %i_3, %c0 : index
-    scf.if %p_15 {
-      // producer warpgroup: 4 warp(s) load, warp w the k-tiles g = w mod 4
-      nvvm.setmaxregister decrease 56
-      %i_16 = arith.divui %tid_2, %c32 : index
-      %p_17 = arith.cmpi ult, %i_16, %c4 : index
-      scf.if %p_17 {
-        %i_18 = arith.remui %i_4, %c8 : index
-        %i_19 = arith.divui %i_4, %c8 : index
-        %i_20 = arith.muli %i_19, %c64 : index
-        %i_21 = arith.xori %i_18, %i_19 : index
-        %i_22 = arith.muli %i_21, %c8 : index
-        %i_23 = arith.xori %i_18, %i_19 : index
-        %i_24 = arith.xori %i_23, %c4 : index
-        %i_25 = arith.muli %i_24, %c8 : index
-        %i_26 = arith.remui %i_4, %c16 : index
-        %i_27 = arith.divui %i_4, %c16 : index
-        scf.for %tile_28 = %pid_1 to %c7168 step %c132 {
-          %i_29 = arith.subi %tile_28, %pid_1 : index
-          %i_30 = arith.divui %i_29, %c132 : index
-          %i_31 = arith.divui %tile_28, %c_GROUP_M_GN : index
-          %i_32 = arith.muli %i_31, %c_GROUP_M : index
-          %i_33 = arith.remui %tile_28, %c_GROUP_M_GN : index
-          %i_34 = arith.remui %i_33, %c_GROUP_M : index
-          %i_35 = arith.addi %i_32, %i_34 : index
-          %i_36 = arith.divui %i_33, %c_GROUP_M : index
-          %i_37 = arith.muli %i_35, %c128 : index
-          %i_38 = arith.muli %i_36, %c128 : index
-          scf.for %kt_39 = %i_16 to %c64 step %c4 {
-            %i_40 = arith.muli %i_30, %c64 : index
-            %i_41 = arith.addi %i_40, %kt_39 : index
-            %i_42 = arith.remui %i_41, %c4 : index
-            %i_43 = arith.divui %i_41, %c4 : index
-            %i_44 = arith.andi %i_43, %c1 : index
-            %par_45 = arith.cmpi eq, %i_44, %c0 : index
-            nvgpu.mbarrier.try_wait.parity %empty_13[%i_42], %par_45, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-            %i_46 = arith.muli %kt_39, %c64 : index
-            %i_47 = arith.muli %i_42, %c24576 : index
-            %i_48 = arith.addi %i_37, %i_19 : index
-            %i_49 = arith.muli %i_18, %c8 : index
-            %i_50 = arith.addi %i_46, %i_49 : index
-            %i_51 = arith.addi %i_47, %i_22 : index
-            %i_52 = arith.addi %i_51, %i_20 : index
-            %cp_53 = nvgpu.device_async_copy %arg0[%i_48, %i_50], %sm_11[%i_52], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_54 = arith.addi %i_47, %i_25 : index
-            %i_55 = arith.addi %i_20, %c256 : index
-            %i_56 = arith.addi %i_54, %i_55 : index
-            %i_57 = arith.addi %i_48, %c4 : index
-            %cp_58 = nvgpu.device_async_copy %arg0[%i_57, %i_50], %sm_11[%i_56], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_59 = arith.addi %i_47, %i_22 : index
-            %i_60 = arith.addi %i_20, %c512 : index
-            %i_61 = arith.addi %i_59, %i_60 : index
-            %i_62 = arith.addi %i_48, %c8 : index
-            %cp_63 = nvgpu.device_async_copy %arg0[%i_62, %i_50], %sm_11[%i_61], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_64 = arith.addi %i_47, %i_25 : index
-            %i_65 = arith.addi %i_20, %c768 : index
-            %i_66 = arith.addi %i_64, %i_65 : index
-            %i_67 = arith.addi %i_48, %c12 : index
-            %cp_68 = nvgpu.device_async_copy %arg0[%i_67, %i_50], %sm_11[%i_66], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_69 = arith.addi %i_47, %i_22 : index
-            %i_70 = arith.addi %i_20, %c1024 : index
-            %i_71 = arith.addi %i_69, %i_70 : index
-            %i_72 = arith.addi %i_48, %c16 : index
-            %cp_73 = nvgpu.device_async_copy %arg0[%i_72, %i_50], %sm_11[%i_71], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_74 = arith.addi %i_47, %i_25 : index
-            %i_75 = arith.addi %i_20, %c1280 : index
-            %i_76 = arith.addi %i_74, %i_75 : index
-            %i_77 = arith.addi %i_48, %c20 : index
-            %cp_78 = nvgpu.device_async_copy %arg0[%i_77, %i_50], %sm_11[%i_76], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_79 = arith.addi %i_47, %i_22 : index
-            %i_80 = arith.addi %i_20, %c1536 : index
-            %i_81 = arith.addi %i_79, %i_80 : index
-            %i_82 = arith.addi %i_48, %c24 : index
-            %cp_83 = nvgpu.device_async_copy %arg0[%i_82, %i_50], %sm_11[%i_81], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_84 = arith.addi %i_47, %i_25 : index
-            %i_85 = arith.addi %i_20, %c1792 : index
-            %i_86 = arith.addi %i_84, %i_85 : index
-            %i_87 = arith.addi %i_48, %c28 : index
-            %cp_88 = nvgpu.device_async_copy %arg0[%i_87, %i_50], %sm_11[%i_86], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_89 = arith.addi %i_47, %i_22 : index
-            %i_90 = arith.addi %i_20, %c2048 : index
-            %i_91 = arith.addi %i_89, %i_90 : index
-            %i_92 = arith.addi %i_48, %c32 : index
-            %cp_93 = nvgpu.device_async_copy %arg0[%i_92, %i_50], %sm_11[%i_91], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_94 = arith.addi %i_47, %i_25 : index
-            %i_95 = arith.addi %i_20, %c2304 : index
-            %i_96 = arith.addi %i_94, %i_95 : index
-            %i_97 = arith.addi %i_48, %c36 : index
-            %cp_98 = nvgpu.device_async_copy %arg0[%i_97, %i_50], %sm_11[%i_96], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_99 = arith.addi %i_47, %i_22 : index
-            %i_100 = arith.addi %i_20, %c2560 : index
-            %i_101 = arith.addi %i_99, %i_100 : index
-            %i_102 = arith.addi %i_48, %c40 : index
-            %cp_103 = nvgpu.device_async_copy %arg0[%i_102, %i_50], %sm_11[%i_101], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_104 = arith.addi %i_47, %i_25 : index
-            %i_105 = arith.addi %i_20, %c2816 : index
-            %i_106 = arith.addi %i_104, %i_105 : index
-            %i_107 = arith.addi %i_48, %c44 : index
-            %cp_108 = nvgpu.device_async_copy %arg0[%i_107, %i_50], %sm_11[%i_106], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_109 = arith.addi %i_47, %i_22 : index
-            %i_110 = arith.addi %i_20, %c3072 : index
-            %i_111 = arith.addi %i_109, %i_110 : index
-            %i_112 = arith.addi %i_48, %c48 : index
-            %cp_113 = nvgpu.device_async_copy %arg0[%i_112, %i_50], %sm_11[%i_111], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_114 = arith.addi %i_47, %i_25 : index
-            %i_115 = arith.addi %i_20, %c3328 : index
-            %i_116 = arith.addi %i_114, %i_115 : index
-            %i_117 = arith.addi %i_48, %c52 : index
-            %cp_118 = nvgpu.device_async_copy %arg0[%i_117, %i_50], %sm_11[%i_116], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_119 = arith.addi %i_47, %i_22 : index
-            %i_120 = arith.addi %i_20, %c3584 : index
-            %i_121 = arith.addi %i_119, %i_120 : index
-            %i_122 = arith.addi %i_48, %c56 : index
-            %cp_123 = nvgpu.device_async_copy %arg0[%i_122, %i_50], %sm_11[%i_121], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_124 = arith.addi %i_47, %i_25 : index
-            %i_125 = arith.addi %i_20, %c3840 : index
-            %i_126 = arith.addi %i_124, %i_125 : index
-            %i_127 = arith.addi %i_48, %c60 : index
-            %cp_128 = nvgpu.device_async_copy %arg0[%i_127, %i_50], %sm_11[%i_126], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_129 = arith.addi %i_47, %i_22 : index
-            %i_130 = arith.addi %i_20, %c4096 : index
-            %i_131 = arith.addi %i_129, %i_130 : index
-            %i_132 = arith.addi %i_48, %c64 : index
-            %cp_133 = nvgpu.device_async_copy %arg0[%i_132, %i_50], %sm_11[%i_131], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_134 = arith.addi %i_47, %i_25 : index
-            %i_135 = arith.addi %i_20, %c4352 : index
-            %i_136 = arith.addi %i_134, %i_135 : index
-            %i_137 = arith.addi %i_48, %c68 : index
-            %cp_138 = nvgpu.device_async_copy %arg0[%i_137, %i_50], %sm_11[%i_136], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_139 = arith.addi %i_47, %i_22 : index
-            %i_140 = arith.addi %i_20, %c4608 : index
-            %i_141 = arith.addi %i_139, %i_140 : index
-            %i_142 = arith.addi %i_48, %c72 : index
-            %cp_143 = nvgpu.device_async_copy %arg0[%i_142, %i_50], %sm_11[%i_141], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_144 = arith.addi %i_47, %i_25 : index
-            %i_145 = arith.addi %i_20, %c4864 : index
-            %i_146 = arith.addi %i_144, %i_145 : index
-            %i_147 = arith.addi %i_48, %c76 : index
-            %cp_148 = nvgpu.device_async_copy %arg0[%i_147, %i_50], %sm_11[%i_146], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_149 = arith.addi %i_47, %i_22 : index
-            %i_150 = arith.addi %i_20, %c5120 : index
-            %i_151 = arith.addi %i_149, %i_150 : index
-            %i_152 = arith.addi %i_48, %c80 : index
-            %cp_153 = nvgpu.device_async_copy %arg0[%i_152, %i_50], %sm_11[%i_151], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_154 = arith.addi %i_47, %i_25 : index
-            %i_155 = arith.addi %i_20, %c5376 : index
-            %i_156 = arith.addi %i_154, %i_155 : index
-            %i_157 = arith.addi %i_48, %c84 : index
-            %cp_158 = nvgpu.device_async_copy %arg0[%i_157, %i_50], %sm_11[%i_156], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_159 = arith.addi %i_47, %i_22 : index
-            %i_160 = arith.addi %i_20, %c5632 : index
-            %i_161 = arith.addi %i_159, %i_160 : index
-            %i_162 = arith.addi %i_48, %c88 : index
-            %cp_163 = nvgpu.device_async_copy %arg0[%i_162, %i_50], %sm_11[%i_161], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_164 = arith.addi %i_47, %i_25 : index
-            %i_165 = arith.addi %i_20, %c5888 : index
-            %i_166 = arith.addi %i_164, %i_165 : index
-            %i_167 = arith.addi %i_48, %c92 : index
-            %cp_168 = nvgpu.device_async_copy %arg0[%i_167, %i_50], %sm_11[%i_166], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_169 = arith.addi %i_47, %i_22 : index
-            %i_170 = arith.addi %i_20, %c6144 : index
-            %i_171 = arith.addi %i_169, %i_170 : index
-            %i_172 = arith.addi %i_48, %c96 : index
-            %cp_173 = nvgpu.device_async_copy %arg0[%i_172, %i_50], %sm_11[%i_171], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_174 = arith.addi %i_47, %i_25 : index
-            %i_175 = arith.addi %i_20, %c6400 : index
-            %i_176 = arith.addi %i_174, %i_175 : index
-            %i_177 = arith.addi %i_48, %c100 : index
-            %cp_178 = nvgpu.device_async_copy %arg0[%i_177, %i_50], %sm_11[%i_176], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_179 = arith.addi %i_47, %i_22 : index
-            %i_180 = arith.addi %i_20, %c6656 : index
-            %i_181 = arith.addi %i_179, %i_180 : index
-            %i_182 = arith.addi %i_48, %c104 : index
-            %cp_183 = nvgpu.device_async_copy %arg0[%i_182, %i_50], %sm_11[%i_181], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_184 = arith.addi %i_47, %i_25 : index
-            %i_185 = arith.addi %i_20, %c6912 : index
-            %i_186 = arith.addi %i_184, %i_185 : index
-            %i_187 = arith.addi %i_48, %c108 : index
-            %cp_188 = nvgpu.device_async_copy %arg0[%i_187, %i_50], %sm_11[%i_186], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_189 = arith.addi %i_47, %i_22 : index
-            %i_190 = arith.addi %i_20, %c7168 : index
-            %i_191 = arith.addi %i_189, %i_190 : index
-            %i_192 = arith.addi %i_48, %c112 : index
-            %cp_193 = nvgpu.device_async_copy %arg0[%i_192, %i_50], %sm_11[%i_191], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_194 = arith.addi %i_47, %i_25 : index
-            %i_195 = arith.addi %i_20, %c7424 : index
-            %i_196 = arith.addi %i_194, %i_195 : index
-            %i_197 = arith.addi %i_48, %c116 : index
-            %cp_198 = nvgpu.device_async_copy %arg0[%i_197, %i_50], %sm_11[%i_196], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_199 = arith.addi %i_47, %i_22 : index
-            %i_200 = arith.addi %i_20, %c7680 : index
-            %i_201 = arith.addi %i_199, %i_200 : index
-            %i_202 = arith.addi %i_48, %c120 : index
-            %cp_203 = nvgpu.device_async_copy %arg0[%i_202, %i_50], %sm_11[%i_201], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_204 = arith.addi %i_47, %i_25 : index
-            %i_205 = arith.addi %i_20, %c7936 : index
-            %i_206 = arith.addi %i_204, %i_205 : index
-            %i_207 = arith.addi %i_48, %c124 : index
-            %cp_208 = nvgpu.device_async_copy %arg0[%i_207, %i_50], %sm_11[%i_206], 8 {bypassL1} : memref<8192x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_209 = arith.muli %i_42, %c24576 : index
-            %i_210 = arith.addi %i_209, %c8192 : index
-            %i_211 = arith.remui %i_26, %c8 : index
-            %i_212 = arith.xori %i_211, %i_27 : index
-            %i_213 = arith.muli %i_26, %c8 : index
-            %i_214 = arith.addi %i_38, %i_213 : index
-            %i_215 = arith.divui %i_26, %c8 : index
-            %i_216 = arith.muli %i_215, %c4096 : index
-            %i_217 = arith.addi %i_210, %i_216 : index
-            %i_218 = arith.muli %i_212, %c8 : index
-            %i_219 = arith.addi %i_217, %i_218 : index
-            %i_220 = arith.muli %i_27, %c64 : index
-            %i_221 = arith.addi %i_219, %i_220 : index
-            %i_222 = arith.addi %i_46, %i_27 : index
-            %cp_223 = nvgpu.device_async_copy %arg1[%i_222, %i_214], %sm_11[%i_221], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_224 = arith.addi %i_27, %c2 : index
-            %i_225 = arith.xori %i_212, %c2 : index
-            %i_226 = arith.muli %i_225, %c8 : index
-            %i_227 = arith.addi %i_217, %i_226 : index
-            %i_228 = arith.muli %i_224, %c64 : index
-            %i_229 = arith.addi %i_227, %i_228 : index
-            %i_230 = arith.addi %i_46, %i_224 : index
-            %cp_231 = nvgpu.device_async_copy %arg1[%i_230, %i_214], %sm_11[%i_229], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_232 = arith.addi %i_27, %c4 : index
-            %i_233 = arith.xori %i_212, %c4 : index
-            %i_234 = arith.muli %i_233, %c8 : index
-            %i_235 = arith.addi %i_217, %i_234 : index
-            %i_236 = arith.muli %i_232, %c64 : index
-            %i_237 = arith.addi %i_235, %i_236 : index
-            %i_238 = arith.addi %i_46, %i_232 : index
-            %cp_239 = nvgpu.device_async_copy %arg1[%i_238, %i_214], %sm_11[%i_237], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_240 = arith.addi %i_27, %c6 : index
-            %i_241 = arith.xori %i_212, %c6 : index
-            %i_242 = arith.muli %i_241, %c8 : index
-            %i_243 = arith.addi %i_217, %i_242 : index
-            %i_244 = arith.muli %i_240, %c64 : index
-            %i_245 = arith.addi %i_243, %i_244 : index
-            %i_246 = arith.addi %i_46, %i_240 : index
-            %cp_247 = nvgpu.device_async_copy %arg1[%i_246, %i_214], %sm_11[%i_245], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_248 = arith.addi %i_27, %c8 : index
-            %i_249 = arith.muli %i_212, %c8 : index
-            %i_250 = arith.addi %i_217, %i_249 : index
-            %i_251 = arith.muli %i_248, %c64 : index
-            %i_252 = arith.addi %i_250, %i_251 : index
-            %i_253 = arith.addi %i_46, %i_248 : index
-            %cp_254 = nvgpu.device_async_copy %arg1[%i_253, %i_214], %sm_11[%i_252], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_255 = arith.addi %i_27, %c10 : index
-            %i_256 = arith.xori %i_212, %c2 : index
-            %i_257 = arith.muli %i_256, %c8 : index
-            %i_258 = arith.addi %i_217, %i_257 : index
-            %i_259 = arith.muli %i_255, %c64 : index
-            %i_260 = arith.addi %i_258, %i_259 : index
-            %i_261 = arith.addi %i_46, %i_255 : index
-            %cp_262 = nvgpu.device_async_copy %arg1[%i_261, %i_214], %sm_11[%i_260], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_263 = arith.addi %i_27, %c12 : index
-            %i_264 = arith.xori %i_212, %c4 : index
-            %i_265 = arith.muli %i_264, %c8 : index
-            %i_266 = arith.addi %i_217, %i_265 : index
-            %i_267 = arith.muli %i_263, %c64 : index
-            %i_268 = arith.addi %i_266, %i_267 : index
-            %i_269 = arith.addi %i_46, %i_263 : index
-            %cp_270 = nvgpu.device_async_copy %arg1[%i_269, %i_214], %sm_11[%i_268], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_271 = arith.addi %i_27, %c14 : index
-            %i_272 = arith.xori %i_212, %c6 : index
-            %i_273 = arith.muli %i_272, %c8 : index
-            %i_274 = arith.addi %i_217, %i_273 : index
-            %i_275 = arith.muli %i_271, %c64 : index
-            %i_276 = arith.addi %i_274, %i_275 : index
-            %i_277 = arith.addi %i_46, %i_271 : index
-            %cp_278 = nvgpu.device_async_copy %arg1[%i_277, %i_214], %sm_11[%i_276], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_279 = arith.addi %i_27, %c16 : index
-            %i_280 = arith.muli %i_212, %c8 : index
-            %i_281 = arith.addi %i_217, %i_280 : index
-            %i_282 = arith.muli %i_279, %c64 : index
-            %i_283 = arith.addi %i_281, %i_282 : index
-            %i_284 = arith.addi %i_46, %i_279 : index
-            %cp_285 = nvgpu.device_async_copy %arg1[%i_284, %i_214], %sm_11[%i_283], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_286 = arith.addi %i_27, %c18 : index
-            %i_287 = arith.xori %i_212, %c2 : index
-            %i_288 = arith.muli %i_287, %c8 : index
-            %i_289 = arith.addi %i_217, %i_288 : index
-            %i_290 = arith.muli %i_286, %c64 : index
-            %i_291 = arith.addi %i_289, %i_290 : index
-            %i_292 = arith.addi %i_46, %i_286 : index
-            %cp_293 = nvgpu.device_async_copy %arg1[%i_292, %i_214], %sm_11[%i_291], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_294 = arith.addi %i_27, %c20 : index
-            %i_295 = arith.xori %i_212, %c4 : index
-            %i_296 = arith.muli %i_295, %c8 : index
-            %i_297 = arith.addi %i_217, %i_296 : index
-            %i_298 = arith.muli %i_294, %c64 : index
-            %i_299 = arith.addi %i_297, %i_298 : index
-            %i_300 = arith.addi %i_46, %i_294 : index
-            %cp_301 = nvgpu.device_async_copy %arg1[%i_300, %i_214], %sm_11[%i_299], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_302 = arith.addi %i_27, %c22 : index
-            %i_303 = arith.xori %i_212, %c6 : index
-            %i_304 = arith.muli %i_303, %c8 : index
-            %i_305 = arith.addi %i_217, %i_304 : index
-            %i_306 = arith.muli %i_302, %c64 : index
-            %i_307 = arith.addi %i_305, %i_306 : index
-            %i_308 = arith.addi %i_46, %i_302 : index
-            %cp_309 = nvgpu.device_async_copy %arg1[%i_308, %i_214], %sm_11[%i_307], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_310 = arith.addi %i_27, %c24 : index
-            %i_311 = arith.muli %i_212, %c8 : index
-            %i_312 = arith.addi %i_217, %i_311 : index
-            %i_313 = arith.muli %i_310, %c64 : index
-            %i_314 = arith.addi %i_312, %i_313 : index
-            %i_315 = arith.addi %i_46, %i_310 : index
-            %cp_316 = nvgpu.device_async_copy %arg1[%i_315, %i_214], %sm_11[%i_314], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_317 = arith.addi %i_27, %c26 : index
-            %i_318 = arith.xori %i_212, %c2 : index
-            %i_319 = arith.muli %i_318, %c8 : index
-            %i_320 = arith.addi %i_217, %i_319 : index
-            %i_321 = arith.muli %i_317, %c64 : index
-            %i_322 = arith.addi %i_320, %i_321 : index
-            %i_323 = arith.addi %i_46, %i_317 : index
-            %cp_324 = nvgpu.device_async_copy %arg1[%i_323, %i_214], %sm_11[%i_322], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_325 = arith.addi %i_27, %c28 : index
-            %i_326 = arith.xori %i_212, %c4 : index
-            %i_327 = arith.muli %i_326, %c8 : index
-            %i_328 = arith.addi %i_217, %i_327 : index
-            %i_329 = arith.muli %i_325, %c64 : index
-            %i_330 = arith.addi %i_328, %i_329 : index
-            %i_331 = arith.addi %i_46, %i_325 : index
-            %cp_332 = nvgpu.device_async_copy %arg1[%i_331, %i_214], %sm_11[%i_330], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_333 = arith.addi %i_27, %c30 : index
-            %i_334 = arith.xori %i_212, %c6 : index
-            %i_335 = arith.muli %i_334, %c8 : index
-            %i_336 = arith.addi %i_217, %i_335 : index
-            %i_337 = arith.muli %i_333, %c64 : index
-            %i_338 = arith.addi %i_336, %i_337 : index
-            %i_339 = arith.addi %i_46, %i_333 : index
-            %cp_340 = nvgpu.device_async_copy %arg1[%i_339, %i_214], %sm_11[%i_338], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_341 = arith.addi %i_27, %c32 : index
-            %i_342 = arith.muli %i_212, %c8 : index
-            %i_343 = arith.addi %i_217, %i_342 : index
-            %i_344 = arith.muli %i_341, %c64 : index
-            %i_345 = arith.addi %i_343, %i_344 : index
-            %i_346 = arith.addi %i_46, %i_341 : index
-            %cp_347 = nvgpu.device_async_copy %arg1[%i_346, %i_214], %sm_11[%i_345], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_348 = arith.addi %i_27, %c34 : index
-            %i_349 = arith.xori %i_212, %c2 : index
-            %i_350 = arith.muli %i_349, %c8 : index
-            %i_351 = arith.addi %i_217, %i_350 : index
-            %i_352 = arith.muli %i_348, %c64 : index
-            %i_353 = arith.addi %i_351, %i_352 : index
-            %i_354 = arith.addi %i_46, %i_348 : index
-            %cp_355 = nvgpu.device_async_copy %arg1[%i_354, %i_214], %sm_11[%i_353], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_356 = arith.addi %i_27, %c36 : index
-            %i_357 = arith.xori %i_212, %c4 : index
-            %i_358 = arith.muli %i_357, %c8 : index
-            %i_359 = arith.addi %i_217, %i_358 : index
-            %i_360 = arith.muli %i_356, %c64 : index
-            %i_361 = arith.addi %i_359, %i_360 : index
-            %i_362 = arith.addi %i_46, %i_356 : index
-            %cp_363 = nvgpu.device_async_copy %arg1[%i_362, %i_214], %sm_11[%i_361], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_364 = arith.addi %i_27, %c38 : index
-            %i_365 = arith.xori %i_212, %c6 : index
-            %i_366 = arith.muli %i_365, %c8 : index
-            %i_367 = arith.addi %i_217, %i_366 : index
-            %i_368 = arith.muli %i_364, %c64 : index
-            %i_369 = arith.addi %i_367, %i_368 : index
-            %i_370 = arith.addi %i_46, %i_364 : index
-            %cp_371 = nvgpu.device_async_copy %arg1[%i_370, %i_214], %sm_11[%i_369], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_372 = arith.addi %i_27, %c40 : index
-            %i_373 = arith.muli %i_212, %c8 : index
-            %i_374 = arith.addi %i_217, %i_373 : index
-            %i_375 = arith.muli %i_372, %c64 : index
-            %i_376 = arith.addi %i_374, %i_375 : index
-            %i_377 = arith.addi %i_46, %i_372 : index
-            %cp_378 = nvgpu.device_async_copy %arg1[%i_377, %i_214], %sm_11[%i_376], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_379 = arith.addi %i_27, %c42 : index
-            %i_380 = arith.xori %i_212, %c2 : index
-            %i_381 = arith.muli %i_380, %c8 : index
-            %i_382 = arith.addi %i_217, %i_381 : index
-            %i_383 = arith.muli %i_379, %c64 : index
-            %i_384 = arith.addi %i_382, %i_383 : index
-            %i_385 = arith.addi %i_46, %i_379 : index
-            %cp_386 = nvgpu.device_async_copy %arg1[%i_385, %i_214], %sm_11[%i_384], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_387 = arith.addi %i_27, %c44 : index
-            %i_388 = arith.xori %i_212, %c4 : index
-            %i_389 = arith.muli %i_388, %c8 : index
-            %i_390 = arith.addi %i_217, %i_389 : index
-            %i_391 = arith.muli %i_387, %c64 : index
-            %i_392 = arith.addi %i_390, %i_391 : index
-            %i_393 = arith.addi %i_46, %i_387 : index
-            %cp_394 = nvgpu.device_async_copy %arg1[%i_393, %i_214], %sm_11[%i_392], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_395 = arith.addi %i_27, %c46 : index
-            %i_396 = arith.xori %i_212, %c6 : index
-            %i_397 = arith.muli %i_396, %c8 : index
-            %i_398 = arith.addi %i_217, %i_397 : index
-            %i_399 = arith.muli %i_395, %c64 : index
-            %i_400 = arith.addi %i_398, %i_399 : index
-            %i_401 = arith.addi %i_46, %i_395 : index
-            %cp_402 = nvgpu.device_async_copy %arg1[%i_401, %i_214], %sm_11[%i_400], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_403 = arith.addi %i_27, %c48 : index
-            %i_404 = arith.muli %i_212, %c8 : index
-            %i_405 = arith.addi %i_217, %i_404 : index
-            %i_406 = arith.muli %i_403, %c64 : index
-            %i_407 = arith.addi %i_405, %i_406 : index
-            %i_408 = arith.addi %i_46, %i_403 : index
-            %cp_409 = nvgpu.device_async_copy %arg1[%i_408, %i_214], %sm_11[%i_407], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_410 = arith.addi %i_27, %c50 : index
-            %i_411 = arith.xori %i_212, %c2 : index
-            %i_412 = arith.muli %i_411, %c8 : index
-            %i_413 = arith.addi %i_217, %i_412 : index
-            %i_414 = arith.muli %i_410, %c64 : index
-            %i_415 = arith.addi %i_413, %i_414 : index
-            %i_416 = arith.addi %i_46, %i_410 : index
-            %cp_417 = nvgpu.device_async_copy %arg1[%i_416, %i_214], %sm_11[%i_415], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_418 = arith.addi %i_27, %c52 : index
-            %i_419 = arith.xori %i_212, %c4 : index
-            %i_420 = arith.muli %i_419, %c8 : index
-            %i_421 = arith.addi %i_217, %i_420 : index
-            %i_422 = arith.muli %i_418, %c64 : index
-            %i_423 = arith.addi %i_421, %i_422 : index
-            %i_424 = arith.addi %i_46, %i_418 : index
-            %cp_425 = nvgpu.device_async_copy %arg1[%i_424, %i_214], %sm_11[%i_423], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_426 = arith.addi %i_27, %c54 : index
-            %i_427 = arith.xori %i_212, %c6 : index
-            %i_428 = arith.muli %i_427, %c8 : index
-            %i_429 = arith.addi %i_217, %i_428 : index
-            %i_430 = arith.muli %i_426, %c64 : index
-            %i_431 = arith.addi %i_429, %i_430 : index
-            %i_432 = arith.addi %i_46, %i_426 : index
-            %cp_433 = nvgpu.device_async_copy %arg1[%i_432, %i_214], %sm_11[%i_431], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_434 = arith.addi %i_27, %c56 : index
-            %i_435 = arith.muli %i_212, %c8 : index
-            %i_436 = arith.addi %i_217, %i_435 : index
-            %i_437 = arith.muli %i_434, %c64 : index
-            %i_438 = arith.addi %i_436, %i_437 : index
-            %i_439 = arith.addi %i_46, %i_434 : index
-            %cp_440 = nvgpu.device_async_copy %arg1[%i_439, %i_214], %sm_11[%i_438], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_441 = arith.addi %i_27, %c58 : index
-            %i_442 = arith.xori %i_212, %c2 : index
-            %i_443 = arith.muli %i_442, %c8 : index
-            %i_444 = arith.addi %i_217, %i_443 : index
-            %i_445 = arith.muli %i_441, %c64 : index
-            %i_446 = arith.addi %i_444, %i_445 : index
-            %i_447 = arith.addi %i_46, %i_441 : index
-            %cp_448 = nvgpu.device_async_copy %arg1[%i_447, %i_214], %sm_11[%i_446], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_449 = arith.addi %i_27, %c60 : index
-            %i_450 = arith.xori %i_212, %c4 : index
-            %i_451 = arith.muli %i_450, %c8 : index
-            %i_452 = arith.addi %i_217, %i_451 : index
-            %i_453 = arith.muli %i_449, %c64 : index
-            %i_454 = arith.addi %i_452, %i_453 : index
-            %i_455 = arith.addi %i_46, %i_449 : index
-            %cp_456 = nvgpu.device_async_copy %arg1[%i_455, %i_214], %sm_11[%i_454], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_457 = arith.addi %i_27, %c62 : index
-            %i_458 = arith.xori %i_212, %c6 : index
-            %i_459 = arith.muli %i_458, %c8 : index
-            %i_460 = arith.addi %i_217, %i_459 : index
-            %i_461 = arith.muli %i_457, %c64 : index
-            %i_462 = arith.addi %i_460, %i_461 : index
-            %i_463 = arith.addi %i_46, %i_457 : index
-            %cp_464 = nvgpu.device_async_copy %arg1[%i_463, %i_214], %sm_11[%i_462], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_465 = arith.muli %i_42, %c24576 : index
-            %i_466 = arith.addi %i_465, %c16384 : index
-            %i_467 = arith.remui %i_26, %c8 : index
-            %i_468 = arith.xori %i_467, %i_27 : index
-            %i_469 = arith.muli %i_26, %c8 : index
-            %i_470 = arith.addi %i_38, %i_469 : index
-            %i_471 = arith.divui %i_26, %c8 : index
-            %i_472 = arith.muli %i_471, %c4096 : index
-            %i_473 = arith.addi %i_466, %i_472 : index
-            %i_474 = arith.muli %i_468, %c8 : index
-            %i_475 = arith.addi %i_473, %i_474 : index
-            %i_476 = arith.muli %i_27, %c64 : index
-            %i_477 = arith.addi %i_475, %i_476 : index
-            %i_478 = arith.addi %i_46, %i_27 : index
-            %cp_479 = nvgpu.device_async_copy %arg2[%i_478, %i_470], %sm_11[%i_477], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_480 = arith.addi %i_27, %c2 : index
-            %i_481 = arith.xori %i_468, %c2 : index
-            %i_482 = arith.muli %i_481, %c8 : index
-            %i_483 = arith.addi %i_473, %i_482 : index
-            %i_484 = arith.muli %i_480, %c64 : index
-            %i_485 = arith.addi %i_483, %i_484 : index
-            %i_486 = arith.addi %i_46, %i_480 : index
-            %cp_487 = nvgpu.device_async_copy %arg2[%i_486, %i_470], %sm_11[%i_485], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_488 = arith.addi %i_27, %c4 : index
-            %i_489 = arith.xori %i_468, %c4 : index
-            %i_490 = arith.muli %i_489, %c8 : index
-            %i_491 = arith.addi %i_473, %i_490 : index
-            %i_492 = arith.muli %i_488, %c64 : index
-            %i_493 = arith.addi %i_491, %i_492 : index
-            %i_494 = arith.addi %i_46, %i_488 : index
-            %cp_495 = nvgpu.device_async_copy %arg2[%i_494, %i_470], %sm_11[%i_493], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_496 = arith.addi %i_27, %c6 : index
-            %i_497 = arith.xori %i_468, %c6 : index
-            %i_498 = arith.muli %i_497, %c8 : index
-            %i_499 = arith.addi %i_473, %i_498 : index
-            %i_500 = arith.muli %i_496, %c64 : index
-            %i_501 = arith.addi %i_499, %i_500 : index
-            %i_502 = arith.addi %i_46, %i_496 : index
-            %cp_503 = nvgpu.device_async_copy %arg2[%i_502, %i_470], %sm_11[%i_501], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_504 = arith.addi %i_27, %c8 : index
-            %i_505 = arith.muli %i_468, %c8 : index
-            %i_506 = arith.addi %i_473, %i_505 : index
-            %i_507 = arith.muli %i_504, %c64 : index
-            %i_508 = arith.addi %i_506, %i_507 : index
-            %i_509 = arith.addi %i_46, %i_504 : index
-            %cp_510 = nvgpu.device_async_copy %arg2[%i_509, %i_470], %sm_11[%i_508], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_511 = arith.addi %i_27, %c10 : index
-            %i_512 = arith.xori %i_468, %c2 : index
-            %i_513 = arith.muli %i_512, %c8 : index
-            %i_514 = arith.addi %i_473, %i_513 : index
-            %i_515 = arith.muli %i_511, %c64 : index
-            %i_516 = arith.addi %i_514, %i_515 : index
-            %i_517 = arith.addi %i_46, %i_511 : index
-            %cp_518 = nvgpu.device_async_copy %arg2[%i_517, %i_470], %sm_11[%i_516], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_519 = arith.addi %i_27, %c12 : index
-            %i_520 = arith.xori %i_468, %c4 : index
-            %i_521 = arith.muli %i_520, %c8 : index
-            %i_522 = arith.addi %i_473, %i_521 : index
-            %i_523 = arith.muli %i_519, %c64 : index
-            %i_524 = arith.addi %i_522, %i_523 : index
-            %i_525 = arith.addi %i_46, %i_519 : index
-            %cp_526 = nvgpu.device_async_copy %arg2[%i_525, %i_470], %sm_11[%i_524], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_527 = arith.addi %i_27, %c14 : index
-            %i_528 = arith.xori %i_468, %c6 : index
-            %i_529 = arith.muli %i_528, %c8 : index
-            %i_530 = arith.addi %i_473, %i_529 : index
-            %i_531 = arith.muli %i_527, %c64 : index
-            %i_532 = arith.addi %i_530, %i_531 : index
-            %i_533 = arith.addi %i_46, %i_527 : index
-            %cp_534 = nvgpu.device_async_copy %arg2[%i_533, %i_470], %sm_11[%i_532], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_535 = arith.addi %i_27, %c16 : index
-            %i_536 = arith.muli %i_468, %c8 : index
-            %i_537 = arith.addi %i_473, %i_536 : index
-            %i_538 = arith.muli %i_535, %c64 : index
-            %i_539 = arith.addi %i_537, %i_538 : index
-            %i_540 = arith.addi %i_46, %i_535 : index
-            %cp_541 = nvgpu.device_async_copy %arg2[%i_540, %i_470], %sm_11[%i_539], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_542 = arith.addi %i_27, %c18 : index
-            %i_543 = arith.xori %i_468, %c2 : index
-            %i_544 = arith.muli %i_543, %c8 : index
-            %i_545 = arith.addi %i_473, %i_544 : index
-            %i_546 = arith.muli %i_542, %c64 : index
-            %i_547 = arith.addi %i_545, %i_546 : index
-            %i_548 = arith.addi %i_46, %i_542 : index
-            %cp_549 = nvgpu.device_async_copy %arg2[%i_548, %i_470], %sm_11[%i_547], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_550 = arith.addi %i_27, %c20 : index
-            %i_551 = arith.xori %i_468, %c4 : index
-            %i_552 = arith.muli %i_551, %c8 : index
-            %i_553 = arith.addi %i_473, %i_552 : index
-            %i_554 = arith.muli %i_550, %c64 : index
-            %i_555 = arith.addi %i_553, %i_554 : index
-            %i_556 = arith.addi %i_46, %i_550 : index
-            %cp_557 = nvgpu.device_async_copy %arg2[%i_556, %i_470], %sm_11[%i_555], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_558 = arith.addi %i_27, %c22 : index
-            %i_559 = arith.xori %i_468, %c6 : index
-            %i_560 = arith.muli %i_559, %c8 : index
-            %i_561 = arith.addi %i_473, %i_560 : index
-            %i_562 = arith.muli %i_558, %c64 : index
-            %i_563 = arith.addi %i_561, %i_562 : index
-            %i_564 = arith.addi %i_46, %i_558 : index
-            %cp_565 = nvgpu.device_async_copy %arg2[%i_564, %i_470], %sm_11[%i_563], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_566 = arith.addi %i_27, %c24 : index
-            %i_567 = arith.muli %i_468, %c8 : index
-            %i_568 = arith.addi %i_473, %i_567 : index
-            %i_569 = arith.muli %i_566, %c64 : index
-            %i_570 = arith.addi %i_568, %i_569 : index
-            %i_571 = arith.addi %i_46, %i_566 : index
-            %cp_572 = nvgpu.device_async_copy %arg2[%i_571, %i_470], %sm_11[%i_570], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_573 = arith.addi %i_27, %c26 : index
-            %i_574 = arith.xori %i_468, %c2 : index
-            %i_575 = arith.muli %i_574, %c8 : index
-            %i_576 = arith.addi %i_473, %i_575 : index
-            %i_577 = arith.muli %i_573, %c64 : index
-            %i_578 = arith.addi %i_576, %i_577 : index
-            %i_579 = arith.addi %i_46, %i_573 : index
-            %cp_580 = nvgpu.device_async_copy %arg2[%i_579, %i_470], %sm_11[%i_578], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_581 = arith.addi %i_27, %c28 : index
-            %i_582 = arith.xori %i_468, %c4 : index
-            %i_583 = arith.muli %i_582, %c8 : index
-            %i_584 = arith.addi %i_473, %i_583 : index
-            %i_585 = arith.muli %i_581, %c64 : index
-            %i_586 = arith.addi %i_584, %i_585 : index
-            %i_587 = arith.addi %i_46, %i_581 : index
-            %cp_588 = nvgpu.device_async_copy %arg2[%i_587, %i_470], %sm_11[%i_586], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_589 = arith.addi %i_27, %c30 : index
-            %i_590 = arith.xori %i_468, %c6 : index
-            %i_591 = arith.muli %i_590, %c8 : index
-            %i_592 = arith.addi %i_473, %i_591 : index
-            %i_593 = arith.muli %i_589, %c64 : index
-            %i_594 = arith.addi %i_592, %i_593 : index
-            %i_595 = arith.addi %i_46, %i_589 : index
-            %cp_596 = nvgpu.device_async_copy %arg2[%i_595, %i_470], %sm_11[%i_594], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_597 = arith.addi %i_27, %c32 : index
-            %i_598 = arith.muli %i_468, %c8 : index
-            %i_599 = arith.addi %i_473, %i_598 : index
-            %i_600 = arith.muli %i_597, %c64 : index
-            %i_601 = arith.addi %i_599, %i_600 : index
-            %i_602 = arith.addi %i_46, %i_597 : index
-            %cp_603 = nvgpu.device_async_copy %arg2[%i_602, %i_470], %sm_11[%i_601], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_604 = arith.addi %i_27, %c34 : index
-            %i_605 = arith.xori %i_468, %c2 : index
-            %i_606 = arith.muli %i_605, %c8 : index
-            %i_607 = arith.addi %i_473, %i_606 : index
-            %i_608 = arith.muli %i_604, %c64 : index
-            %i_609 = arith.addi %i_607, %i_608 : index
-            %i_610 = arith.addi %i_46, %i_604 : index
-            %cp_611 = nvgpu.device_async_copy %arg2[%i_610, %i_470], %sm_11[%i_609], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_612 = arith.addi %i_27, %c36 : index
-            %i_613 = arith.xori %i_468, %c4 : index
-            %i_614 = arith.muli %i_613, %c8 : index
-            %i_615 = arith.addi %i_473, %i_614 : index
-            %i_616 = arith.muli %i_612, %c64 : index
-            %i_617 = arith.addi %i_615, %i_616 : index
-            %i_618 = arith.addi %i_46, %i_612 : index
-            %cp_619 = nvgpu.device_async_copy %arg2[%i_618, %i_470], %sm_11[%i_617], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_620 = arith.addi %i_27, %c38 : index
-            %i_621 = arith.xori %i_468, %c6 : index
-            %i_622 = arith.muli %i_621, %c8 : index
-            %i_623 = arith.addi %i_473, %i_622 : index
-            %i_624 = arith.muli %i_620, %c64 : index
-            %i_625 = arith.addi %i_623, %i_624 : index
-            %i_626 = arith.addi %i_46, %i_620 : index
-            %cp_627 = nvgpu.device_async_copy %arg2[%i_626, %i_470], %sm_11[%i_625], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_628 = arith.addi %i_27, %c40 : index
-            %i_629 = arith.muli %i_468, %c8 : index
-            %i_630 = arith.addi %i_473, %i_629 : index
-            %i_631 = arith.muli %i_628, %c64 : index
-            %i_632 = arith.addi %i_630, %i_631 : index
-            %i_633 = arith.addi %i_46, %i_628 : index
-            %cp_634 = nvgpu.device_async_copy %arg2[%i_633, %i_470], %sm_11[%i_632], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_635 = arith.addi %i_27, %c42 : index
-            %i_636 = arith.xori %i_468, %c2 : index
-            %i_637 = arith.muli %i_636, %c8 : index
-            %i_638 = arith.addi %i_473, %i_637 : index
-            %i_639 = arith.muli %i_635, %c64 : index
-            %i_640 = arith.addi %i_638, %i_639 : index
-            %i_641 = arith.addi %i_46, %i_635 : index
-            %cp_642 = nvgpu.device_async_copy %arg2[%i_641, %i_470], %sm_11[%i_640], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_643 = arith.addi %i_27, %c44 : index
-            %i_644 = arith.xori %i_468, %c4 : index
-            %i_645 = arith.muli %i_644, %c8 : index
-            %i_646 = arith.addi %i_473, %i_645 : index
-            %i_647 = arith.muli %i_643, %c64 : index
-            %i_648 = arith.addi %i_646, %i_647 : index
-            %i_649 = arith.addi %i_46, %i_643 : index
-            %cp_650 = nvgpu.device_async_copy %arg2[%i_649, %i_470], %sm_11[%i_648], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_651 = arith.addi %i_27, %c46 : index
-            %i_652 = arith.xori %i_468, %c6 : index
-            %i_653 = arith.muli %i_652, %c8 : index
-            %i_654 = arith.addi %i_473, %i_653 : index
-            %i_655 = arith.muli %i_651, %c64 : index
-            %i_656 = arith.addi %i_654, %i_655 : index
-            %i_657 = arith.addi %i_46, %i_651 : index
-            %cp_658 = nvgpu.device_async_copy %arg2[%i_657, %i_470], %sm_11[%i_656], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_659 = arith.addi %i_27, %c48 : index
-            %i_660 = arith.muli %i_468, %c8 : index
-            %i_661 = arith.addi %i_473, %i_660 : index
-            %i_662 = arith.muli %i_659, %c64 : index
-            %i_663 = arith.addi %i_661, %i_662 : index
-            %i_664 = arith.addi %i_46, %i_659 : index
-            %cp_665 = nvgpu.device_async_copy %arg2[%i_664, %i_470], %sm_11[%i_663], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_666 = arith.addi %i_27, %c50 : index
-            %i_667 = arith.xori %i_468, %c2 : index
-            %i_668 = arith.muli %i_667, %c8 : index
-            %i_669 = arith.addi %i_473, %i_668 : index
-            %i_670 = arith.muli %i_666, %c64 : index
-            %i_671 = arith.addi %i_669, %i_670 : index
-            %i_672 = arith.addi %i_46, %i_666 : index
-            %cp_673 = nvgpu.device_async_copy %arg2[%i_672, %i_470], %sm_11[%i_671], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_674 = arith.addi %i_27, %c52 : index
-            %i_675 = arith.xori %i_468, %c4 : index
-            %i_676 = arith.muli %i_675, %c8 : index
-            %i_677 = arith.addi %i_473, %i_676 : index
-            %i_678 = arith.muli %i_674, %c64 : index
-            %i_679 = arith.addi %i_677, %i_678 : index
-            %i_680 = arith.addi %i_46, %i_674 : index
-            %cp_681 = nvgpu.device_async_copy %arg2[%i_680, %i_470], %sm_11[%i_679], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_682 = arith.addi %i_27, %c54 : index
-            %i_683 = arith.xori %i_468, %c6 : index
-            %i_684 = arith.muli %i_683, %c8 : index
-            %i_685 = arith.addi %i_473, %i_684 : index
-            %i_686 = arith.muli %i_682, %c64 : index
-            %i_687 = arith.addi %i_685, %i_686 : index
-            %i_688 = arith.addi %i_46, %i_682 : index
-            %cp_689 = nvgpu.device_async_copy %arg2[%i_688, %i_470], %sm_11[%i_687], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_690 = arith.addi %i_27, %c56 : index
-            %i_691 = arith.muli %i_468, %c8 : index
-            %i_692 = arith.addi %i_473, %i_691 : index
-            %i_693 = arith.muli %i_690, %c64 : index
-            %i_694 = arith.addi %i_692, %i_693 : index
-            %i_695 = arith.addi %i_46, %i_690 : index
-            %cp_696 = nvgpu.device_async_copy %arg2[%i_695, %i_470], %sm_11[%i_694], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_697 = arith.addi %i_27, %c58 : index
-            %i_698 = arith.xori %i_468, %c2 : index
-            %i_699 = arith.muli %i_698, %c8 : index
-            %i_700 = arith.addi %i_473, %i_699 : index
-            %i_701 = arith.muli %i_697, %c64 : index
-            %i_702 = arith.addi %i_700, %i_701 : index
-            %i_703 = arith.addi %i_46, %i_697 : index
-            %cp_704 = nvgpu.device_async_copy %arg2[%i_703, %i_470], %sm_11[%i_702], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_705 = arith.addi %i_27, %c60 : index
-            %i_706 = arith.xori %i_468, %c4 : index
-            %i_707 = arith.muli %i_706, %c8 : index
-            %i_708 = arith.addi %i_473, %i_707 : index
-            %i_709 = arith.muli %i_705, %c64 : index
-            %i_710 = arith.addi %i_708, %i_709 : index
-            %i_711 = arith.addi %i_46, %i_705 : index
-            %cp_712 = nvgpu.device_async_copy %arg2[%i_711, %i_470], %sm_11[%i_710], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_713 = arith.addi %i_27, %c62 : index
-            %i_714 = arith.xori %i_468, %c6 : index
-            %i_715 = arith.muli %i_714, %c8 : index
-            %i_716 = arith.addi %i_473, %i_715 : index
-            %i_717 = arith.muli %i_713, %c64 : index
-            %i_718 = arith.addi %i_716, %i_717 : index
-            %i_719 = arith.addi %i_46, %i_713 : index
-            %cp_720 = nvgpu.device_async_copy %arg2[%i_719, %i_470], %sm_11[%i_718], 8 {bypassL1} : memref<4096x14336xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %grp_721 = nvgpu.device_async_create_group %cp_53, %cp_58, %cp_63, %cp_68, %cp_73, %cp_78, %cp_83, %cp_88, %cp_93, %cp_98, %cp_103, %cp_108, %cp_113, %cp_118, %cp_123, %cp_128, %cp_133, %cp_138, %cp_143, %cp_148, %cp_153, %cp_158, %cp_163, %cp_168, %cp_173, %cp_178, %cp_183, %cp_188, %cp_193, %cp_198, %cp_203, %cp_208, %cp_223, %cp_231, %cp_239, %cp_247, %cp_254, %cp_262, %cp_270, %cp_278, %cp_285, %cp_293, %cp_301, %cp_309, %cp_316, %cp_324, %cp_332, %cp_340, %cp_347, %cp_355, %cp_363, %cp_371, %cp_378, %cp_386, %cp_394, %cp_402, %cp_409, %cp_417, %cp_425, %cp_433, %cp_440, %cp_448, %cp_456, %cp_464, %cp_479, %cp_487, %cp_495, %cp_503, %cp_510, %cp_518, %cp_526, %cp_534, %cp_541, %cp_549, %cp_557, %cp_565, %cp_572, %cp_580, %cp_588, %cp_596, %cp_603, %cp_611, %cp_619, %cp_627, %cp_634, %cp_642, %cp_650, %cp_658, %cp_665, %cp_673, %cp_681, %cp_689, %cp_696, %cp_704, %cp_712, %cp_720
-            nvgpu.device_async_wait %grp_721 {numGroups = 0 : i32}
-            nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-            %tok_722 = nvgpu.mbarrier.arrive %full_12[%i_42] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+    %p_19 = arith.cmpi eq, %i_3, %c0 : index
+    scf.if %p_19 {
+      // producer warpgroup: registers down to 40, thread 0 issues the TMA loads, the others return
+      nvvm.setmaxregister decrease 40
+      scf.if %p_18 {
+        nvgpu.tma.prefetch.descriptor %map_a : !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+        nvgpu.tma.prefetch.descriptor %map_b0 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+        nvgpu.tma.prefetch.descriptor %map_b1 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+        scf.for %tile_20 = %pid_1 to %c14336 step %c132 {
+          %i_21 = arith.subi %tile_20, %pid_1 : index
+          %i_22 = arith.divui %i_21, %c132 : index
+          %i_23 = arith.divui %tile_20, %c_GROUP_M_GN : index
+          %i_24 = arith.muli %i_23, %c_GROUP_M : index
+          %i_25 = arith.remui %tile_20, %c_GROUP_M_GN : index
+          %i_26 = arith.remui %i_25, %c_GROUP_M : index
+          %i_27 = arith.addi %i_24, %i_26 : index
+          %i_28 = arith.divui %i_25, %c_GROUP_M : index
+          %i_29 = arith.muli %i_27, %c128 : index
+          %i_30 = arith.muli %i_28, %c64 : index
+          scf.for %kt_31 = %c0 to %c64 step %c1 {
+            %i_32 = arith.muli %i_22, %c64 : index
+            %i_33 = arith.addi %i_32, %kt_31 : index
+            %i_34 = arith.remui %i_33, %c4 : index
+            %i_35 = arith.divui %i_33, %c4 : index
+            %i_36 = arith.andi %i_35, %c1 : index
+            %par_37 = arith.cmpi eq, %i_36, %c0 : index
+            nvgpu.mbarrier.try_wait.parity %empty_16[%i_34], %par_37, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+            nvgpu.mbarrier.arrive.expect_tx %full_15[%i_34], %c32768 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+            %i_38 = arith.muli %kt_31, %c64 : index
+            %i_39 = arith.muli %i_34, %c32768 : index
+            %i_40 = arith.addi %pad_14, %i_39 : index
+            %sa_41 = memref.view %smem_12[%i_40][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+            nvgpu.tma.async.load %map_a[%i_38, %i_29], %full_15[%i_34] to %sa_41 : !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xbf16, #gpu.address_space<workgroup>>
+            %i_42 = arith.addi %i_39, %c16384 : index
+            %i_43 = arith.addi %pad_14, %i_42 : index
+            %sb_44 = memref.view %smem_12[%i_43][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            nvgpu.tma.async.load %map_b0[%i_30, %i_38], %full_15[%i_34] to %sb_44 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_45 = arith.addi %i_39, %c24576 : index
+            %i_46 = arith.addi %pad_14, %i_45 : index
+            %sb_47 = memref.view %smem_12[%i_46][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            nvgpu.tma.async.load %map_b1[%i_30, %i_38], %full_15[%i_34] to %sb_47 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
           }
         }
       }
     } else {
-      // consumer warpgroups 1, 2: rows 64*(wg-1).. of the CTA tile
-      nvvm.setmaxregister increase 224
-      %i_723 = arith.addi %i_3, %cm1 : index
-      %i_724 = arith.divui %tid_2, %c32 : index
-      %i_725 = arith.remui %i_724, %c4 : index
-      %p_726 = arith.cmpi eq, %i_4, %c0 : index
-      %i_727 = arith.muli %i_723, %c8192 : index
-      scf.for %tile_728 = %pid_1 to %c7168 step %c132 {
-        %i_729 = arith.subi %tile_728, %pid_1 : index
-        %i_730 = arith.divui %i_729, %c132 : index
-        %i_731 = arith.divui %tile_728, %c_GROUP_M_GN : index
-        %i_732 = arith.muli %i_731, %c_GROUP_M : index
-        %i_733 = arith.remui %tile_728, %c_GROUP_M_GN : index
-        %i_734 = arith.remui %i_733, %c_GROUP_M : index
-        %i_735 = arith.addi %i_732, %i_734 : index
-        %i_736 = arith.divui %i_733, %c_GROUP_M : index
-        %i_737 = arith.muli %i_735, %c128 : index
-        %i_738 = arith.muli %i_736, %c128 : index
-        %i_739 = arith.muli %i_730, %c64 : index
+      // consumer warpgroups 1, 2: consumer c = wg - 1 owns the CTA's tiles c, c + 2, ... (128 x 64 each)
+      nvvm.setmaxregister increase 232
+      %i_48 = arith.addi %i_3, %cm1 : index
+      %i_49 = arith.divui %tid_2, %c32 : index
+      %i_50 = arith.remui %i_49, %c4 : index
+      %p_51 = arith.cmpi eq, %i_4, %c0 : index
+      %other_52 = arith.subi %c1, %i_48 : index
+      %i_54 = arith.muli %i_48, %c132 : index
+      %i_55 = arith.addi %pid_1, %i_54 : index
+      scf.for %tile_53 = %i_55 to %c14336 step %c264 {
+        %i_56 = arith.subi %tile_53, %pid_1 : index
+        %i_57 = arith.divui %i_56, %c132 : index
+        %i_58 = arith.divui %tile_53, %c_GROUP_M_GN : index
+        %i_59 = arith.muli %i_58, %c_GROUP_M : index
+        %i_60 = arith.remui %tile_53, %c_GROUP_M_GN : index
+        %i_61 = arith.remui %i_60, %c_GROUP_M : index
+        %i_62 = arith.addi %i_59, %i_61 : index
+        %i_63 = arith.divui %i_60, %c_GROUP_M : index
+        %i_64 = arith.muli %i_62, %c128 : index
+        %i_65 = arith.muli %i_63, %c64 : index
+        %i_66 = arith.muli %i_57, %c64 : index
+        %p_67 = arith.cmpi ne, %i_57, %c0 : index
+        scf.if %p_67 {
+          %i_68 = arith.addi %i_57, %i_48 : index
+          %i_69 = arith.divui %i_68, %c2 : index
+          %i_70 = arith.addi %i_69, %cm1 : index
+          %i_71 = arith.andi %i_70, %c1 : index
+          %par_72 = arith.cmpi ne, %i_71, %c0 : index
+          nvgpu.mbarrier.try_wait.parity %order_17[%i_48], %par_72, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+        }
         // k-tile 0 of the tile (peeled: scale-d 0 starts the accumulators)
-        %i_740 = arith.remui %i_739, %c4 : index
-        %i_741 = arith.divui %i_739, %c4 : index
-        %i_742 = arith.andi %i_741, %c1 : index
-        %par_743 = arith.cmpi ne, %i_742, %c0 : index
-        nvgpu.mbarrier.try_wait.parity %full_12[%i_740], %par_743, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-        %i_744 = arith.muli %i_740, %c49152 : index
-        %i_745 = arith.addi %i_10, %i_744 : index
-        %i_746 = arith.addi %i_745, %i_727 : index
-        %i_747 = arith.addi %i_745, %c16384 : index
+        %i_73 = arith.remui %i_66, %c4 : index
+        %i_74 = arith.divui %i_66, %c4 : index
+        %i_75 = arith.andi %i_74, %c1 : index
+        %par_76 = arith.cmpi ne, %i_75, %c0 : index
+        nvgpu.mbarrier.try_wait.parity %full_15[%i_73], %par_76, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+        %i_77 = arith.muli %i_73, %c32768 : index
+        %i_78 = arith.addi %i_10, %i_77 : index
+        %i_79 = arith.addi %i_78, %c16384 : index
         nvvm.wgmma.fence.aligned
-        %q_748 = arith.index_cast %i_746 : index to i64
-        %q_749 = arith.shrui %q_748, %k_four : i64
-        %q_750 = arith.andi %q_749, %k_desc_mask : i64
-        %desc_751 = arith.ori %q_750, %k_desc_a_hi : i64
-        %q_752 = arith.index_cast %i_747 : index to i64
-        %q_753 = arith.shrui %q_752, %k_four : i64
-        %q_754 = arith.andi %q_753, %k_desc_mask : i64
-        %desc_755 = arith.ori %q_754, %k_desc_b_hi : i64
-        %w_756 = nvvm.wgmma.mma_async %desc_751, %desc_755, %k_uacc, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<zero>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %i_757 = arith.addi %i_746, %c32 : index
-        %q_758 = arith.index_cast %i_757 : index to i64
-        %q_759 = arith.shrui %q_758, %k_four : i64
-        %q_760 = arith.andi %q_759, %k_desc_mask : i64
-        %desc_761 = arith.ori %q_760, %k_desc_a_hi : i64
-        %i_762 = arith.addi %i_747, %c2048 : index
-        %q_763 = arith.index_cast %i_762 : index to i64
-        %q_764 = arith.shrui %q_763, %k_four : i64
-        %q_765 = arith.andi %q_764, %k_desc_mask : i64
-        %desc_766 = arith.ori %q_765, %k_desc_b_hi : i64
-        %w_767 = nvvm.wgmma.mma_async %desc_761, %desc_766, %w_756, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %i_768 = arith.addi %i_746, %c64 : index
-        %q_769 = arith.index_cast %i_768 : index to i64
-        %q_770 = arith.shrui %q_769, %k_four : i64
-        %q_771 = arith.andi %q_770, %k_desc_mask : i64
-        %desc_772 = arith.ori %q_771, %k_desc_a_hi : i64
-        %i_773 = arith.addi %i_747, %c4096 : index
-        %q_774 = arith.index_cast %i_773 : index to i64
-        %q_775 = arith.shrui %q_774, %k_four : i64
-        %q_776 = arith.andi %q_775, %k_desc_mask : i64
-        %desc_777 = arith.ori %q_776, %k_desc_b_hi : i64
-        %w_778 = nvvm.wgmma.mma_async %desc_772, %desc_777, %w_767, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %i_779 = arith.addi %i_746, %c96 : index
-        %q_780 = arith.index_cast %i_779 : index to i64
-        %q_781 = arith.shrui %q_780, %k_four : i64
-        %q_782 = arith.andi %q_781, %k_desc_mask : i64
-        %desc_783 = arith.ori %q_782, %k_desc_a_hi : i64
-        %i_784 = arith.addi %i_747, %c6144 : index
-        %q_785 = arith.index_cast %i_784 : index to i64
-        %q_786 = arith.shrui %q_785, %k_four : i64
-        %q_787 = arith.andi %q_786, %k_desc_mask : i64
-        %desc_788 = arith.ori %q_787, %k_desc_b_hi : i64
-        %w_789 = nvvm.wgmma.mma_async %desc_783, %desc_788, %w_778, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %q_80 = arith.index_cast %i_78 : index to i64
+        %q_81 = arith.shrui %q_80, %k_four : i64
+        %q_82 = arith.andi %q_81, %k_desc_mask : i64
+        %desc_83 = arith.ori %q_82, %k_desc_a_hi : i64
+        %q_84 = arith.index_cast %i_79 : index to i64
+        %q_85 = arith.shrui %q_84, %k_four : i64
+        %q_86 = arith.andi %q_85, %k_desc_mask : i64
+        %desc_87 = arith.ori %q_86, %k_desc_b_hi : i64
+        %w_88 = nvvm.wgmma.mma_async %desc_83, %desc_87, %k_uacc, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<zero>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_89 = arith.addi %i_78, %c8192 : index
+        %q_90 = arith.index_cast %i_89 : index to i64
+        %q_91 = arith.shrui %q_90, %k_four : i64
+        %q_92 = arith.andi %q_91, %k_desc_mask : i64
+        %desc_93 = arith.ori %q_92, %k_desc_a_hi : i64
+        %q_94 = arith.index_cast %i_79 : index to i64
+        %q_95 = arith.shrui %q_94, %k_four : i64
+        %q_96 = arith.andi %q_95, %k_desc_mask : i64
+        %desc_97 = arith.ori %q_96, %k_desc_b_hi : i64
+        %w_98 = nvvm.wgmma.mma_async %desc_93, %desc_97, %k_uacc, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<zero>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_99 = arith.addi %i_78, %c32 : index
+        %q_100 = arith.index_cast %i_99 : index to i64
+        %q_101 = arith.shrui %q_100, %k_four : i64
+        %q_102 = arith.andi %q_101, %k_desc_mask : i64
+        %desc_103 = arith.ori %q_102, %k_desc_a_hi : i64
+        %i_104 = arith.addi %i_79, %c2048 : index
+        %q_105 = arith.index_cast %i_104 : index to i64
+        %q_106 = arith.shrui %q_105, %k_four : i64
+        %q_107 = arith.andi %q_106, %k_desc_mask : i64
+        %desc_108 = arith.ori %q_107, %k_desc_b_hi : i64
+        %w_109 = nvvm.wgmma.mma_async %desc_103, %desc_108, %w_88, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_110 = arith.addi %i_78, %c8224 : index
+        %q_111 = arith.index_cast %i_110 : index to i64
+        %q_112 = arith.shrui %q_111, %k_four : i64
+        %q_113 = arith.andi %q_112, %k_desc_mask : i64
+        %desc_114 = arith.ori %q_113, %k_desc_a_hi : i64
+        %i_115 = arith.addi %i_79, %c2048 : index
+        %q_116 = arith.index_cast %i_115 : index to i64
+        %q_117 = arith.shrui %q_116, %k_four : i64
+        %q_118 = arith.andi %q_117, %k_desc_mask : i64
+        %desc_119 = arith.ori %q_118, %k_desc_b_hi : i64
+        %w_120 = nvvm.wgmma.mma_async %desc_114, %desc_119, %w_98, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_121 = arith.addi %i_78, %c64 : index
+        %q_122 = arith.index_cast %i_121 : index to i64
+        %q_123 = arith.shrui %q_122, %k_four : i64
+        %q_124 = arith.andi %q_123, %k_desc_mask : i64
+        %desc_125 = arith.ori %q_124, %k_desc_a_hi : i64
+        %i_126 = arith.addi %i_79, %c4096 : index
+        %q_127 = arith.index_cast %i_126 : index to i64
+        %q_128 = arith.shrui %q_127, %k_four : i64
+        %q_129 = arith.andi %q_128, %k_desc_mask : i64
+        %desc_130 = arith.ori %q_129, %k_desc_b_hi : i64
+        %w_131 = nvvm.wgmma.mma_async %desc_125, %desc_130, %w_109, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_132 = arith.addi %i_78, %c8256 : index
+        %q_133 = arith.index_cast %i_132 : index to i64
+        %q_134 = arith.shrui %q_133, %k_four : i64
+        %q_135 = arith.andi %q_134, %k_desc_mask : i64
+        %desc_136 = arith.ori %q_135, %k_desc_a_hi : i64
+        %i_137 = arith.addi %i_79, %c4096 : index
+        %q_138 = arith.index_cast %i_137 : index to i64
+        %q_139 = arith.shrui %q_138, %k_four : i64
+        %q_140 = arith.andi %q_139, %k_desc_mask : i64
+        %desc_141 = arith.ori %q_140, %k_desc_b_hi : i64
+        %w_142 = nvvm.wgmma.mma_async %desc_136, %desc_141, %w_120, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_143 = arith.addi %i_78, %c96 : index
+        %q_144 = arith.index_cast %i_143 : index to i64
+        %q_145 = arith.shrui %q_144, %k_four : i64
+        %q_146 = arith.andi %q_145, %k_desc_mask : i64
+        %desc_147 = arith.ori %q_146, %k_desc_a_hi : i64
+        %i_148 = arith.addi %i_79, %c6144 : index
+        %q_149 = arith.index_cast %i_148 : index to i64
+        %q_150 = arith.shrui %q_149, %k_four : i64
+        %q_151 = arith.andi %q_150, %k_desc_mask : i64
+        %desc_152 = arith.ori %q_151, %k_desc_b_hi : i64
+        %w_153 = nvvm.wgmma.mma_async %desc_147, %desc_152, %w_131, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_154 = arith.addi %i_78, %c8288 : index
+        %q_155 = arith.index_cast %i_154 : index to i64
+        %q_156 = arith.shrui %q_155, %k_four : i64
+        %q_157 = arith.andi %q_156, %k_desc_mask : i64
+        %desc_158 = arith.ori %q_157, %k_desc_a_hi : i64
+        %i_159 = arith.addi %i_79, %c6144 : index
+        %q_160 = arith.index_cast %i_159 : index to i64
+        %q_161 = arith.shrui %q_160, %k_four : i64
+        %q_162 = arith.andi %q_161, %k_desc_mask : i64
+        %desc_163 = arith.ori %q_162, %k_desc_b_hi : i64
+        %w_164 = nvvm.wgmma.mma_async %desc_158, %desc_163, %w_142, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
         nvvm.wgmma.commit.group.sync.aligned
-        %acc_790:1 = scf.for %kt_791 = %c1 to %c64 step %c1 iter_args(%a0 = %w_789) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
-          %i_792 = arith.addi %i_739, %kt_791 : index
-          %i_793 = arith.remui %i_792, %c4 : index
-          %i_794 = arith.divui %i_792, %c4 : index
-          %i_795 = arith.andi %i_794, %c1 : index
-          %par_796 = arith.cmpi ne, %i_795, %c0 : index
-          nvgpu.mbarrier.try_wait.parity %full_12[%i_793], %par_796, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-          %i_797 = arith.muli %i_793, %c49152 : index
-          %i_798 = arith.addi %i_10, %i_797 : index
-          %i_799 = arith.addi %i_798, %i_727 : index
-          %i_800 = arith.addi %i_798, %c16384 : index
+        %acc_165:2 = scf.for %kt_166 = %c1 to %c64 step %c1 iter_args(%a0 = %w_153, %a1 = %w_164) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>, !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
+          %i_167 = arith.addi %i_66, %kt_166 : index
+          %i_168 = arith.remui %i_167, %c4 : index
+          %i_169 = arith.divui %i_167, %c4 : index
+          %i_170 = arith.andi %i_169, %c1 : index
+          %par_171 = arith.cmpi ne, %i_170, %c0 : index
+          nvgpu.mbarrier.try_wait.parity %full_15[%i_168], %par_171, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %i_172 = arith.muli %i_168, %c32768 : index
+          %i_173 = arith.addi %i_10, %i_172 : index
+          %i_174 = arith.addi %i_173, %c16384 : index
           nvvm.wgmma.fence.aligned
-          %q_801 = arith.index_cast %i_799 : index to i64
-          %q_802 = arith.shrui %q_801, %k_four : i64
-          %q_803 = arith.andi %q_802, %k_desc_mask : i64
-          %desc_804 = arith.ori %q_803, %k_desc_a_hi : i64
-          %q_805 = arith.index_cast %i_800 : index to i64
-          %q_806 = arith.shrui %q_805, %k_four : i64
-          %q_807 = arith.andi %q_806, %k_desc_mask : i64
-          %desc_808 = arith.ori %q_807, %k_desc_b_hi : i64
-          %w_809 = nvvm.wgmma.mma_async %desc_804, %desc_808, %a0, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-          %i_810 = arith.addi %i_799, %c32 : index
-          %q_811 = arith.index_cast %i_810 : index to i64
-          %q_812 = arith.shrui %q_811, %k_four : i64
-          %q_813 = arith.andi %q_812, %k_desc_mask : i64
-          %desc_814 = arith.ori %q_813, %k_desc_a_hi : i64
-          %i_815 = arith.addi %i_800, %c2048 : index
-          %q_816 = arith.index_cast %i_815 : index to i64
-          %q_817 = arith.shrui %q_816, %k_four : i64
-          %q_818 = arith.andi %q_817, %k_desc_mask : i64
-          %desc_819 = arith.ori %q_818, %k_desc_b_hi : i64
-          %w_820 = nvvm.wgmma.mma_async %desc_814, %desc_819, %w_809, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-          %i_821 = arith.addi %i_799, %c64 : index
-          %q_822 = arith.index_cast %i_821 : index to i64
-          %q_823 = arith.shrui %q_822, %k_four : i64
-          %q_824 = arith.andi %q_823, %k_desc_mask : i64
-          %desc_825 = arith.ori %q_824, %k_desc_a_hi : i64
-          %i_826 = arith.addi %i_800, %c4096 : index
-          %q_827 = arith.index_cast %i_826 : index to i64
-          %q_828 = arith.shrui %q_827, %k_four : i64
-          %q_829 = arith.andi %q_828, %k_desc_mask : i64
-          %desc_830 = arith.ori %q_829, %k_desc_b_hi : i64
-          %w_831 = nvvm.wgmma.mma_async %desc_825, %desc_830, %w_820, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-          %i_832 = arith.addi %i_799, %c96 : index
-          %q_833 = arith.index_cast %i_832 : index to i64
-          %q_834 = arith.shrui %q_833, %k_four : i64
-          %q_835 = arith.andi %q_834, %k_desc_mask : i64
-          %desc_836 = arith.ori %q_835, %k_desc_a_hi : i64
-          %i_837 = arith.addi %i_800, %c6144 : index
-          %q_838 = arith.index_cast %i_837 : index to i64
-          %q_839 = arith.shrui %q_838, %k_four : i64
-          %q_840 = arith.andi %q_839, %k_desc_mask : i64
-          %desc_841 = arith.ori %q_840, %k_desc_b_hi : i64
-          %w_842 = nvvm.wgmma.mma_async %desc_836, %desc_841, %w_831, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %q_175 = arith.index_cast %i_173 : index to i64
+          %q_176 = arith.shrui %q_175, %k_four : i64
+          %q_177 = arith.andi %q_176, %k_desc_mask : i64
+          %desc_178 = arith.ori %q_177, %k_desc_a_hi : i64
+          %q_179 = arith.index_cast %i_174 : index to i64
+          %q_180 = arith.shrui %q_179, %k_four : i64
+          %q_181 = arith.andi %q_180, %k_desc_mask : i64
+          %desc_182 = arith.ori %q_181, %k_desc_b_hi : i64
+          %w_183 = nvvm.wgmma.mma_async %desc_178, %desc_182, %a0, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_184 = arith.addi %i_173, %c8192 : index
+          %q_185 = arith.index_cast %i_184 : index to i64
+          %q_186 = arith.shrui %q_185, %k_four : i64
+          %q_187 = arith.andi %q_186, %k_desc_mask : i64
+          %desc_188 = arith.ori %q_187, %k_desc_a_hi : i64
+          %q_189 = arith.index_cast %i_174 : index to i64
+          %q_190 = arith.shrui %q_189, %k_four : i64
+          %q_191 = arith.andi %q_190, %k_desc_mask : i64
+          %desc_192 = arith.ori %q_191, %k_desc_b_hi : i64
+          %w_193 = nvvm.wgmma.mma_async %desc_188, %desc_192, %a1, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_194 = arith.addi %i_173, %c32 : index
+          %q_195 = arith.index_cast %i_194 : index to i64
+          %q_196 = arith.shrui %q_195, %k_four : i64
+          %q_197 = arith.andi %q_196, %k_desc_mask : i64
+          %desc_198 = arith.ori %q_197, %k_desc_a_hi : i64
+          %i_199 = arith.addi %i_174, %c2048 : index
+          %q_200 = arith.index_cast %i_199 : index to i64
+          %q_201 = arith.shrui %q_200, %k_four : i64
+          %q_202 = arith.andi %q_201, %k_desc_mask : i64
+          %desc_203 = arith.ori %q_202, %k_desc_b_hi : i64
+          %w_204 = nvvm.wgmma.mma_async %desc_198, %desc_203, %w_183, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_205 = arith.addi %i_173, %c8224 : index
+          %q_206 = arith.index_cast %i_205 : index to i64
+          %q_207 = arith.shrui %q_206, %k_four : i64
+          %q_208 = arith.andi %q_207, %k_desc_mask : i64
+          %desc_209 = arith.ori %q_208, %k_desc_a_hi : i64
+          %i_210 = arith.addi %i_174, %c2048 : index
+          %q_211 = arith.index_cast %i_210 : index to i64
+          %q_212 = arith.shrui %q_211, %k_four : i64
+          %q_213 = arith.andi %q_212, %k_desc_mask : i64
+          %desc_214 = arith.ori %q_213, %k_desc_b_hi : i64
+          %w_215 = nvvm.wgmma.mma_async %desc_209, %desc_214, %w_193, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_216 = arith.addi %i_173, %c64 : index
+          %q_217 = arith.index_cast %i_216 : index to i64
+          %q_218 = arith.shrui %q_217, %k_four : i64
+          %q_219 = arith.andi %q_218, %k_desc_mask : i64
+          %desc_220 = arith.ori %q_219, %k_desc_a_hi : i64
+          %i_221 = arith.addi %i_174, %c4096 : index
+          %q_222 = arith.index_cast %i_221 : index to i64
+          %q_223 = arith.shrui %q_222, %k_four : i64
+          %q_224 = arith.andi %q_223, %k_desc_mask : i64
+          %desc_225 = arith.ori %q_224, %k_desc_b_hi : i64
+          %w_226 = nvvm.wgmma.mma_async %desc_220, %desc_225, %w_204, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_227 = arith.addi %i_173, %c8256 : index
+          %q_228 = arith.index_cast %i_227 : index to i64
+          %q_229 = arith.shrui %q_228, %k_four : i64
+          %q_230 = arith.andi %q_229, %k_desc_mask : i64
+          %desc_231 = arith.ori %q_230, %k_desc_a_hi : i64
+          %i_232 = arith.addi %i_174, %c4096 : index
+          %q_233 = arith.index_cast %i_232 : index to i64
+          %q_234 = arith.shrui %q_233, %k_four : i64
+          %q_235 = arith.andi %q_234, %k_desc_mask : i64
+          %desc_236 = arith.ori %q_235, %k_desc_b_hi : i64
+          %w_237 = nvvm.wgmma.mma_async %desc_231, %desc_236, %w_215, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_238 = arith.addi %i_173, %c96 : index
+          %q_239 = arith.index_cast %i_238 : index to i64
+          %q_240 = arith.shrui %q_239, %k_four : i64
+          %q_241 = arith.andi %q_240, %k_desc_mask : i64
+          %desc_242 = arith.ori %q_241, %k_desc_a_hi : i64
+          %i_243 = arith.addi %i_174, %c6144 : index
+          %q_244 = arith.index_cast %i_243 : index to i64
+          %q_245 = arith.shrui %q_244, %k_four : i64
+          %q_246 = arith.andi %q_245, %k_desc_mask : i64
+          %desc_247 = arith.ori %q_246, %k_desc_b_hi : i64
+          %w_248 = nvvm.wgmma.mma_async %desc_242, %desc_247, %w_226, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_249 = arith.addi %i_173, %c8288 : index
+          %q_250 = arith.index_cast %i_249 : index to i64
+          %q_251 = arith.shrui %q_250, %k_four : i64
+          %q_252 = arith.andi %q_251, %k_desc_mask : i64
+          %desc_253 = arith.ori %q_252, %k_desc_a_hi : i64
+          %i_254 = arith.addi %i_174, %c6144 : index
+          %q_255 = arith.index_cast %i_254 : index to i64
+          %q_256 = arith.shrui %q_255, %k_four : i64
+          %q_257 = arith.andi %q_256, %k_desc_mask : i64
+          %desc_258 = arith.ori %q_257, %k_desc_b_hi : i64
+          %w_259 = nvvm.wgmma.mma_async %desc_253, %desc_258, %w_237, #nvvm.shape<m = 64, n = 128, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
           nvvm.wgmma.commit.group.sync.aligned
           nvvm.wgmma.wait.group.sync.aligned 1
           // k-tile gk-1's wgmmas are retired: lane 0 of each warp releases its stage
-          %i_843 = arith.addi %i_792, %c3 : index
-          scf.if %p_726 {
-            %i_844 = arith.remui %i_843, %c4 : index
-            %tok_845 = nvgpu.mbarrier.arrive %empty_13[%i_844] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+          %i_260 = arith.addi %i_167, %c3 : index
+          scf.if %p_51 {
+            %i_261 = arith.remui %i_260, %c4 : index
+            %tok_262 = nvgpu.mbarrier.arrive %empty_16[%i_261] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
           }
-          scf.yield %w_842 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          scf.yield %w_248, %w_259 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>, !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        }
+        // every wgmma of this tile is issued: the other consumer's mainloop may start
+        scf.if %p_51 {
+          %tok_263 = nvgpu.mbarrier.arrive %order_17[%other_52] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2> -> !nvgpu.mbarrier.token
         }
         nvvm.wgmma.wait.group.sync.aligned 0
         // release the last k-tile's stage (the producer may fill it for the next tile)
-        %i_846 = arith.addi %i_739, %c63 : index
-        scf.if %p_726 {
-          %i_847 = arith.remui %i_846, %c4 : index
-          %tok_848 = nvgpu.mbarrier.arrive %empty_13[%i_847] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+        %i_264 = arith.addi %i_66, %c63 : index
+        scf.if %p_51 {
+          %i_265 = arith.remui %i_264, %c4 : index
+          %tok_266 = nvgpu.mbarrier.arrive %empty_16[%i_265] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
         }
         // epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8
-        %i_849 = arith.shrui %i_4, %c2 : index
-        %i_850 = arith.andi %i_4, %c3 : index
-        %i_851 = arith.muli %i_850, %c2 : index
-        %i_852 = arith.muli %i_723, %c64 : index
-        %i_853 = arith.addi %i_737, %i_852 : index
-        %i_854 = arith.muli %i_725, %c16 : index
-        %i_855 = arith.addi %i_853, %i_854 : index
-        %i_856 = arith.addi %i_855, %i_849 : index
-        %i_857 = arith.addi %i_738, %i_851 : index
-        %c_858 = llvm.extractvalue %acc_790#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_859 = llvm.extractvalue %acc_790#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_860 = vector.from_elements %c_858, %c_859 : vector<2xf32>
-        %c_861 = llvm.extractvalue %acc_790#0[64] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_862 = llvm.extractvalue %acc_790#0[65] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_863 = vector.from_elements %c_861, %c_862 : vector<2xf32>
-        %y_864 = func.call @epilogue(%c_860, %c_863) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_864, %arg3[%i_856, %i_857] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_865 = arith.addi %i_856, %c8 : index
-        %c_866 = llvm.extractvalue %acc_790#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_867 = llvm.extractvalue %acc_790#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_868 = vector.from_elements %c_866, %c_867 : vector<2xf32>
-        %c_869 = llvm.extractvalue %acc_790#0[66] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_870 = llvm.extractvalue %acc_790#0[67] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_871 = vector.from_elements %c_869, %c_870 : vector<2xf32>
-        %y_872 = func.call @epilogue(%c_868, %c_871) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_872, %arg3[%i_865, %i_857] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_873 = arith.addi %i_857, %c8 : index
-        %c_874 = llvm.extractvalue %acc_790#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_875 = llvm.extractvalue %acc_790#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_876 = vector.from_elements %c_874, %c_875 : vector<2xf32>
-        %c_877 = llvm.extractvalue %acc_790#0[68] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_878 = llvm.extractvalue %acc_790#0[69] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_879 = vector.from_elements %c_877, %c_878 : vector<2xf32>
-        %y_880 = func.call @epilogue(%c_876, %c_879) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_880, %arg3[%i_856, %i_873] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_881 = arith.addi %i_856, %c8 : index
-        %c_882 = llvm.extractvalue %acc_790#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_883 = llvm.extractvalue %acc_790#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_884 = vector.from_elements %c_882, %c_883 : vector<2xf32>
-        %c_885 = llvm.extractvalue %acc_790#0[70] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_886 = llvm.extractvalue %acc_790#0[71] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_887 = vector.from_elements %c_885, %c_886 : vector<2xf32>
-        %y_888 = func.call @epilogue(%c_884, %c_887) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_888, %arg3[%i_881, %i_873] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_889 = arith.addi %i_857, %c16 : index
-        %c_890 = llvm.extractvalue %acc_790#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_891 = llvm.extractvalue %acc_790#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_892 = vector.from_elements %c_890, %c_891 : vector<2xf32>
-        %c_893 = llvm.extractvalue %acc_790#0[72] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_894 = llvm.extractvalue %acc_790#0[73] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_895 = vector.from_elements %c_893, %c_894 : vector<2xf32>
-        %y_896 = func.call @epilogue(%c_892, %c_895) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_896, %arg3[%i_856, %i_889] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_897 = arith.addi %i_856, %c8 : index
-        %c_898 = llvm.extractvalue %acc_790#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_899 = llvm.extractvalue %acc_790#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_900 = vector.from_elements %c_898, %c_899 : vector<2xf32>
-        %c_901 = llvm.extractvalue %acc_790#0[74] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_902 = llvm.extractvalue %acc_790#0[75] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_903 = vector.from_elements %c_901, %c_902 : vector<2xf32>
-        %y_904 = func.call @epilogue(%c_900, %c_903) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_904, %arg3[%i_897, %i_889] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_905 = arith.addi %i_857, %c24 : index
-        %c_906 = llvm.extractvalue %acc_790#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_907 = llvm.extractvalue %acc_790#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_908 = vector.from_elements %c_906, %c_907 : vector<2xf32>
-        %c_909 = llvm.extractvalue %acc_790#0[76] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_910 = llvm.extractvalue %acc_790#0[77] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_911 = vector.from_elements %c_909, %c_910 : vector<2xf32>
-        %y_912 = func.call @epilogue(%c_908, %c_911) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_912, %arg3[%i_856, %i_905] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_913 = arith.addi %i_856, %c8 : index
-        %c_914 = llvm.extractvalue %acc_790#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_915 = llvm.extractvalue %acc_790#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_916 = vector.from_elements %c_914, %c_915 : vector<2xf32>
-        %c_917 = llvm.extractvalue %acc_790#0[78] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_918 = llvm.extractvalue %acc_790#0[79] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_919 = vector.from_elements %c_917, %c_918 : vector<2xf32>
-        %y_920 = func.call @epilogue(%c_916, %c_919) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_920, %arg3[%i_913, %i_905] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_921 = arith.addi %i_857, %c32 : index
-        %c_922 = llvm.extractvalue %acc_790#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_923 = llvm.extractvalue %acc_790#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_924 = vector.from_elements %c_922, %c_923 : vector<2xf32>
-        %c_925 = llvm.extractvalue %acc_790#0[80] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_926 = llvm.extractvalue %acc_790#0[81] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_927 = vector.from_elements %c_925, %c_926 : vector<2xf32>
-        %y_928 = func.call @epilogue(%c_924, %c_927) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_928, %arg3[%i_856, %i_921] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_929 = arith.addi %i_856, %c8 : index
-        %c_930 = llvm.extractvalue %acc_790#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_931 = llvm.extractvalue %acc_790#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_932 = vector.from_elements %c_930, %c_931 : vector<2xf32>
-        %c_933 = llvm.extractvalue %acc_790#0[82] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_934 = llvm.extractvalue %acc_790#0[83] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_935 = vector.from_elements %c_933, %c_934 : vector<2xf32>
-        %y_936 = func.call @epilogue(%c_932, %c_935) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_936, %arg3[%i_929, %i_921] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_937 = arith.addi %i_857, %c40 : index
-        %c_938 = llvm.extractvalue %acc_790#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_939 = llvm.extractvalue %acc_790#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_940 = vector.from_elements %c_938, %c_939 : vector<2xf32>
-        %c_941 = llvm.extractvalue %acc_790#0[84] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_942 = llvm.extractvalue %acc_790#0[85] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_943 = vector.from_elements %c_941, %c_942 : vector<2xf32>
-        %y_944 = func.call @epilogue(%c_940, %c_943) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_944, %arg3[%i_856, %i_937] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_945 = arith.addi %i_856, %c8 : index
-        %c_946 = llvm.extractvalue %acc_790#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_947 = llvm.extractvalue %acc_790#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_948 = vector.from_elements %c_946, %c_947 : vector<2xf32>
-        %c_949 = llvm.extractvalue %acc_790#0[86] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_950 = llvm.extractvalue %acc_790#0[87] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_951 = vector.from_elements %c_949, %c_950 : vector<2xf32>
-        %y_952 = func.call @epilogue(%c_948, %c_951) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_952, %arg3[%i_945, %i_937] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_953 = arith.addi %i_857, %c48 : index
-        %c_954 = llvm.extractvalue %acc_790#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_955 = llvm.extractvalue %acc_790#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_956 = vector.from_elements %c_954, %c_955 : vector<2xf32>
-        %c_957 = llvm.extractvalue %acc_790#0[88] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_958 = llvm.extractvalue %acc_790#0[89] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_959 = vector.from_elements %c_957, %c_958 : vector<2xf32>
-        %y_960 = func.call @epilogue(%c_956, %c_959) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_960, %arg3[%i_856, %i_953] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_961 = arith.addi %i_856, %c8 : index
-        %c_962 = llvm.extractvalue %acc_790#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_963 = llvm.extractvalue %acc_790#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_964 = vector.from_elements %c_962, %c_963 : vector<2xf32>
-        %c_965 = llvm.extractvalue %acc_790#0[90] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_966 = llvm.extractvalue %acc_790#0[91] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_967 = vector.from_elements %c_965, %c_966 : vector<2xf32>
-        %y_968 = func.call @epilogue(%c_964, %c_967) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_968, %arg3[%i_961, %i_953] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_969 = arith.addi %i_857, %c56 : index
-        %c_970 = llvm.extractvalue %acc_790#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_971 = llvm.extractvalue %acc_790#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_972 = vector.from_elements %c_970, %c_971 : vector<2xf32>
-        %c_973 = llvm.extractvalue %acc_790#0[92] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_974 = llvm.extractvalue %acc_790#0[93] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_975 = vector.from_elements %c_973, %c_974 : vector<2xf32>
-        %y_976 = func.call @epilogue(%c_972, %c_975) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_976, %arg3[%i_856, %i_969] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_977 = arith.addi %i_856, %c8 : index
-        %c_978 = llvm.extractvalue %acc_790#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_979 = llvm.extractvalue %acc_790#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_980 = vector.from_elements %c_978, %c_979 : vector<2xf32>
-        %c_981 = llvm.extractvalue %acc_790#0[94] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_982 = llvm.extractvalue %acc_790#0[95] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_983 = vector.from_elements %c_981, %c_982 : vector<2xf32>
-        %y_984 = func.call @epilogue(%c_980, %c_983) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_984, %arg3[%i_977, %i_969] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_985 = arith.addi %i_857, %c64 : index
-        %c_986 = llvm.extractvalue %acc_790#0[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_987 = llvm.extractvalue %acc_790#0[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_988 = vector.from_elements %c_986, %c_987 : vector<2xf32>
-        %c_989 = llvm.extractvalue %acc_790#0[96] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_990 = llvm.extractvalue %acc_790#0[97] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_991 = vector.from_elements %c_989, %c_990 : vector<2xf32>
-        %y_992 = func.call @epilogue(%c_988, %c_991) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_992, %arg3[%i_856, %i_985] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_993 = arith.addi %i_856, %c8 : index
-        %c_994 = llvm.extractvalue %acc_790#0[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_995 = llvm.extractvalue %acc_790#0[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_996 = vector.from_elements %c_994, %c_995 : vector<2xf32>
-        %c_997 = llvm.extractvalue %acc_790#0[98] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_998 = llvm.extractvalue %acc_790#0[99] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_999 = vector.from_elements %c_997, %c_998 : vector<2xf32>
-        %y_1000 = func.call @epilogue(%c_996, %c_999) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1000, %arg3[%i_993, %i_985] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1001 = arith.addi %i_857, %c72 : index
-        %c_1002 = llvm.extractvalue %acc_790#0[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1003 = llvm.extractvalue %acc_790#0[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1004 = vector.from_elements %c_1002, %c_1003 : vector<2xf32>
-        %c_1005 = llvm.extractvalue %acc_790#0[100] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1006 = llvm.extractvalue %acc_790#0[101] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1007 = vector.from_elements %c_1005, %c_1006 : vector<2xf32>
-        %y_1008 = func.call @epilogue(%c_1004, %c_1007) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1008, %arg3[%i_856, %i_1001] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1009 = arith.addi %i_856, %c8 : index
-        %c_1010 = llvm.extractvalue %acc_790#0[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1011 = llvm.extractvalue %acc_790#0[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1012 = vector.from_elements %c_1010, %c_1011 : vector<2xf32>
-        %c_1013 = llvm.extractvalue %acc_790#0[102] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1014 = llvm.extractvalue %acc_790#0[103] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1015 = vector.from_elements %c_1013, %c_1014 : vector<2xf32>
-        %y_1016 = func.call @epilogue(%c_1012, %c_1015) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1016, %arg3[%i_1009, %i_1001] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1017 = arith.addi %i_857, %c80 : index
-        %c_1018 = llvm.extractvalue %acc_790#0[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1019 = llvm.extractvalue %acc_790#0[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1020 = vector.from_elements %c_1018, %c_1019 : vector<2xf32>
-        %c_1021 = llvm.extractvalue %acc_790#0[104] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1022 = llvm.extractvalue %acc_790#0[105] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1023 = vector.from_elements %c_1021, %c_1022 : vector<2xf32>
-        %y_1024 = func.call @epilogue(%c_1020, %c_1023) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1024, %arg3[%i_856, %i_1017] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1025 = arith.addi %i_856, %c8 : index
-        %c_1026 = llvm.extractvalue %acc_790#0[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1027 = llvm.extractvalue %acc_790#0[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1028 = vector.from_elements %c_1026, %c_1027 : vector<2xf32>
-        %c_1029 = llvm.extractvalue %acc_790#0[106] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1030 = llvm.extractvalue %acc_790#0[107] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1031 = vector.from_elements %c_1029, %c_1030 : vector<2xf32>
-        %y_1032 = func.call @epilogue(%c_1028, %c_1031) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1032, %arg3[%i_1025, %i_1017] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1033 = arith.addi %i_857, %c88 : index
-        %c_1034 = llvm.extractvalue %acc_790#0[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1035 = llvm.extractvalue %acc_790#0[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1036 = vector.from_elements %c_1034, %c_1035 : vector<2xf32>
-        %c_1037 = llvm.extractvalue %acc_790#0[108] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1038 = llvm.extractvalue %acc_790#0[109] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1039 = vector.from_elements %c_1037, %c_1038 : vector<2xf32>
-        %y_1040 = func.call @epilogue(%c_1036, %c_1039) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1040, %arg3[%i_856, %i_1033] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1041 = arith.addi %i_856, %c8 : index
-        %c_1042 = llvm.extractvalue %acc_790#0[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1043 = llvm.extractvalue %acc_790#0[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1044 = vector.from_elements %c_1042, %c_1043 : vector<2xf32>
-        %c_1045 = llvm.extractvalue %acc_790#0[110] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1046 = llvm.extractvalue %acc_790#0[111] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1047 = vector.from_elements %c_1045, %c_1046 : vector<2xf32>
-        %y_1048 = func.call @epilogue(%c_1044, %c_1047) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1048, %arg3[%i_1041, %i_1033] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1049 = arith.addi %i_857, %c96 : index
-        %c_1050 = llvm.extractvalue %acc_790#0[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1051 = llvm.extractvalue %acc_790#0[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1052 = vector.from_elements %c_1050, %c_1051 : vector<2xf32>
-        %c_1053 = llvm.extractvalue %acc_790#0[112] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1054 = llvm.extractvalue %acc_790#0[113] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1055 = vector.from_elements %c_1053, %c_1054 : vector<2xf32>
-        %y_1056 = func.call @epilogue(%c_1052, %c_1055) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1056, %arg3[%i_856, %i_1049] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1057 = arith.addi %i_856, %c8 : index
-        %c_1058 = llvm.extractvalue %acc_790#0[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1059 = llvm.extractvalue %acc_790#0[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1060 = vector.from_elements %c_1058, %c_1059 : vector<2xf32>
-        %c_1061 = llvm.extractvalue %acc_790#0[114] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1062 = llvm.extractvalue %acc_790#0[115] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1063 = vector.from_elements %c_1061, %c_1062 : vector<2xf32>
-        %y_1064 = func.call @epilogue(%c_1060, %c_1063) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1064, %arg3[%i_1057, %i_1049] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1065 = arith.addi %i_857, %c104 : index
-        %c_1066 = llvm.extractvalue %acc_790#0[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1067 = llvm.extractvalue %acc_790#0[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1068 = vector.from_elements %c_1066, %c_1067 : vector<2xf32>
-        %c_1069 = llvm.extractvalue %acc_790#0[116] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1070 = llvm.extractvalue %acc_790#0[117] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1071 = vector.from_elements %c_1069, %c_1070 : vector<2xf32>
-        %y_1072 = func.call @epilogue(%c_1068, %c_1071) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1072, %arg3[%i_856, %i_1065] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1073 = arith.addi %i_856, %c8 : index
-        %c_1074 = llvm.extractvalue %acc_790#0[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1075 = llvm.extractvalue %acc_790#0[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1076 = vector.from_elements %c_1074, %c_1075 : vector<2xf32>
-        %c_1077 = llvm.extractvalue %acc_790#0[118] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1078 = llvm.extractvalue %acc_790#0[119] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1079 = vector.from_elements %c_1077, %c_1078 : vector<2xf32>
-        %y_1080 = func.call @epilogue(%c_1076, %c_1079) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1080, %arg3[%i_1073, %i_1065] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1081 = arith.addi %i_857, %c112 : index
-        %c_1082 = llvm.extractvalue %acc_790#0[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1083 = llvm.extractvalue %acc_790#0[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1084 = vector.from_elements %c_1082, %c_1083 : vector<2xf32>
-        %c_1085 = llvm.extractvalue %acc_790#0[120] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1086 = llvm.extractvalue %acc_790#0[121] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1087 = vector.from_elements %c_1085, %c_1086 : vector<2xf32>
-        %y_1088 = func.call @epilogue(%c_1084, %c_1087) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1088, %arg3[%i_856, %i_1081] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1089 = arith.addi %i_856, %c8 : index
-        %c_1090 = llvm.extractvalue %acc_790#0[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1091 = llvm.extractvalue %acc_790#0[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1092 = vector.from_elements %c_1090, %c_1091 : vector<2xf32>
-        %c_1093 = llvm.extractvalue %acc_790#0[122] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1094 = llvm.extractvalue %acc_790#0[123] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1095 = vector.from_elements %c_1093, %c_1094 : vector<2xf32>
-        %y_1096 = func.call @epilogue(%c_1092, %c_1095) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1096, %arg3[%i_1089, %i_1081] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1097 = arith.addi %i_857, %c120 : index
-        %c_1098 = llvm.extractvalue %acc_790#0[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1099 = llvm.extractvalue %acc_790#0[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1100 = vector.from_elements %c_1098, %c_1099 : vector<2xf32>
-        %c_1101 = llvm.extractvalue %acc_790#0[124] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1102 = llvm.extractvalue %acc_790#0[125] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1103 = vector.from_elements %c_1101, %c_1102 : vector<2xf32>
-        %y_1104 = func.call @epilogue(%c_1100, %c_1103) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1104, %arg3[%i_856, %i_1097] : memref<8192x14336xbf16>, vector<2xbf16>
-        %i_1105 = arith.addi %i_856, %c8 : index
-        %c_1106 = llvm.extractvalue %acc_790#0[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1107 = llvm.extractvalue %acc_790#0[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1108 = vector.from_elements %c_1106, %c_1107 : vector<2xf32>
-        %c_1109 = llvm.extractvalue %acc_790#0[126] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1110 = llvm.extractvalue %acc_790#0[127] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1111 = vector.from_elements %c_1109, %c_1110 : vector<2xf32>
-        %y_1112 = func.call @epilogue(%c_1108, %c_1111) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
-        vector.store %y_1112, %arg3[%i_1105, %i_1097] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_267 = arith.shrui %i_4, %c2 : index
+        %i_268 = arith.andi %i_4, %c3 : index
+        %i_269 = arith.muli %i_268, %c2 : index
+        %i_270 = arith.muli %i_50, %c16 : index
+        %i_271 = arith.addi %i_64, %i_270 : index
+        %i_272 = arith.addi %i_271, %i_267 : index
+        %i_273 = arith.addi %i_65, %i_269 : index
+        %c_274 = llvm.extractvalue %acc_165#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_275 = llvm.extractvalue %acc_165#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_276 = vector.from_elements %c_274, %c_275 : vector<2xf32>
+        %c_277 = llvm.extractvalue %acc_165#0[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_278 = llvm.extractvalue %acc_165#0[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_279 = vector.from_elements %c_277, %c_278 : vector<2xf32>
+        %y_280 = func.call @epilogue(%c_276, %c_279) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_280, %arg3[%i_272, %i_273] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_281 = arith.addi %i_272, %c8 : index
+        %c_282 = llvm.extractvalue %acc_165#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_283 = llvm.extractvalue %acc_165#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_284 = vector.from_elements %c_282, %c_283 : vector<2xf32>
+        %c_285 = llvm.extractvalue %acc_165#0[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_286 = llvm.extractvalue %acc_165#0[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_287 = vector.from_elements %c_285, %c_286 : vector<2xf32>
+        %y_288 = func.call @epilogue(%c_284, %c_287) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_288, %arg3[%i_281, %i_273] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_289 = arith.addi %i_272, %c64 : index
+        %c_290 = llvm.extractvalue %acc_165#1[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_291 = llvm.extractvalue %acc_165#1[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_292 = vector.from_elements %c_290, %c_291 : vector<2xf32>
+        %c_293 = llvm.extractvalue %acc_165#1[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_294 = llvm.extractvalue %acc_165#1[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_295 = vector.from_elements %c_293, %c_294 : vector<2xf32>
+        %y_296 = func.call @epilogue(%c_292, %c_295) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_296, %arg3[%i_289, %i_273] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_297 = arith.addi %i_272, %c72 : index
+        %c_298 = llvm.extractvalue %acc_165#1[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_299 = llvm.extractvalue %acc_165#1[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_300 = vector.from_elements %c_298, %c_299 : vector<2xf32>
+        %c_301 = llvm.extractvalue %acc_165#1[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_302 = llvm.extractvalue %acc_165#1[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_303 = vector.from_elements %c_301, %c_302 : vector<2xf32>
+        %y_304 = func.call @epilogue(%c_300, %c_303) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_304, %arg3[%i_297, %i_273] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_305 = arith.addi %i_273, %c8 : index
+        %c_306 = llvm.extractvalue %acc_165#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_307 = llvm.extractvalue %acc_165#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_308 = vector.from_elements %c_306, %c_307 : vector<2xf32>
+        %c_309 = llvm.extractvalue %acc_165#0[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_310 = llvm.extractvalue %acc_165#0[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_311 = vector.from_elements %c_309, %c_310 : vector<2xf32>
+        %y_312 = func.call @epilogue(%c_308, %c_311) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_312, %arg3[%i_272, %i_305] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_313 = arith.addi %i_272, %c8 : index
+        %c_314 = llvm.extractvalue %acc_165#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_315 = llvm.extractvalue %acc_165#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_316 = vector.from_elements %c_314, %c_315 : vector<2xf32>
+        %c_317 = llvm.extractvalue %acc_165#0[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_318 = llvm.extractvalue %acc_165#0[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_319 = vector.from_elements %c_317, %c_318 : vector<2xf32>
+        %y_320 = func.call @epilogue(%c_316, %c_319) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_320, %arg3[%i_313, %i_305] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_321 = arith.addi %i_272, %c64 : index
+        %c_322 = llvm.extractvalue %acc_165#1[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_323 = llvm.extractvalue %acc_165#1[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_324 = vector.from_elements %c_322, %c_323 : vector<2xf32>
+        %c_325 = llvm.extractvalue %acc_165#1[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_326 = llvm.extractvalue %acc_165#1[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_327 = vector.from_elements %c_325, %c_326 : vector<2xf32>
+        %y_328 = func.call @epilogue(%c_324, %c_327) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_328, %arg3[%i_321, %i_305] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_329 = arith.addi %i_272, %c72 : index
+        %c_330 = llvm.extractvalue %acc_165#1[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_331 = llvm.extractvalue %acc_165#1[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_332 = vector.from_elements %c_330, %c_331 : vector<2xf32>
+        %c_333 = llvm.extractvalue %acc_165#1[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_334 = llvm.extractvalue %acc_165#1[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_335 = vector.from_elements %c_333, %c_334 : vector<2xf32>
+        %y_336 = func.call @epilogue(%c_332, %c_335) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_336, %arg3[%i_329, %i_305] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_337 = arith.addi %i_273, %c16 : index
+        %c_338 = llvm.extractvalue %acc_165#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_339 = llvm.extractvalue %acc_165#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_340 = vector.from_elements %c_338, %c_339 : vector<2xf32>
+        %c_341 = llvm.extractvalue %acc_165#0[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_342 = llvm.extractvalue %acc_165#0[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_343 = vector.from_elements %c_341, %c_342 : vector<2xf32>
+        %y_344 = func.call @epilogue(%c_340, %c_343) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_344, %arg3[%i_272, %i_337] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_345 = arith.addi %i_272, %c8 : index
+        %c_346 = llvm.extractvalue %acc_165#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_347 = llvm.extractvalue %acc_165#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_348 = vector.from_elements %c_346, %c_347 : vector<2xf32>
+        %c_349 = llvm.extractvalue %acc_165#0[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_350 = llvm.extractvalue %acc_165#0[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_351 = vector.from_elements %c_349, %c_350 : vector<2xf32>
+        %y_352 = func.call @epilogue(%c_348, %c_351) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_352, %arg3[%i_345, %i_337] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_353 = arith.addi %i_272, %c64 : index
+        %c_354 = llvm.extractvalue %acc_165#1[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_355 = llvm.extractvalue %acc_165#1[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_356 = vector.from_elements %c_354, %c_355 : vector<2xf32>
+        %c_357 = llvm.extractvalue %acc_165#1[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_358 = llvm.extractvalue %acc_165#1[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_359 = vector.from_elements %c_357, %c_358 : vector<2xf32>
+        %y_360 = func.call @epilogue(%c_356, %c_359) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_360, %arg3[%i_353, %i_337] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_361 = arith.addi %i_272, %c72 : index
+        %c_362 = llvm.extractvalue %acc_165#1[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_363 = llvm.extractvalue %acc_165#1[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_364 = vector.from_elements %c_362, %c_363 : vector<2xf32>
+        %c_365 = llvm.extractvalue %acc_165#1[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_366 = llvm.extractvalue %acc_165#1[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_367 = vector.from_elements %c_365, %c_366 : vector<2xf32>
+        %y_368 = func.call @epilogue(%c_364, %c_367) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_368, %arg3[%i_361, %i_337] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_369 = arith.addi %i_273, %c24 : index
+        %c_370 = llvm.extractvalue %acc_165#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_371 = llvm.extractvalue %acc_165#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_372 = vector.from_elements %c_370, %c_371 : vector<2xf32>
+        %c_373 = llvm.extractvalue %acc_165#0[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_374 = llvm.extractvalue %acc_165#0[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_375 = vector.from_elements %c_373, %c_374 : vector<2xf32>
+        %y_376 = func.call @epilogue(%c_372, %c_375) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_376, %arg3[%i_272, %i_369] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_377 = arith.addi %i_272, %c8 : index
+        %c_378 = llvm.extractvalue %acc_165#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_379 = llvm.extractvalue %acc_165#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_380 = vector.from_elements %c_378, %c_379 : vector<2xf32>
+        %c_381 = llvm.extractvalue %acc_165#0[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_382 = llvm.extractvalue %acc_165#0[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_383 = vector.from_elements %c_381, %c_382 : vector<2xf32>
+        %y_384 = func.call @epilogue(%c_380, %c_383) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_384, %arg3[%i_377, %i_369] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_385 = arith.addi %i_272, %c64 : index
+        %c_386 = llvm.extractvalue %acc_165#1[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_387 = llvm.extractvalue %acc_165#1[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_388 = vector.from_elements %c_386, %c_387 : vector<2xf32>
+        %c_389 = llvm.extractvalue %acc_165#1[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_390 = llvm.extractvalue %acc_165#1[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_391 = vector.from_elements %c_389, %c_390 : vector<2xf32>
+        %y_392 = func.call @epilogue(%c_388, %c_391) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_392, %arg3[%i_385, %i_369] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_393 = arith.addi %i_272, %c72 : index
+        %c_394 = llvm.extractvalue %acc_165#1[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_395 = llvm.extractvalue %acc_165#1[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_396 = vector.from_elements %c_394, %c_395 : vector<2xf32>
+        %c_397 = llvm.extractvalue %acc_165#1[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_398 = llvm.extractvalue %acc_165#1[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_399 = vector.from_elements %c_397, %c_398 : vector<2xf32>
+        %y_400 = func.call @epilogue(%c_396, %c_399) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_400, %arg3[%i_393, %i_369] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_401 = arith.addi %i_273, %c32 : index
+        %c_402 = llvm.extractvalue %acc_165#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_403 = llvm.extractvalue %acc_165#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_404 = vector.from_elements %c_402, %c_403 : vector<2xf32>
+        %c_405 = llvm.extractvalue %acc_165#0[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_406 = llvm.extractvalue %acc_165#0[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_407 = vector.from_elements %c_405, %c_406 : vector<2xf32>
+        %y_408 = func.call @epilogue(%c_404, %c_407) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_408, %arg3[%i_272, %i_401] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_409 = arith.addi %i_272, %c8 : index
+        %c_410 = llvm.extractvalue %acc_165#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_411 = llvm.extractvalue %acc_165#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_412 = vector.from_elements %c_410, %c_411 : vector<2xf32>
+        %c_413 = llvm.extractvalue %acc_165#0[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_414 = llvm.extractvalue %acc_165#0[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_415 = vector.from_elements %c_413, %c_414 : vector<2xf32>
+        %y_416 = func.call @epilogue(%c_412, %c_415) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_416, %arg3[%i_409, %i_401] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_417 = arith.addi %i_272, %c64 : index
+        %c_418 = llvm.extractvalue %acc_165#1[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_419 = llvm.extractvalue %acc_165#1[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_420 = vector.from_elements %c_418, %c_419 : vector<2xf32>
+        %c_421 = llvm.extractvalue %acc_165#1[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_422 = llvm.extractvalue %acc_165#1[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_423 = vector.from_elements %c_421, %c_422 : vector<2xf32>
+        %y_424 = func.call @epilogue(%c_420, %c_423) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_424, %arg3[%i_417, %i_401] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_425 = arith.addi %i_272, %c72 : index
+        %c_426 = llvm.extractvalue %acc_165#1[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_427 = llvm.extractvalue %acc_165#1[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_428 = vector.from_elements %c_426, %c_427 : vector<2xf32>
+        %c_429 = llvm.extractvalue %acc_165#1[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_430 = llvm.extractvalue %acc_165#1[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_431 = vector.from_elements %c_429, %c_430 : vector<2xf32>
+        %y_432 = func.call @epilogue(%c_428, %c_431) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_432, %arg3[%i_425, %i_401] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_433 = arith.addi %i_273, %c40 : index
+        %c_434 = llvm.extractvalue %acc_165#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_435 = llvm.extractvalue %acc_165#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_436 = vector.from_elements %c_434, %c_435 : vector<2xf32>
+        %c_437 = llvm.extractvalue %acc_165#0[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_438 = llvm.extractvalue %acc_165#0[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_439 = vector.from_elements %c_437, %c_438 : vector<2xf32>
+        %y_440 = func.call @epilogue(%c_436, %c_439) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_440, %arg3[%i_272, %i_433] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_441 = arith.addi %i_272, %c8 : index
+        %c_442 = llvm.extractvalue %acc_165#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_443 = llvm.extractvalue %acc_165#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_444 = vector.from_elements %c_442, %c_443 : vector<2xf32>
+        %c_445 = llvm.extractvalue %acc_165#0[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_446 = llvm.extractvalue %acc_165#0[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_447 = vector.from_elements %c_445, %c_446 : vector<2xf32>
+        %y_448 = func.call @epilogue(%c_444, %c_447) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_448, %arg3[%i_441, %i_433] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_449 = arith.addi %i_272, %c64 : index
+        %c_450 = llvm.extractvalue %acc_165#1[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_451 = llvm.extractvalue %acc_165#1[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_452 = vector.from_elements %c_450, %c_451 : vector<2xf32>
+        %c_453 = llvm.extractvalue %acc_165#1[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_454 = llvm.extractvalue %acc_165#1[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_455 = vector.from_elements %c_453, %c_454 : vector<2xf32>
+        %y_456 = func.call @epilogue(%c_452, %c_455) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_456, %arg3[%i_449, %i_433] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_457 = arith.addi %i_272, %c72 : index
+        %c_458 = llvm.extractvalue %acc_165#1[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_459 = llvm.extractvalue %acc_165#1[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_460 = vector.from_elements %c_458, %c_459 : vector<2xf32>
+        %c_461 = llvm.extractvalue %acc_165#1[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_462 = llvm.extractvalue %acc_165#1[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_463 = vector.from_elements %c_461, %c_462 : vector<2xf32>
+        %y_464 = func.call @epilogue(%c_460, %c_463) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_464, %arg3[%i_457, %i_433] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_465 = arith.addi %i_273, %c48 : index
+        %c_466 = llvm.extractvalue %acc_165#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_467 = llvm.extractvalue %acc_165#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_468 = vector.from_elements %c_466, %c_467 : vector<2xf32>
+        %c_469 = llvm.extractvalue %acc_165#0[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_470 = llvm.extractvalue %acc_165#0[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_471 = vector.from_elements %c_469, %c_470 : vector<2xf32>
+        %y_472 = func.call @epilogue(%c_468, %c_471) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_472, %arg3[%i_272, %i_465] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_473 = arith.addi %i_272, %c8 : index
+        %c_474 = llvm.extractvalue %acc_165#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_475 = llvm.extractvalue %acc_165#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_476 = vector.from_elements %c_474, %c_475 : vector<2xf32>
+        %c_477 = llvm.extractvalue %acc_165#0[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_478 = llvm.extractvalue %acc_165#0[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_479 = vector.from_elements %c_477, %c_478 : vector<2xf32>
+        %y_480 = func.call @epilogue(%c_476, %c_479) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_480, %arg3[%i_473, %i_465] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_481 = arith.addi %i_272, %c64 : index
+        %c_482 = llvm.extractvalue %acc_165#1[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_483 = llvm.extractvalue %acc_165#1[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_484 = vector.from_elements %c_482, %c_483 : vector<2xf32>
+        %c_485 = llvm.extractvalue %acc_165#1[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_486 = llvm.extractvalue %acc_165#1[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_487 = vector.from_elements %c_485, %c_486 : vector<2xf32>
+        %y_488 = func.call @epilogue(%c_484, %c_487) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_488, %arg3[%i_481, %i_465] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_489 = arith.addi %i_272, %c72 : index
+        %c_490 = llvm.extractvalue %acc_165#1[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_491 = llvm.extractvalue %acc_165#1[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_492 = vector.from_elements %c_490, %c_491 : vector<2xf32>
+        %c_493 = llvm.extractvalue %acc_165#1[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_494 = llvm.extractvalue %acc_165#1[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_495 = vector.from_elements %c_493, %c_494 : vector<2xf32>
+        %y_496 = func.call @epilogue(%c_492, %c_495) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_496, %arg3[%i_489, %i_465] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_497 = arith.addi %i_273, %c56 : index
+        %c_498 = llvm.extractvalue %acc_165#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_499 = llvm.extractvalue %acc_165#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_500 = vector.from_elements %c_498, %c_499 : vector<2xf32>
+        %c_501 = llvm.extractvalue %acc_165#0[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_502 = llvm.extractvalue %acc_165#0[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_503 = vector.from_elements %c_501, %c_502 : vector<2xf32>
+        %y_504 = func.call @epilogue(%c_500, %c_503) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_504, %arg3[%i_272, %i_497] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_505 = arith.addi %i_272, %c8 : index
+        %c_506 = llvm.extractvalue %acc_165#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_507 = llvm.extractvalue %acc_165#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_508 = vector.from_elements %c_506, %c_507 : vector<2xf32>
+        %c_509 = llvm.extractvalue %acc_165#0[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_510 = llvm.extractvalue %acc_165#0[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_511 = vector.from_elements %c_509, %c_510 : vector<2xf32>
+        %y_512 = func.call @epilogue(%c_508, %c_511) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_512, %arg3[%i_505, %i_497] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_513 = arith.addi %i_272, %c64 : index
+        %c_514 = llvm.extractvalue %acc_165#1[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_515 = llvm.extractvalue %acc_165#1[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_516 = vector.from_elements %c_514, %c_515 : vector<2xf32>
+        %c_517 = llvm.extractvalue %acc_165#1[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_518 = llvm.extractvalue %acc_165#1[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_519 = vector.from_elements %c_517, %c_518 : vector<2xf32>
+        %y_520 = func.call @epilogue(%c_516, %c_519) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_520, %arg3[%i_513, %i_497] : memref<8192x14336xbf16>, vector<2xbf16>
+        %i_521 = arith.addi %i_272, %c72 : index
+        %c_522 = llvm.extractvalue %acc_165#1[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_523 = llvm.extractvalue %acc_165#1[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_524 = vector.from_elements %c_522, %c_523 : vector<2xf32>
+        %c_525 = llvm.extractvalue %acc_165#1[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_526 = llvm.extractvalue %acc_165#1[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_527 = vector.from_elements %c_525, %c_526 : vector<2xf32>
+        %y_528 = func.call @epilogue(%c_524, %c_527) : (vector<2xf32>, vector<2xf32>) -> vector<2xbf16>
+        vector.store %y_528, %arg3[%i_521, %i_497] : memref<8192x14336xbf16>, vector<2xbf16>
       }
     }
     gpu.return

@@ -6,15 +6,16 @@
 //       x = acc + bias[n]; y = (x*0.5) * (tanh((x + ((x*x)*x)*0.044715) * 0.797884583) + 1)
 //       bias bf16 -> f32 (extf); result rounded to bf16 (truncf) before the store
 //       same tiling as the MLP block's up-projection (sg_439a925e4900df20)
-// warp-specialized (sm_90a): CTA 128x256x64, producer warpgroup (4 cp.async warp(s), setmaxnreg 56) + 2 consumer warpgroups of 64 rows (setmaxnreg 224), each 4 x 1 wgmma.mma_async m64n256k16 per k-tile
-// pipeline: 4-stage ring, mbarriers full[s] (producer warp: cp.async.wait_group 0, fence.proxy.async, arrive) and empty[s] (consumer warps after wgmma.wait_group 1); 64 k-tiles per tile
+// TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg 40) issues per stage mbarrier.arrive.expect_tx(49152 B) + 1 A box [128,64] + 4 B box(es) [64,64] (nvgpu.tma.async.load, 128B swizzle); cooperative: 2 consumer warpgroups of 64 rows of the 128x256 tile (setmaxnreg 232), each 4 x 1 wgmma.mma_async m64n256k16 per k-tile
+// pipeline: 4-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after wgmma.wait_group 1); 64 k-tiles per tile
 // smem: stage-major [A 128x64 | B_j 64x256 ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
-// launch: grid (132,1,1) persistent CTAs striding over 128 x 64 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (384,1,1), dynamic smem 197632 B
-// assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
-// assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
-// assumes: sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
+// tensor maps (trailing arguments, llm_fuse.tensor_maps): %map_a views argument 0, box [128, 64]; %map_b0 views argument 1, box [64, 64]
+// launch: grid (132,1,1) persistent CTAs striding over 128 x 64 tiles (grouped raster, GROUP_M=16 by default, a tune knob), block (384,1,1), dynamic smem 197632 B
+// assumes: sm_90a (wgmma, TMA); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
+// assumes: any M; N and K multiples of 8 (16-byte rows for the tensor maps), M >= BM, N >= 64, K >= 64; TMA zero-fills the out-of-bounds parts of the boxes, the epilogue masks partial tiles
+// assumes: buffers 16-byte aligned (contract guarantee) for the tensor maps and the 4-byte stores
 gpu.module @sg_89b05da5eb3c1a6b {
-  // llm-fuse.tune GROUP_M = 8, 4, 16
+  // llm-fuse.tune GROUP_M = 16, 8, 32
   // llm-fuse.tune-require 128 % GROUP_M == 0
   // the subgraph's elementwise tail on 2 adjacent output columns: x = acc + bias[n]; y = (x*0.5) * (tanh((x + ((x*x)*x)*0.044715) * 0.797884583) + 1)
   func.func private @epilogue(%acc: vector<2xf32>, %bias: vector<2xbf16>) -> vector<2xbf16> {
@@ -36,8 +37,9 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %out_12 = arith.truncf %y_11 : vector<2xf32> to vector<2xbf16>
     return %out_12 : vector<2xbf16>
   }
-  gpu.func @sg_89b05da5eb3c1a6b_bf16_wgmma_ws(%arg0: memref<16384x4096xbf16>, %arg1: memref<4096x16384xbf16>, %arg2: memref<16384xbf16>, %arg3: memref<16384x16384xbf16>) kernel
-      attributes {known_block_size = array<i32: 384, 1, 1>,
+  gpu.func @sg_89b05da5eb3c1a6b_bf16_wgmma_tma(%arg0: memref<16384x4096xbf16>, %arg1: memref<4096x16384xbf16>, %arg2: memref<16384xbf16>, %arg3: memref<16384x16384xbf16>, %map_a: !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, %map_b0: !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>) kernel
+      attributes {llm_fuse.tensor_maps = array<i32: 0, 1>,
+                  known_block_size = array<i32: 384, 1, 1>,
                   known_grid_size = array<i32: 132, 1, 1>,
                   llm_fuse.dynamic_shared_memory = 197632 : i32} {
     %c10000000 = arith.constant 10000000 : index
@@ -46,173 +48,45 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %c1024 = arith.constant 1024 : index
     %c1023 = arith.constant 1023 : index
     %c0 = arith.constant 0 : index
-    %c8 = arith.constant 8 : index
     %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
     %c2 = arith.constant 2 : index
     %c3 = arith.constant 3 : index
-    %c4 = arith.constant 4 : index
-    %c64 = arith.constant 64 : index
+    %c49152 = arith.constant 49152 : index
     %c8192 = arith.constant 8192 : index
     %c132 = arith.constant 132 : index
     %c_GROUP_M = arith.constant {{GROUP_M}} : index
     %c_GROUP_M_GN = arith.constant {{GROUP_M * 64}} : index
     %c256 = arith.constant 256 : index
+    %c64 = arith.constant 64 : index
+    %c4 = arith.constant 4 : index
+    %c16384 = arith.constant 16384 : index
     %c24576 = arith.constant 24576 : index
-    %c512 = arith.constant 512 : index
-    %c768 = arith.constant 768 : index
-    %c12 = arith.constant 12 : index
-    %c16 = arith.constant 16 : index
-    %c1280 = arith.constant 1280 : index
-    %c20 = arith.constant 20 : index
-    %c1536 = arith.constant 1536 : index
-    %c24 = arith.constant 24 : index
-    %c1792 = arith.constant 1792 : index
-    %c28 = arith.constant 28 : index
-    %c2048 = arith.constant 2048 : index
-    %c2304 = arith.constant 2304 : index
-    %c36 = arith.constant 36 : index
-    %c2560 = arith.constant 2560 : index
-    %c40 = arith.constant 40 : index
-    %c2816 = arith.constant 2816 : index
-    %c44 = arith.constant 44 : index
-    %c3072 = arith.constant 3072 : index
-    %c48 = arith.constant 48 : index
-    %c3328 = arith.constant 3328 : index
-    %c52 = arith.constant 52 : index
-    %c3584 = arith.constant 3584 : index
-    %c56 = arith.constant 56 : index
-    %c3840 = arith.constant 3840 : index
-    %c60 = arith.constant 60 : index
-    %c4096 = arith.constant 4096 : index
-    %c4352 = arith.constant 4352 : index
-    %c68 = arith.constant 68 : index
-    %c4608 = arith.constant 4608 : index
-    %c72 = arith.constant 72 : index
-    %c4864 = arith.constant 4864 : index
-    %c76 = arith.constant 76 : index
-    %c5120 = arith.constant 5120 : index
-    %c80 = arith.constant 80 : index
-    %c5376 = arith.constant 5376 : index
-    %c84 = arith.constant 84 : index
-    %c5632 = arith.constant 5632 : index
-    %c88 = arith.constant 88 : index
-    %c5888 = arith.constant 5888 : index
-    %c92 = arith.constant 92 : index
-    %c6144 = arith.constant 6144 : index
-    %c96 = arith.constant 96 : index
-    %c6400 = arith.constant 6400 : index
-    %c100 = arith.constant 100 : index
-    %c6656 = arith.constant 6656 : index
-    %c104 = arith.constant 104 : index
-    %c6912 = arith.constant 6912 : index
-    %c108 = arith.constant 108 : index
-    %c7168 = arith.constant 7168 : index
-    %c112 = arith.constant 112 : index
-    %c7424 = arith.constant 7424 : index
-    %c116 = arith.constant 116 : index
-    %c7680 = arith.constant 7680 : index
-    %c120 = arith.constant 120 : index
-    %c7936 = arith.constant 7936 : index
-    %c124 = arith.constant 124 : index
+    %c32768 = arith.constant 32768 : index
+    %c40960 = arith.constant 40960 : index
     %c192 = arith.constant 192 : index
-    %c5 = arith.constant 5 : index
-    %c320 = arith.constant 320 : index
-    %c6 = arith.constant 6 : index
-    %c384 = arith.constant 384 : index
-    %c7 = arith.constant 7 : index
-    %c448 = arith.constant 448 : index
-    %c576 = arith.constant 576 : index
-    %c9 = arith.constant 9 : index
-    %c640 = arith.constant 640 : index
-    %c10 = arith.constant 10 : index
-    %c704 = arith.constant 704 : index
-    %c11 = arith.constant 11 : index
-    %c832 = arith.constant 832 : index
-    %c13 = arith.constant 13 : index
-    %c896 = arith.constant 896 : index
-    %c14 = arith.constant 14 : index
-    %c960 = arith.constant 960 : index
-    %c15 = arith.constant 15 : index
-    %c1088 = arith.constant 1088 : index
-    %c17 = arith.constant 17 : index
-    %c1152 = arith.constant 1152 : index
-    %c18 = arith.constant 18 : index
-    %c1216 = arith.constant 1216 : index
-    %c19 = arith.constant 19 : index
-    %c1344 = arith.constant 1344 : index
-    %c21 = arith.constant 21 : index
-    %c1408 = arith.constant 1408 : index
-    %c22 = arith.constant 22 : index
-    %c1472 = arith.constant 1472 : index
-    %c23 = arith.constant 23 : index
-    %c1600 = arith.constant 1600 : index
-    %c25 = arith.constant 25 : index
-    %c1664 = arith.constant 1664 : index
-    %c26 = arith.constant 26 : index
-    %c1728 = arith.constant 1728 : index
-    %c27 = arith.constant 27 : index
-    %c1856 = arith.constant 1856 : index
-    %c29 = arith.constant 29 : index
-    %c1920 = arith.constant 1920 : index
-    %c30 = arith.constant 30 : index
-    %c1984 = arith.constant 1984 : index
-    %c31 = arith.constant 31 : index
-    %c2112 = arith.constant 2112 : index
-    %c33 = arith.constant 33 : index
-    %c2176 = arith.constant 2176 : index
-    %c34 = arith.constant 34 : index
-    %c2240 = arith.constant 2240 : index
-    %c35 = arith.constant 35 : index
-    %c2368 = arith.constant 2368 : index
-    %c37 = arith.constant 37 : index
-    %c2432 = arith.constant 2432 : index
-    %c38 = arith.constant 38 : index
-    %c2496 = arith.constant 2496 : index
-    %c39 = arith.constant 39 : index
-    %c2624 = arith.constant 2624 : index
-    %c41 = arith.constant 41 : index
-    %c2688 = arith.constant 2688 : index
-    %c42 = arith.constant 42 : index
-    %c2752 = arith.constant 2752 : index
-    %c43 = arith.constant 43 : index
-    %c2880 = arith.constant 2880 : index
-    %c45 = arith.constant 45 : index
-    %c2944 = arith.constant 2944 : index
-    %c46 = arith.constant 46 : index
-    %c3008 = arith.constant 3008 : index
-    %c47 = arith.constant 47 : index
-    %c3136 = arith.constant 3136 : index
-    %c49 = arith.constant 49 : index
-    %c3200 = arith.constant 3200 : index
-    %c50 = arith.constant 50 : index
-    %c3264 = arith.constant 3264 : index
-    %c51 = arith.constant 51 : index
-    %c3392 = arith.constant 3392 : index
-    %c53 = arith.constant 53 : index
-    %c3456 = arith.constant 3456 : index
-    %c54 = arith.constant 54 : index
-    %c3520 = arith.constant 3520 : index
-    %c55 = arith.constant 55 : index
-    %c3648 = arith.constant 3648 : index
-    %c57 = arith.constant 57 : index
-    %c3712 = arith.constant 3712 : index
-    %c58 = arith.constant 58 : index
-    %c3776 = arith.constant 3776 : index
-    %c59 = arith.constant 59 : index
-    %c3904 = arith.constant 3904 : index
-    %c61 = arith.constant 61 : index
-    %c3968 = arith.constant 3968 : index
-    %c62 = arith.constant 62 : index
-    %c4032 = arith.constant 4032 : index
-    %c63 = arith.constant 63 : index
     %cm1 = arith.constant -1 : index
     %k_desc_a_hi = arith.constant 4611686293305360384 : i64
     %k_desc_b_hi = arith.constant 4611686293338849280 : i64
     %k_desc_mask = arith.constant 16383 : i64
     %k_four = arith.constant 4 : i64
     %k_uacc = llvm.mlir.undef : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c49152 = arith.constant 49152 : index
-    %c16384 = arith.constant 16384 : index
+    %c2048 = arith.constant 2048 : index
+    %c4096 = arith.constant 4096 : index
+    %c96 = arith.constant 96 : index
+    %c6144 = arith.constant 6144 : index
+    %c63 = arith.constant 63 : index
+    %c16 = arith.constant 16 : index
+    %c24 = arith.constant 24 : index
+    %c40 = arith.constant 40 : index
+    %c48 = arith.constant 48 : index
+    %c56 = arith.constant 56 : index
+    %c72 = arith.constant 72 : index
+    %c80 = arith.constant 80 : index
+    %c88 = arith.constant 88 : index
+    %c104 = arith.constant 104 : index
+    %c112 = arith.constant 112 : index
+    %c120 = arith.constant 120 : index
     %c136 = arith.constant 136 : index
     %c144 = arith.constant 144 : index
     %c152 = arith.constant 152 : index
@@ -231,7 +105,7 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %tid_2 = gpu.thread_id x
     %i_3 = arith.divui %tid_2, %c128 : index
     %i_4 = arith.remui %tid_2, %c32 : index
-    // shared memory, base aligned to 1024 B: A[S][128 x 64], then B_j[S][4 atoms][64 k][64 n], bf16
+    // shared memory, base aligned to 1024 B: per stage A[128 x 64], then B_j[4 atoms][64 k][64 n], bf16
     %smem_5 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
     %addr_6 = memref.extract_aligned_pointer_as_index %smem_5 : memref<?xi8, #gpu.address_space<workgroup>> -> index
     %i_7 = arith.andi %addr_6, %c1023 : index
@@ -239,1178 +113,649 @@ gpu.module @sg_89b05da5eb3c1a6b {
     %i_9 = arith.andi %i_8, %c1023 : index
     %i_10 = arith.addi %addr_6, %i_9 : index
     %sm_11 = memref.view %smem_5[%i_9][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<98304xbf16, #gpu.address_space<workgroup>>
-    // mbarriers: full[s] (32 arrivals: the producer warp's lanes), empty[s] (8 arrivals: one per consumer warp)
-    %full_12 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-    %empty_13 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-    %p_14 = arith.cmpi eq, %tid_2, %c0 : index
-    scf.if %p_14 {
-      nvgpu.mbarrier.init %full_12[%c0], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c0], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %full_12[%c1], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c1], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %full_12[%c2], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c2], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %full_12[%c3], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-      nvgpu.mbarrier.init %empty_13[%c3], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %smem_12 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %addr_13 = memref.extract_aligned_pointer_as_index %smem_12 : memref<?xi8, #gpu.address_space<workgroup>> -> index
+    %pad_14 = arith.subi %i_10, %addr_13 : index
+    // mbarriers: full[s] (1 arrival + the stage's 49152 transaction bytes), empty[s] (8 arrivals: one per consumer warp)
+    %full_15 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %empty_16 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %p_17 = arith.cmpi eq, %tid_2, %c0 : index
+    scf.if %p_17 {
+      nvgpu.mbarrier.init %full_15[%c0], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c0], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c1], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c1], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c2], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c2], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c3], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c3], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
     }
     nvvm.fence.mbarrier.init
     gpu.barrier
-    %p_15 = arith.cmpi eq, %i_3, %c0 : index
-    scf.if %p_15 {
-      // producer warpgroup: 4 warp(s) load, warp w the k-tiles g = w mod 4
-      nvvm.setmaxregister decrease 56
-      %i_16 = arith.divui %tid_2, %c32 : index
-      %p_17 = arith.cmpi ult, %i_16, %c4 : index
+    %p_18 = arith.cmpi eq, %i_3, %c0 : index
+    scf.if %p_18 {
+      // producer warpgroup: registers down to 40, thread 0 issues the TMA loads, the others return
+      nvvm.setmaxregister decrease 40
       scf.if %p_17 {
-        %i_18 = arith.remui %i_4, %c8 : index
-        %i_19 = arith.divui %i_4, %c8 : index
-        %i_20 = arith.muli %i_19, %c64 : index
-        %i_21 = arith.xori %i_18, %i_19 : index
-        %i_22 = arith.muli %i_21, %c8 : index
-        %i_23 = arith.xori %i_18, %i_19 : index
-        %i_24 = arith.xori %i_23, %c4 : index
-        %i_25 = arith.muli %i_24, %c8 : index
-        scf.for %tile_26 = %pid_1 to %c8192 step %c132 {
-          %i_27 = arith.subi %tile_26, %pid_1 : index
-          %i_28 = arith.divui %i_27, %c132 : index
-          %i_29 = arith.divui %tile_26, %c_GROUP_M_GN : index
-          %i_30 = arith.muli %i_29, %c_GROUP_M : index
-          %i_31 = arith.remui %tile_26, %c_GROUP_M_GN : index
-          %i_32 = arith.remui %i_31, %c_GROUP_M : index
-          %i_33 = arith.addi %i_30, %i_32 : index
-          %i_34 = arith.divui %i_31, %c_GROUP_M : index
-          %i_35 = arith.muli %i_33, %c128 : index
-          %i_36 = arith.muli %i_34, %c256 : index
-          scf.for %kt_37 = %i_16 to %c64 step %c4 {
-            %i_38 = arith.muli %i_28, %c64 : index
-            %i_39 = arith.addi %i_38, %kt_37 : index
-            %i_40 = arith.remui %i_39, %c4 : index
-            %i_41 = arith.divui %i_39, %c4 : index
-            %i_42 = arith.andi %i_41, %c1 : index
-            %par_43 = arith.cmpi eq, %i_42, %c0 : index
-            nvgpu.mbarrier.try_wait.parity %empty_13[%i_40], %par_43, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-            %i_44 = arith.muli %kt_37, %c64 : index
-            %i_45 = arith.muli %i_40, %c24576 : index
-            %i_46 = arith.addi %i_35, %i_19 : index
-            %i_47 = arith.muli %i_18, %c8 : index
-            %i_48 = arith.addi %i_44, %i_47 : index
-            %i_49 = arith.addi %i_45, %i_22 : index
-            %i_50 = arith.addi %i_49, %i_20 : index
-            %cp_51 = nvgpu.device_async_copy %arg0[%i_46, %i_48], %sm_11[%i_50], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_52 = arith.addi %i_45, %i_25 : index
-            %i_53 = arith.addi %i_20, %c256 : index
-            %i_54 = arith.addi %i_52, %i_53 : index
-            %i_55 = arith.addi %i_46, %c4 : index
-            %cp_56 = nvgpu.device_async_copy %arg0[%i_55, %i_48], %sm_11[%i_54], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_57 = arith.addi %i_45, %i_22 : index
-            %i_58 = arith.addi %i_20, %c512 : index
-            %i_59 = arith.addi %i_57, %i_58 : index
-            %i_60 = arith.addi %i_46, %c8 : index
-            %cp_61 = nvgpu.device_async_copy %arg0[%i_60, %i_48], %sm_11[%i_59], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_62 = arith.addi %i_45, %i_25 : index
-            %i_63 = arith.addi %i_20, %c768 : index
-            %i_64 = arith.addi %i_62, %i_63 : index
-            %i_65 = arith.addi %i_46, %c12 : index
-            %cp_66 = nvgpu.device_async_copy %arg0[%i_65, %i_48], %sm_11[%i_64], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_67 = arith.addi %i_45, %i_22 : index
-            %i_68 = arith.addi %i_20, %c1024 : index
-            %i_69 = arith.addi %i_67, %i_68 : index
-            %i_70 = arith.addi %i_46, %c16 : index
-            %cp_71 = nvgpu.device_async_copy %arg0[%i_70, %i_48], %sm_11[%i_69], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_72 = arith.addi %i_45, %i_25 : index
-            %i_73 = arith.addi %i_20, %c1280 : index
-            %i_74 = arith.addi %i_72, %i_73 : index
-            %i_75 = arith.addi %i_46, %c20 : index
-            %cp_76 = nvgpu.device_async_copy %arg0[%i_75, %i_48], %sm_11[%i_74], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_77 = arith.addi %i_45, %i_22 : index
-            %i_78 = arith.addi %i_20, %c1536 : index
-            %i_79 = arith.addi %i_77, %i_78 : index
-            %i_80 = arith.addi %i_46, %c24 : index
-            %cp_81 = nvgpu.device_async_copy %arg0[%i_80, %i_48], %sm_11[%i_79], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_82 = arith.addi %i_45, %i_25 : index
-            %i_83 = arith.addi %i_20, %c1792 : index
-            %i_84 = arith.addi %i_82, %i_83 : index
-            %i_85 = arith.addi %i_46, %c28 : index
-            %cp_86 = nvgpu.device_async_copy %arg0[%i_85, %i_48], %sm_11[%i_84], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_87 = arith.addi %i_45, %i_22 : index
-            %i_88 = arith.addi %i_20, %c2048 : index
-            %i_89 = arith.addi %i_87, %i_88 : index
-            %i_90 = arith.addi %i_46, %c32 : index
-            %cp_91 = nvgpu.device_async_copy %arg0[%i_90, %i_48], %sm_11[%i_89], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_92 = arith.addi %i_45, %i_25 : index
-            %i_93 = arith.addi %i_20, %c2304 : index
-            %i_94 = arith.addi %i_92, %i_93 : index
-            %i_95 = arith.addi %i_46, %c36 : index
-            %cp_96 = nvgpu.device_async_copy %arg0[%i_95, %i_48], %sm_11[%i_94], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_97 = arith.addi %i_45, %i_22 : index
-            %i_98 = arith.addi %i_20, %c2560 : index
-            %i_99 = arith.addi %i_97, %i_98 : index
-            %i_100 = arith.addi %i_46, %c40 : index
-            %cp_101 = nvgpu.device_async_copy %arg0[%i_100, %i_48], %sm_11[%i_99], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_102 = arith.addi %i_45, %i_25 : index
-            %i_103 = arith.addi %i_20, %c2816 : index
-            %i_104 = arith.addi %i_102, %i_103 : index
-            %i_105 = arith.addi %i_46, %c44 : index
-            %cp_106 = nvgpu.device_async_copy %arg0[%i_105, %i_48], %sm_11[%i_104], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_107 = arith.addi %i_45, %i_22 : index
-            %i_108 = arith.addi %i_20, %c3072 : index
-            %i_109 = arith.addi %i_107, %i_108 : index
-            %i_110 = arith.addi %i_46, %c48 : index
-            %cp_111 = nvgpu.device_async_copy %arg0[%i_110, %i_48], %sm_11[%i_109], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_112 = arith.addi %i_45, %i_25 : index
-            %i_113 = arith.addi %i_20, %c3328 : index
-            %i_114 = arith.addi %i_112, %i_113 : index
-            %i_115 = arith.addi %i_46, %c52 : index
-            %cp_116 = nvgpu.device_async_copy %arg0[%i_115, %i_48], %sm_11[%i_114], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_117 = arith.addi %i_45, %i_22 : index
-            %i_118 = arith.addi %i_20, %c3584 : index
-            %i_119 = arith.addi %i_117, %i_118 : index
-            %i_120 = arith.addi %i_46, %c56 : index
-            %cp_121 = nvgpu.device_async_copy %arg0[%i_120, %i_48], %sm_11[%i_119], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_122 = arith.addi %i_45, %i_25 : index
-            %i_123 = arith.addi %i_20, %c3840 : index
-            %i_124 = arith.addi %i_122, %i_123 : index
-            %i_125 = arith.addi %i_46, %c60 : index
-            %cp_126 = nvgpu.device_async_copy %arg0[%i_125, %i_48], %sm_11[%i_124], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_127 = arith.addi %i_45, %i_22 : index
-            %i_128 = arith.addi %i_20, %c4096 : index
-            %i_129 = arith.addi %i_127, %i_128 : index
-            %i_130 = arith.addi %i_46, %c64 : index
-            %cp_131 = nvgpu.device_async_copy %arg0[%i_130, %i_48], %sm_11[%i_129], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_132 = arith.addi %i_45, %i_25 : index
-            %i_133 = arith.addi %i_20, %c4352 : index
-            %i_134 = arith.addi %i_132, %i_133 : index
-            %i_135 = arith.addi %i_46, %c68 : index
-            %cp_136 = nvgpu.device_async_copy %arg0[%i_135, %i_48], %sm_11[%i_134], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_137 = arith.addi %i_45, %i_22 : index
-            %i_138 = arith.addi %i_20, %c4608 : index
-            %i_139 = arith.addi %i_137, %i_138 : index
-            %i_140 = arith.addi %i_46, %c72 : index
-            %cp_141 = nvgpu.device_async_copy %arg0[%i_140, %i_48], %sm_11[%i_139], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_142 = arith.addi %i_45, %i_25 : index
-            %i_143 = arith.addi %i_20, %c4864 : index
-            %i_144 = arith.addi %i_142, %i_143 : index
-            %i_145 = arith.addi %i_46, %c76 : index
-            %cp_146 = nvgpu.device_async_copy %arg0[%i_145, %i_48], %sm_11[%i_144], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_147 = arith.addi %i_45, %i_22 : index
-            %i_148 = arith.addi %i_20, %c5120 : index
-            %i_149 = arith.addi %i_147, %i_148 : index
-            %i_150 = arith.addi %i_46, %c80 : index
-            %cp_151 = nvgpu.device_async_copy %arg0[%i_150, %i_48], %sm_11[%i_149], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_152 = arith.addi %i_45, %i_25 : index
-            %i_153 = arith.addi %i_20, %c5376 : index
-            %i_154 = arith.addi %i_152, %i_153 : index
-            %i_155 = arith.addi %i_46, %c84 : index
-            %cp_156 = nvgpu.device_async_copy %arg0[%i_155, %i_48], %sm_11[%i_154], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_157 = arith.addi %i_45, %i_22 : index
-            %i_158 = arith.addi %i_20, %c5632 : index
-            %i_159 = arith.addi %i_157, %i_158 : index
-            %i_160 = arith.addi %i_46, %c88 : index
-            %cp_161 = nvgpu.device_async_copy %arg0[%i_160, %i_48], %sm_11[%i_159], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_162 = arith.addi %i_45, %i_25 : index
-            %i_163 = arith.addi %i_20, %c5888 : index
-            %i_164 = arith.addi %i_162, %i_163 : index
-            %i_165 = arith.addi %i_46, %c92 : index
-            %cp_166 = nvgpu.device_async_copy %arg0[%i_165, %i_48], %sm_11[%i_164], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_167 = arith.addi %i_45, %i_22 : index
-            %i_168 = arith.addi %i_20, %c6144 : index
-            %i_169 = arith.addi %i_167, %i_168 : index
-            %i_170 = arith.addi %i_46, %c96 : index
-            %cp_171 = nvgpu.device_async_copy %arg0[%i_170, %i_48], %sm_11[%i_169], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_172 = arith.addi %i_45, %i_25 : index
-            %i_173 = arith.addi %i_20, %c6400 : index
-            %i_174 = arith.addi %i_172, %i_173 : index
-            %i_175 = arith.addi %i_46, %c100 : index
-            %cp_176 = nvgpu.device_async_copy %arg0[%i_175, %i_48], %sm_11[%i_174], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_177 = arith.addi %i_45, %i_22 : index
-            %i_178 = arith.addi %i_20, %c6656 : index
-            %i_179 = arith.addi %i_177, %i_178 : index
-            %i_180 = arith.addi %i_46, %c104 : index
-            %cp_181 = nvgpu.device_async_copy %arg0[%i_180, %i_48], %sm_11[%i_179], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_182 = arith.addi %i_45, %i_25 : index
-            %i_183 = arith.addi %i_20, %c6912 : index
-            %i_184 = arith.addi %i_182, %i_183 : index
-            %i_185 = arith.addi %i_46, %c108 : index
-            %cp_186 = nvgpu.device_async_copy %arg0[%i_185, %i_48], %sm_11[%i_184], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_187 = arith.addi %i_45, %i_22 : index
-            %i_188 = arith.addi %i_20, %c7168 : index
-            %i_189 = arith.addi %i_187, %i_188 : index
-            %i_190 = arith.addi %i_46, %c112 : index
-            %cp_191 = nvgpu.device_async_copy %arg0[%i_190, %i_48], %sm_11[%i_189], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_192 = arith.addi %i_45, %i_25 : index
-            %i_193 = arith.addi %i_20, %c7424 : index
-            %i_194 = arith.addi %i_192, %i_193 : index
-            %i_195 = arith.addi %i_46, %c116 : index
-            %cp_196 = nvgpu.device_async_copy %arg0[%i_195, %i_48], %sm_11[%i_194], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_197 = arith.addi %i_45, %i_22 : index
-            %i_198 = arith.addi %i_20, %c7680 : index
-            %i_199 = arith.addi %i_197, %i_198 : index
-            %i_200 = arith.addi %i_46, %c120 : index
-            %cp_201 = nvgpu.device_async_copy %arg0[%i_200, %i_48], %sm_11[%i_199], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_202 = arith.addi %i_45, %i_25 : index
-            %i_203 = arith.addi %i_20, %c7936 : index
-            %i_204 = arith.addi %i_202, %i_203 : index
-            %i_205 = arith.addi %i_46, %c124 : index
-            %cp_206 = nvgpu.device_async_copy %arg0[%i_205, %i_48], %sm_11[%i_204], 8 {bypassL1} : memref<16384x4096xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_207 = arith.muli %i_40, %c24576 : index
-            %i_208 = arith.addi %i_207, %c8192 : index
-            %i_209 = arith.remui %i_4, %c8 : index
-            %i_210 = arith.muli %i_4, %c8 : index
-            %i_211 = arith.addi %i_36, %i_210 : index
-            %i_212 = arith.divui %i_4, %c8 : index
-            %i_213 = arith.muli %i_212, %c4096 : index
-            %i_214 = arith.addi %i_208, %i_213 : index
-            %i_215 = arith.muli %i_209, %c8 : index
-            %i_216 = arith.addi %i_214, %i_215 : index
-            %cp_217 = nvgpu.device_async_copy %arg1[%i_44, %i_211], %sm_11[%i_216], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_218 = arith.xori %i_209, %c1 : index
-            %i_219 = arith.muli %i_218, %c8 : index
-            %i_220 = arith.addi %i_214, %i_219 : index
-            %i_221 = arith.addi %i_220, %c64 : index
-            %i_222 = arith.addi %i_44, %c1 : index
-            %cp_223 = nvgpu.device_async_copy %arg1[%i_222, %i_211], %sm_11[%i_221], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_224 = arith.xori %i_209, %c2 : index
-            %i_225 = arith.muli %i_224, %c8 : index
-            %i_226 = arith.addi %i_214, %i_225 : index
-            %i_227 = arith.addi %i_226, %c128 : index
-            %i_228 = arith.addi %i_44, %c2 : index
-            %cp_229 = nvgpu.device_async_copy %arg1[%i_228, %i_211], %sm_11[%i_227], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_230 = arith.xori %i_209, %c3 : index
-            %i_231 = arith.muli %i_230, %c8 : index
-            %i_232 = arith.addi %i_214, %i_231 : index
-            %i_233 = arith.addi %i_232, %c192 : index
-            %i_234 = arith.addi %i_44, %c3 : index
-            %cp_235 = nvgpu.device_async_copy %arg1[%i_234, %i_211], %sm_11[%i_233], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_236 = arith.xori %i_209, %c4 : index
-            %i_237 = arith.muli %i_236, %c8 : index
-            %i_238 = arith.addi %i_214, %i_237 : index
-            %i_239 = arith.addi %i_238, %c256 : index
-            %i_240 = arith.addi %i_44, %c4 : index
-            %cp_241 = nvgpu.device_async_copy %arg1[%i_240, %i_211], %sm_11[%i_239], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_242 = arith.xori %i_209, %c5 : index
-            %i_243 = arith.muli %i_242, %c8 : index
-            %i_244 = arith.addi %i_214, %i_243 : index
-            %i_245 = arith.addi %i_244, %c320 : index
-            %i_246 = arith.addi %i_44, %c5 : index
-            %cp_247 = nvgpu.device_async_copy %arg1[%i_246, %i_211], %sm_11[%i_245], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_248 = arith.xori %i_209, %c6 : index
-            %i_249 = arith.muli %i_248, %c8 : index
-            %i_250 = arith.addi %i_214, %i_249 : index
-            %i_251 = arith.addi %i_250, %c384 : index
-            %i_252 = arith.addi %i_44, %c6 : index
-            %cp_253 = nvgpu.device_async_copy %arg1[%i_252, %i_211], %sm_11[%i_251], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_254 = arith.xori %i_209, %c7 : index
-            %i_255 = arith.muli %i_254, %c8 : index
-            %i_256 = arith.addi %i_214, %i_255 : index
-            %i_257 = arith.addi %i_256, %c448 : index
-            %i_258 = arith.addi %i_44, %c7 : index
-            %cp_259 = nvgpu.device_async_copy %arg1[%i_258, %i_211], %sm_11[%i_257], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_260 = arith.muli %i_209, %c8 : index
-            %i_261 = arith.addi %i_214, %i_260 : index
-            %i_262 = arith.addi %i_261, %c512 : index
-            %i_263 = arith.addi %i_44, %c8 : index
-            %cp_264 = nvgpu.device_async_copy %arg1[%i_263, %i_211], %sm_11[%i_262], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_265 = arith.xori %i_209, %c1 : index
-            %i_266 = arith.muli %i_265, %c8 : index
-            %i_267 = arith.addi %i_214, %i_266 : index
-            %i_268 = arith.addi %i_267, %c576 : index
-            %i_269 = arith.addi %i_44, %c9 : index
-            %cp_270 = nvgpu.device_async_copy %arg1[%i_269, %i_211], %sm_11[%i_268], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_271 = arith.xori %i_209, %c2 : index
-            %i_272 = arith.muli %i_271, %c8 : index
-            %i_273 = arith.addi %i_214, %i_272 : index
-            %i_274 = arith.addi %i_273, %c640 : index
-            %i_275 = arith.addi %i_44, %c10 : index
-            %cp_276 = nvgpu.device_async_copy %arg1[%i_275, %i_211], %sm_11[%i_274], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_277 = arith.xori %i_209, %c3 : index
-            %i_278 = arith.muli %i_277, %c8 : index
-            %i_279 = arith.addi %i_214, %i_278 : index
-            %i_280 = arith.addi %i_279, %c704 : index
-            %i_281 = arith.addi %i_44, %c11 : index
-            %cp_282 = nvgpu.device_async_copy %arg1[%i_281, %i_211], %sm_11[%i_280], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_283 = arith.xori %i_209, %c4 : index
-            %i_284 = arith.muli %i_283, %c8 : index
-            %i_285 = arith.addi %i_214, %i_284 : index
-            %i_286 = arith.addi %i_285, %c768 : index
-            %i_287 = arith.addi %i_44, %c12 : index
-            %cp_288 = nvgpu.device_async_copy %arg1[%i_287, %i_211], %sm_11[%i_286], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_289 = arith.xori %i_209, %c5 : index
-            %i_290 = arith.muli %i_289, %c8 : index
-            %i_291 = arith.addi %i_214, %i_290 : index
-            %i_292 = arith.addi %i_291, %c832 : index
-            %i_293 = arith.addi %i_44, %c13 : index
-            %cp_294 = nvgpu.device_async_copy %arg1[%i_293, %i_211], %sm_11[%i_292], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_295 = arith.xori %i_209, %c6 : index
-            %i_296 = arith.muli %i_295, %c8 : index
-            %i_297 = arith.addi %i_214, %i_296 : index
-            %i_298 = arith.addi %i_297, %c896 : index
-            %i_299 = arith.addi %i_44, %c14 : index
-            %cp_300 = nvgpu.device_async_copy %arg1[%i_299, %i_211], %sm_11[%i_298], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_301 = arith.xori %i_209, %c7 : index
-            %i_302 = arith.muli %i_301, %c8 : index
-            %i_303 = arith.addi %i_214, %i_302 : index
-            %i_304 = arith.addi %i_303, %c960 : index
-            %i_305 = arith.addi %i_44, %c15 : index
-            %cp_306 = nvgpu.device_async_copy %arg1[%i_305, %i_211], %sm_11[%i_304], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_307 = arith.muli %i_209, %c8 : index
-            %i_308 = arith.addi %i_214, %i_307 : index
-            %i_309 = arith.addi %i_308, %c1024 : index
-            %i_310 = arith.addi %i_44, %c16 : index
-            %cp_311 = nvgpu.device_async_copy %arg1[%i_310, %i_211], %sm_11[%i_309], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_312 = arith.xori %i_209, %c1 : index
-            %i_313 = arith.muli %i_312, %c8 : index
-            %i_314 = arith.addi %i_214, %i_313 : index
-            %i_315 = arith.addi %i_314, %c1088 : index
-            %i_316 = arith.addi %i_44, %c17 : index
-            %cp_317 = nvgpu.device_async_copy %arg1[%i_316, %i_211], %sm_11[%i_315], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_318 = arith.xori %i_209, %c2 : index
-            %i_319 = arith.muli %i_318, %c8 : index
-            %i_320 = arith.addi %i_214, %i_319 : index
-            %i_321 = arith.addi %i_320, %c1152 : index
-            %i_322 = arith.addi %i_44, %c18 : index
-            %cp_323 = nvgpu.device_async_copy %arg1[%i_322, %i_211], %sm_11[%i_321], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_324 = arith.xori %i_209, %c3 : index
-            %i_325 = arith.muli %i_324, %c8 : index
-            %i_326 = arith.addi %i_214, %i_325 : index
-            %i_327 = arith.addi %i_326, %c1216 : index
-            %i_328 = arith.addi %i_44, %c19 : index
-            %cp_329 = nvgpu.device_async_copy %arg1[%i_328, %i_211], %sm_11[%i_327], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_330 = arith.xori %i_209, %c4 : index
-            %i_331 = arith.muli %i_330, %c8 : index
-            %i_332 = arith.addi %i_214, %i_331 : index
-            %i_333 = arith.addi %i_332, %c1280 : index
-            %i_334 = arith.addi %i_44, %c20 : index
-            %cp_335 = nvgpu.device_async_copy %arg1[%i_334, %i_211], %sm_11[%i_333], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_336 = arith.xori %i_209, %c5 : index
-            %i_337 = arith.muli %i_336, %c8 : index
-            %i_338 = arith.addi %i_214, %i_337 : index
-            %i_339 = arith.addi %i_338, %c1344 : index
-            %i_340 = arith.addi %i_44, %c21 : index
-            %cp_341 = nvgpu.device_async_copy %arg1[%i_340, %i_211], %sm_11[%i_339], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_342 = arith.xori %i_209, %c6 : index
-            %i_343 = arith.muli %i_342, %c8 : index
-            %i_344 = arith.addi %i_214, %i_343 : index
-            %i_345 = arith.addi %i_344, %c1408 : index
-            %i_346 = arith.addi %i_44, %c22 : index
-            %cp_347 = nvgpu.device_async_copy %arg1[%i_346, %i_211], %sm_11[%i_345], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_348 = arith.xori %i_209, %c7 : index
-            %i_349 = arith.muli %i_348, %c8 : index
-            %i_350 = arith.addi %i_214, %i_349 : index
-            %i_351 = arith.addi %i_350, %c1472 : index
-            %i_352 = arith.addi %i_44, %c23 : index
-            %cp_353 = nvgpu.device_async_copy %arg1[%i_352, %i_211], %sm_11[%i_351], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_354 = arith.muli %i_209, %c8 : index
-            %i_355 = arith.addi %i_214, %i_354 : index
-            %i_356 = arith.addi %i_355, %c1536 : index
-            %i_357 = arith.addi %i_44, %c24 : index
-            %cp_358 = nvgpu.device_async_copy %arg1[%i_357, %i_211], %sm_11[%i_356], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_359 = arith.xori %i_209, %c1 : index
-            %i_360 = arith.muli %i_359, %c8 : index
-            %i_361 = arith.addi %i_214, %i_360 : index
-            %i_362 = arith.addi %i_361, %c1600 : index
-            %i_363 = arith.addi %i_44, %c25 : index
-            %cp_364 = nvgpu.device_async_copy %arg1[%i_363, %i_211], %sm_11[%i_362], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_365 = arith.xori %i_209, %c2 : index
-            %i_366 = arith.muli %i_365, %c8 : index
-            %i_367 = arith.addi %i_214, %i_366 : index
-            %i_368 = arith.addi %i_367, %c1664 : index
-            %i_369 = arith.addi %i_44, %c26 : index
-            %cp_370 = nvgpu.device_async_copy %arg1[%i_369, %i_211], %sm_11[%i_368], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_371 = arith.xori %i_209, %c3 : index
-            %i_372 = arith.muli %i_371, %c8 : index
-            %i_373 = arith.addi %i_214, %i_372 : index
-            %i_374 = arith.addi %i_373, %c1728 : index
-            %i_375 = arith.addi %i_44, %c27 : index
-            %cp_376 = nvgpu.device_async_copy %arg1[%i_375, %i_211], %sm_11[%i_374], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_377 = arith.xori %i_209, %c4 : index
-            %i_378 = arith.muli %i_377, %c8 : index
-            %i_379 = arith.addi %i_214, %i_378 : index
-            %i_380 = arith.addi %i_379, %c1792 : index
-            %i_381 = arith.addi %i_44, %c28 : index
-            %cp_382 = nvgpu.device_async_copy %arg1[%i_381, %i_211], %sm_11[%i_380], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_383 = arith.xori %i_209, %c5 : index
-            %i_384 = arith.muli %i_383, %c8 : index
-            %i_385 = arith.addi %i_214, %i_384 : index
-            %i_386 = arith.addi %i_385, %c1856 : index
-            %i_387 = arith.addi %i_44, %c29 : index
-            %cp_388 = nvgpu.device_async_copy %arg1[%i_387, %i_211], %sm_11[%i_386], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_389 = arith.xori %i_209, %c6 : index
-            %i_390 = arith.muli %i_389, %c8 : index
-            %i_391 = arith.addi %i_214, %i_390 : index
-            %i_392 = arith.addi %i_391, %c1920 : index
-            %i_393 = arith.addi %i_44, %c30 : index
-            %cp_394 = nvgpu.device_async_copy %arg1[%i_393, %i_211], %sm_11[%i_392], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_395 = arith.xori %i_209, %c7 : index
-            %i_396 = arith.muli %i_395, %c8 : index
-            %i_397 = arith.addi %i_214, %i_396 : index
-            %i_398 = arith.addi %i_397, %c1984 : index
-            %i_399 = arith.addi %i_44, %c31 : index
-            %cp_400 = nvgpu.device_async_copy %arg1[%i_399, %i_211], %sm_11[%i_398], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_401 = arith.muli %i_209, %c8 : index
-            %i_402 = arith.addi %i_214, %i_401 : index
-            %i_403 = arith.addi %i_402, %c2048 : index
-            %i_404 = arith.addi %i_44, %c32 : index
-            %cp_405 = nvgpu.device_async_copy %arg1[%i_404, %i_211], %sm_11[%i_403], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_406 = arith.xori %i_209, %c1 : index
-            %i_407 = arith.muli %i_406, %c8 : index
-            %i_408 = arith.addi %i_214, %i_407 : index
-            %i_409 = arith.addi %i_408, %c2112 : index
-            %i_410 = arith.addi %i_44, %c33 : index
-            %cp_411 = nvgpu.device_async_copy %arg1[%i_410, %i_211], %sm_11[%i_409], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_412 = arith.xori %i_209, %c2 : index
-            %i_413 = arith.muli %i_412, %c8 : index
-            %i_414 = arith.addi %i_214, %i_413 : index
-            %i_415 = arith.addi %i_414, %c2176 : index
-            %i_416 = arith.addi %i_44, %c34 : index
-            %cp_417 = nvgpu.device_async_copy %arg1[%i_416, %i_211], %sm_11[%i_415], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_418 = arith.xori %i_209, %c3 : index
-            %i_419 = arith.muli %i_418, %c8 : index
-            %i_420 = arith.addi %i_214, %i_419 : index
-            %i_421 = arith.addi %i_420, %c2240 : index
-            %i_422 = arith.addi %i_44, %c35 : index
-            %cp_423 = nvgpu.device_async_copy %arg1[%i_422, %i_211], %sm_11[%i_421], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_424 = arith.xori %i_209, %c4 : index
-            %i_425 = arith.muli %i_424, %c8 : index
-            %i_426 = arith.addi %i_214, %i_425 : index
-            %i_427 = arith.addi %i_426, %c2304 : index
-            %i_428 = arith.addi %i_44, %c36 : index
-            %cp_429 = nvgpu.device_async_copy %arg1[%i_428, %i_211], %sm_11[%i_427], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_430 = arith.xori %i_209, %c5 : index
-            %i_431 = arith.muli %i_430, %c8 : index
-            %i_432 = arith.addi %i_214, %i_431 : index
-            %i_433 = arith.addi %i_432, %c2368 : index
-            %i_434 = arith.addi %i_44, %c37 : index
-            %cp_435 = nvgpu.device_async_copy %arg1[%i_434, %i_211], %sm_11[%i_433], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_436 = arith.xori %i_209, %c6 : index
-            %i_437 = arith.muli %i_436, %c8 : index
-            %i_438 = arith.addi %i_214, %i_437 : index
-            %i_439 = arith.addi %i_438, %c2432 : index
-            %i_440 = arith.addi %i_44, %c38 : index
-            %cp_441 = nvgpu.device_async_copy %arg1[%i_440, %i_211], %sm_11[%i_439], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_442 = arith.xori %i_209, %c7 : index
-            %i_443 = arith.muli %i_442, %c8 : index
-            %i_444 = arith.addi %i_214, %i_443 : index
-            %i_445 = arith.addi %i_444, %c2496 : index
-            %i_446 = arith.addi %i_44, %c39 : index
-            %cp_447 = nvgpu.device_async_copy %arg1[%i_446, %i_211], %sm_11[%i_445], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_448 = arith.muli %i_209, %c8 : index
-            %i_449 = arith.addi %i_214, %i_448 : index
-            %i_450 = arith.addi %i_449, %c2560 : index
-            %i_451 = arith.addi %i_44, %c40 : index
-            %cp_452 = nvgpu.device_async_copy %arg1[%i_451, %i_211], %sm_11[%i_450], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_453 = arith.xori %i_209, %c1 : index
-            %i_454 = arith.muli %i_453, %c8 : index
-            %i_455 = arith.addi %i_214, %i_454 : index
-            %i_456 = arith.addi %i_455, %c2624 : index
-            %i_457 = arith.addi %i_44, %c41 : index
-            %cp_458 = nvgpu.device_async_copy %arg1[%i_457, %i_211], %sm_11[%i_456], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_459 = arith.xori %i_209, %c2 : index
-            %i_460 = arith.muli %i_459, %c8 : index
-            %i_461 = arith.addi %i_214, %i_460 : index
-            %i_462 = arith.addi %i_461, %c2688 : index
-            %i_463 = arith.addi %i_44, %c42 : index
-            %cp_464 = nvgpu.device_async_copy %arg1[%i_463, %i_211], %sm_11[%i_462], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_465 = arith.xori %i_209, %c3 : index
-            %i_466 = arith.muli %i_465, %c8 : index
-            %i_467 = arith.addi %i_214, %i_466 : index
-            %i_468 = arith.addi %i_467, %c2752 : index
-            %i_469 = arith.addi %i_44, %c43 : index
-            %cp_470 = nvgpu.device_async_copy %arg1[%i_469, %i_211], %sm_11[%i_468], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_471 = arith.xori %i_209, %c4 : index
-            %i_472 = arith.muli %i_471, %c8 : index
-            %i_473 = arith.addi %i_214, %i_472 : index
-            %i_474 = arith.addi %i_473, %c2816 : index
-            %i_475 = arith.addi %i_44, %c44 : index
-            %cp_476 = nvgpu.device_async_copy %arg1[%i_475, %i_211], %sm_11[%i_474], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_477 = arith.xori %i_209, %c5 : index
-            %i_478 = arith.muli %i_477, %c8 : index
-            %i_479 = arith.addi %i_214, %i_478 : index
-            %i_480 = arith.addi %i_479, %c2880 : index
-            %i_481 = arith.addi %i_44, %c45 : index
-            %cp_482 = nvgpu.device_async_copy %arg1[%i_481, %i_211], %sm_11[%i_480], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_483 = arith.xori %i_209, %c6 : index
-            %i_484 = arith.muli %i_483, %c8 : index
-            %i_485 = arith.addi %i_214, %i_484 : index
-            %i_486 = arith.addi %i_485, %c2944 : index
-            %i_487 = arith.addi %i_44, %c46 : index
-            %cp_488 = nvgpu.device_async_copy %arg1[%i_487, %i_211], %sm_11[%i_486], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_489 = arith.xori %i_209, %c7 : index
-            %i_490 = arith.muli %i_489, %c8 : index
-            %i_491 = arith.addi %i_214, %i_490 : index
-            %i_492 = arith.addi %i_491, %c3008 : index
-            %i_493 = arith.addi %i_44, %c47 : index
-            %cp_494 = nvgpu.device_async_copy %arg1[%i_493, %i_211], %sm_11[%i_492], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_495 = arith.muli %i_209, %c8 : index
-            %i_496 = arith.addi %i_214, %i_495 : index
-            %i_497 = arith.addi %i_496, %c3072 : index
-            %i_498 = arith.addi %i_44, %c48 : index
-            %cp_499 = nvgpu.device_async_copy %arg1[%i_498, %i_211], %sm_11[%i_497], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_500 = arith.xori %i_209, %c1 : index
-            %i_501 = arith.muli %i_500, %c8 : index
-            %i_502 = arith.addi %i_214, %i_501 : index
-            %i_503 = arith.addi %i_502, %c3136 : index
-            %i_504 = arith.addi %i_44, %c49 : index
-            %cp_505 = nvgpu.device_async_copy %arg1[%i_504, %i_211], %sm_11[%i_503], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_506 = arith.xori %i_209, %c2 : index
-            %i_507 = arith.muli %i_506, %c8 : index
-            %i_508 = arith.addi %i_214, %i_507 : index
-            %i_509 = arith.addi %i_508, %c3200 : index
-            %i_510 = arith.addi %i_44, %c50 : index
-            %cp_511 = nvgpu.device_async_copy %arg1[%i_510, %i_211], %sm_11[%i_509], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_512 = arith.xori %i_209, %c3 : index
-            %i_513 = arith.muli %i_512, %c8 : index
-            %i_514 = arith.addi %i_214, %i_513 : index
-            %i_515 = arith.addi %i_514, %c3264 : index
-            %i_516 = arith.addi %i_44, %c51 : index
-            %cp_517 = nvgpu.device_async_copy %arg1[%i_516, %i_211], %sm_11[%i_515], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_518 = arith.xori %i_209, %c4 : index
-            %i_519 = arith.muli %i_518, %c8 : index
-            %i_520 = arith.addi %i_214, %i_519 : index
-            %i_521 = arith.addi %i_520, %c3328 : index
-            %i_522 = arith.addi %i_44, %c52 : index
-            %cp_523 = nvgpu.device_async_copy %arg1[%i_522, %i_211], %sm_11[%i_521], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_524 = arith.xori %i_209, %c5 : index
-            %i_525 = arith.muli %i_524, %c8 : index
-            %i_526 = arith.addi %i_214, %i_525 : index
-            %i_527 = arith.addi %i_526, %c3392 : index
-            %i_528 = arith.addi %i_44, %c53 : index
-            %cp_529 = nvgpu.device_async_copy %arg1[%i_528, %i_211], %sm_11[%i_527], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_530 = arith.xori %i_209, %c6 : index
-            %i_531 = arith.muli %i_530, %c8 : index
-            %i_532 = arith.addi %i_214, %i_531 : index
-            %i_533 = arith.addi %i_532, %c3456 : index
-            %i_534 = arith.addi %i_44, %c54 : index
-            %cp_535 = nvgpu.device_async_copy %arg1[%i_534, %i_211], %sm_11[%i_533], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_536 = arith.xori %i_209, %c7 : index
-            %i_537 = arith.muli %i_536, %c8 : index
-            %i_538 = arith.addi %i_214, %i_537 : index
-            %i_539 = arith.addi %i_538, %c3520 : index
-            %i_540 = arith.addi %i_44, %c55 : index
-            %cp_541 = nvgpu.device_async_copy %arg1[%i_540, %i_211], %sm_11[%i_539], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_542 = arith.muli %i_209, %c8 : index
-            %i_543 = arith.addi %i_214, %i_542 : index
-            %i_544 = arith.addi %i_543, %c3584 : index
-            %i_545 = arith.addi %i_44, %c56 : index
-            %cp_546 = nvgpu.device_async_copy %arg1[%i_545, %i_211], %sm_11[%i_544], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_547 = arith.xori %i_209, %c1 : index
-            %i_548 = arith.muli %i_547, %c8 : index
-            %i_549 = arith.addi %i_214, %i_548 : index
-            %i_550 = arith.addi %i_549, %c3648 : index
-            %i_551 = arith.addi %i_44, %c57 : index
-            %cp_552 = nvgpu.device_async_copy %arg1[%i_551, %i_211], %sm_11[%i_550], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_553 = arith.xori %i_209, %c2 : index
-            %i_554 = arith.muli %i_553, %c8 : index
-            %i_555 = arith.addi %i_214, %i_554 : index
-            %i_556 = arith.addi %i_555, %c3712 : index
-            %i_557 = arith.addi %i_44, %c58 : index
-            %cp_558 = nvgpu.device_async_copy %arg1[%i_557, %i_211], %sm_11[%i_556], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_559 = arith.xori %i_209, %c3 : index
-            %i_560 = arith.muli %i_559, %c8 : index
-            %i_561 = arith.addi %i_214, %i_560 : index
-            %i_562 = arith.addi %i_561, %c3776 : index
-            %i_563 = arith.addi %i_44, %c59 : index
-            %cp_564 = nvgpu.device_async_copy %arg1[%i_563, %i_211], %sm_11[%i_562], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_565 = arith.xori %i_209, %c4 : index
-            %i_566 = arith.muli %i_565, %c8 : index
-            %i_567 = arith.addi %i_214, %i_566 : index
-            %i_568 = arith.addi %i_567, %c3840 : index
-            %i_569 = arith.addi %i_44, %c60 : index
-            %cp_570 = nvgpu.device_async_copy %arg1[%i_569, %i_211], %sm_11[%i_568], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_571 = arith.xori %i_209, %c5 : index
-            %i_572 = arith.muli %i_571, %c8 : index
-            %i_573 = arith.addi %i_214, %i_572 : index
-            %i_574 = arith.addi %i_573, %c3904 : index
-            %i_575 = arith.addi %i_44, %c61 : index
-            %cp_576 = nvgpu.device_async_copy %arg1[%i_575, %i_211], %sm_11[%i_574], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_577 = arith.xori %i_209, %c6 : index
-            %i_578 = arith.muli %i_577, %c8 : index
-            %i_579 = arith.addi %i_214, %i_578 : index
-            %i_580 = arith.addi %i_579, %c3968 : index
-            %i_581 = arith.addi %i_44, %c62 : index
-            %cp_582 = nvgpu.device_async_copy %arg1[%i_581, %i_211], %sm_11[%i_580], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %i_583 = arith.xori %i_209, %c7 : index
-            %i_584 = arith.muli %i_583, %c8 : index
-            %i_585 = arith.addi %i_214, %i_584 : index
-            %i_586 = arith.addi %i_585, %c4032 : index
-            %i_587 = arith.addi %i_44, %c63 : index
-            %cp_588 = nvgpu.device_async_copy %arg1[%i_587, %i_211], %sm_11[%i_586], 8 {bypassL1} : memref<4096x16384xbf16> to memref<98304xbf16, #gpu.address_space<workgroup>>
-            %grp_589 = nvgpu.device_async_create_group %cp_51, %cp_56, %cp_61, %cp_66, %cp_71, %cp_76, %cp_81, %cp_86, %cp_91, %cp_96, %cp_101, %cp_106, %cp_111, %cp_116, %cp_121, %cp_126, %cp_131, %cp_136, %cp_141, %cp_146, %cp_151, %cp_156, %cp_161, %cp_166, %cp_171, %cp_176, %cp_181, %cp_186, %cp_191, %cp_196, %cp_201, %cp_206, %cp_217, %cp_223, %cp_229, %cp_235, %cp_241, %cp_247, %cp_253, %cp_259, %cp_264, %cp_270, %cp_276, %cp_282, %cp_288, %cp_294, %cp_300, %cp_306, %cp_311, %cp_317, %cp_323, %cp_329, %cp_335, %cp_341, %cp_347, %cp_353, %cp_358, %cp_364, %cp_370, %cp_376, %cp_382, %cp_388, %cp_394, %cp_400, %cp_405, %cp_411, %cp_417, %cp_423, %cp_429, %cp_435, %cp_441, %cp_447, %cp_452, %cp_458, %cp_464, %cp_470, %cp_476, %cp_482, %cp_488, %cp_494, %cp_499, %cp_505, %cp_511, %cp_517, %cp_523, %cp_529, %cp_535, %cp_541, %cp_546, %cp_552, %cp_558, %cp_564, %cp_570, %cp_576, %cp_582, %cp_588
-            nvgpu.device_async_wait %grp_589 {numGroups = 0 : i32}
-            nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-            %tok_590 = nvgpu.mbarrier.arrive %full_12[%i_40] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+        nvgpu.tma.prefetch.descriptor %map_a : !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+        nvgpu.tma.prefetch.descriptor %map_b0 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+        scf.for %tile_19 = %pid_1 to %c8192 step %c132 {
+          %i_20 = arith.subi %tile_19, %pid_1 : index
+          %i_21 = arith.divui %i_20, %c132 : index
+          %i_22 = arith.divui %tile_19, %c_GROUP_M_GN : index
+          %i_23 = arith.muli %i_22, %c_GROUP_M : index
+          %i_24 = arith.remui %tile_19, %c_GROUP_M_GN : index
+          %i_25 = arith.remui %i_24, %c_GROUP_M : index
+          %i_26 = arith.addi %i_23, %i_25 : index
+          %i_27 = arith.divui %i_24, %c_GROUP_M : index
+          %i_28 = arith.muli %i_26, %c128 : index
+          %i_29 = arith.muli %i_27, %c256 : index
+          scf.for %kt_30 = %c0 to %c64 step %c1 {
+            %i_31 = arith.muli %i_21, %c64 : index
+            %i_32 = arith.addi %i_31, %kt_30 : index
+            %i_33 = arith.remui %i_32, %c4 : index
+            %i_34 = arith.divui %i_32, %c4 : index
+            %i_35 = arith.andi %i_34, %c1 : index
+            %par_36 = arith.cmpi eq, %i_35, %c0 : index
+            nvgpu.mbarrier.try_wait.parity %empty_16[%i_33], %par_36, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+            nvgpu.mbarrier.arrive.expect_tx %full_15[%i_33], %c49152 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+            %i_37 = arith.muli %kt_30, %c64 : index
+            %i_38 = arith.muli %i_33, %c49152 : index
+            %i_39 = arith.addi %pad_14, %i_38 : index
+            %sa_40 = memref.view %smem_12[%i_39][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+            nvgpu.tma.async.load %map_a[%i_37, %i_28], %full_15[%i_33] to %sa_40 : !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xbf16, #gpu.address_space<workgroup>>
+            %i_41 = arith.addi %i_38, %c16384 : index
+            %i_42 = arith.addi %pad_14, %i_41 : index
+            %sb_43 = memref.view %smem_12[%i_42][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            nvgpu.tma.async.load %map_b0[%i_29, %i_37], %full_15[%i_33] to %sb_43 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_44 = arith.addi %i_38, %c24576 : index
+            %i_45 = arith.addi %pad_14, %i_44 : index
+            %sb_46 = memref.view %smem_12[%i_45][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_47 = arith.addi %i_29, %c64 : index
+            nvgpu.tma.async.load %map_b0[%i_47, %i_37], %full_15[%i_33] to %sb_46 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_48 = arith.addi %i_38, %c32768 : index
+            %i_49 = arith.addi %pad_14, %i_48 : index
+            %sb_50 = memref.view %smem_12[%i_49][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_51 = arith.addi %i_29, %c128 : index
+            nvgpu.tma.async.load %map_b0[%i_51, %i_37], %full_15[%i_33] to %sb_50 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_52 = arith.addi %i_38, %c40960 : index
+            %i_53 = arith.addi %pad_14, %i_52 : index
+            %sb_54 = memref.view %smem_12[%i_53][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_55 = arith.addi %i_29, %c192 : index
+            nvgpu.tma.async.load %map_b0[%i_55, %i_37], %full_15[%i_33] to %sb_54 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
           }
         }
       }
     } else {
       // consumer warpgroups 1, 2: rows 64*(wg-1).. of the CTA tile
-      nvvm.setmaxregister increase 224
-      %i_591 = arith.addi %i_3, %cm1 : index
-      %i_592 = arith.divui %tid_2, %c32 : index
-      %i_593 = arith.remui %i_592, %c4 : index
-      %p_594 = arith.cmpi eq, %i_4, %c0 : index
-      %i_595 = arith.muli %i_591, %c8192 : index
-      scf.for %tile_596 = %pid_1 to %c8192 step %c132 {
-        %i_597 = arith.subi %tile_596, %pid_1 : index
-        %i_598 = arith.divui %i_597, %c132 : index
-        %i_599 = arith.divui %tile_596, %c_GROUP_M_GN : index
-        %i_600 = arith.muli %i_599, %c_GROUP_M : index
-        %i_601 = arith.remui %tile_596, %c_GROUP_M_GN : index
-        %i_602 = arith.remui %i_601, %c_GROUP_M : index
-        %i_603 = arith.addi %i_600, %i_602 : index
-        %i_604 = arith.divui %i_601, %c_GROUP_M : index
-        %i_605 = arith.muli %i_603, %c128 : index
-        %i_606 = arith.muli %i_604, %c256 : index
-        %i_607 = arith.muli %i_598, %c64 : index
+      nvvm.setmaxregister increase 232
+      %i_56 = arith.addi %i_3, %cm1 : index
+      %i_57 = arith.divui %tid_2, %c32 : index
+      %i_58 = arith.remui %i_57, %c4 : index
+      %p_59 = arith.cmpi eq, %i_4, %c0 : index
+      %i_60 = arith.muli %i_56, %c8192 : index
+      scf.for %tile_61 = %pid_1 to %c8192 step %c132 {
+        %i_62 = arith.subi %tile_61, %pid_1 : index
+        %i_63 = arith.divui %i_62, %c132 : index
+        %i_64 = arith.divui %tile_61, %c_GROUP_M_GN : index
+        %i_65 = arith.muli %i_64, %c_GROUP_M : index
+        %i_66 = arith.remui %tile_61, %c_GROUP_M_GN : index
+        %i_67 = arith.remui %i_66, %c_GROUP_M : index
+        %i_68 = arith.addi %i_65, %i_67 : index
+        %i_69 = arith.divui %i_66, %c_GROUP_M : index
+        %i_70 = arith.muli %i_68, %c128 : index
+        %i_71 = arith.muli %i_69, %c256 : index
+        %i_72 = arith.muli %i_63, %c64 : index
         // k-tile 0 of the tile (peeled: scale-d 0 starts the accumulators)
-        %i_608 = arith.remui %i_607, %c4 : index
-        %i_609 = arith.divui %i_607, %c4 : index
-        %i_610 = arith.andi %i_609, %c1 : index
-        %par_611 = arith.cmpi ne, %i_610, %c0 : index
-        nvgpu.mbarrier.try_wait.parity %full_12[%i_608], %par_611, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-        %i_612 = arith.muli %i_608, %c49152 : index
-        %i_613 = arith.addi %i_10, %i_612 : index
-        %i_614 = arith.addi %i_613, %i_595 : index
-        %i_615 = arith.addi %i_613, %c16384 : index
+        %i_73 = arith.remui %i_72, %c4 : index
+        %i_74 = arith.divui %i_72, %c4 : index
+        %i_75 = arith.andi %i_74, %c1 : index
+        %par_76 = arith.cmpi ne, %i_75, %c0 : index
+        nvgpu.mbarrier.try_wait.parity %full_15[%i_73], %par_76, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+        %i_77 = arith.muli %i_73, %c49152 : index
+        %i_78 = arith.addi %i_10, %i_77 : index
+        %i_79 = arith.addi %i_78, %i_60 : index
+        %i_80 = arith.addi %i_78, %c16384 : index
         nvvm.wgmma.fence.aligned
-        %q_616 = arith.index_cast %i_614 : index to i64
-        %q_617 = arith.shrui %q_616, %k_four : i64
-        %q_618 = arith.andi %q_617, %k_desc_mask : i64
-        %desc_619 = arith.ori %q_618, %k_desc_a_hi : i64
-        %q_620 = arith.index_cast %i_615 : index to i64
-        %q_621 = arith.shrui %q_620, %k_four : i64
-        %q_622 = arith.andi %q_621, %k_desc_mask : i64
-        %desc_623 = arith.ori %q_622, %k_desc_b_hi : i64
-        %w_624 = nvvm.wgmma.mma_async %desc_619, %desc_623, %k_uacc, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<zero>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %i_625 = arith.addi %i_614, %c32 : index
-        %q_626 = arith.index_cast %i_625 : index to i64
-        %q_627 = arith.shrui %q_626, %k_four : i64
-        %q_628 = arith.andi %q_627, %k_desc_mask : i64
-        %desc_629 = arith.ori %q_628, %k_desc_a_hi : i64
-        %i_630 = arith.addi %i_615, %c2048 : index
-        %q_631 = arith.index_cast %i_630 : index to i64
-        %q_632 = arith.shrui %q_631, %k_four : i64
-        %q_633 = arith.andi %q_632, %k_desc_mask : i64
-        %desc_634 = arith.ori %q_633, %k_desc_b_hi : i64
-        %w_635 = nvvm.wgmma.mma_async %desc_629, %desc_634, %w_624, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %i_636 = arith.addi %i_614, %c64 : index
-        %q_637 = arith.index_cast %i_636 : index to i64
-        %q_638 = arith.shrui %q_637, %k_four : i64
-        %q_639 = arith.andi %q_638, %k_desc_mask : i64
-        %desc_640 = arith.ori %q_639, %k_desc_a_hi : i64
-        %i_641 = arith.addi %i_615, %c4096 : index
-        %q_642 = arith.index_cast %i_641 : index to i64
-        %q_643 = arith.shrui %q_642, %k_four : i64
-        %q_644 = arith.andi %q_643, %k_desc_mask : i64
-        %desc_645 = arith.ori %q_644, %k_desc_b_hi : i64
-        %w_646 = nvvm.wgmma.mma_async %desc_640, %desc_645, %w_635, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %i_647 = arith.addi %i_614, %c96 : index
-        %q_648 = arith.index_cast %i_647 : index to i64
-        %q_649 = arith.shrui %q_648, %k_four : i64
-        %q_650 = arith.andi %q_649, %k_desc_mask : i64
-        %desc_651 = arith.ori %q_650, %k_desc_a_hi : i64
-        %i_652 = arith.addi %i_615, %c6144 : index
-        %q_653 = arith.index_cast %i_652 : index to i64
-        %q_654 = arith.shrui %q_653, %k_four : i64
-        %q_655 = arith.andi %q_654, %k_desc_mask : i64
-        %desc_656 = arith.ori %q_655, %k_desc_b_hi : i64
-        %w_657 = nvvm.wgmma.mma_async %desc_651, %desc_656, %w_646, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %q_81 = arith.index_cast %i_79 : index to i64
+        %q_82 = arith.shrui %q_81, %k_four : i64
+        %q_83 = arith.andi %q_82, %k_desc_mask : i64
+        %desc_84 = arith.ori %q_83, %k_desc_a_hi : i64
+        %q_85 = arith.index_cast %i_80 : index to i64
+        %q_86 = arith.shrui %q_85, %k_four : i64
+        %q_87 = arith.andi %q_86, %k_desc_mask : i64
+        %desc_88 = arith.ori %q_87, %k_desc_b_hi : i64
+        %w_89 = nvvm.wgmma.mma_async %desc_84, %desc_88, %k_uacc, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<zero>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_90 = arith.addi %i_79, %c32 : index
+        %q_91 = arith.index_cast %i_90 : index to i64
+        %q_92 = arith.shrui %q_91, %k_four : i64
+        %q_93 = arith.andi %q_92, %k_desc_mask : i64
+        %desc_94 = arith.ori %q_93, %k_desc_a_hi : i64
+        %i_95 = arith.addi %i_80, %c2048 : index
+        %q_96 = arith.index_cast %i_95 : index to i64
+        %q_97 = arith.shrui %q_96, %k_four : i64
+        %q_98 = arith.andi %q_97, %k_desc_mask : i64
+        %desc_99 = arith.ori %q_98, %k_desc_b_hi : i64
+        %w_100 = nvvm.wgmma.mma_async %desc_94, %desc_99, %w_89, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_101 = arith.addi %i_79, %c64 : index
+        %q_102 = arith.index_cast %i_101 : index to i64
+        %q_103 = arith.shrui %q_102, %k_four : i64
+        %q_104 = arith.andi %q_103, %k_desc_mask : i64
+        %desc_105 = arith.ori %q_104, %k_desc_a_hi : i64
+        %i_106 = arith.addi %i_80, %c4096 : index
+        %q_107 = arith.index_cast %i_106 : index to i64
+        %q_108 = arith.shrui %q_107, %k_four : i64
+        %q_109 = arith.andi %q_108, %k_desc_mask : i64
+        %desc_110 = arith.ori %q_109, %k_desc_b_hi : i64
+        %w_111 = nvvm.wgmma.mma_async %desc_105, %desc_110, %w_100, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_112 = arith.addi %i_79, %c96 : index
+        %q_113 = arith.index_cast %i_112 : index to i64
+        %q_114 = arith.shrui %q_113, %k_four : i64
+        %q_115 = arith.andi %q_114, %k_desc_mask : i64
+        %desc_116 = arith.ori %q_115, %k_desc_a_hi : i64
+        %i_117 = arith.addi %i_80, %c6144 : index
+        %q_118 = arith.index_cast %i_117 : index to i64
+        %q_119 = arith.shrui %q_118, %k_four : i64
+        %q_120 = arith.andi %q_119, %k_desc_mask : i64
+        %desc_121 = arith.ori %q_120, %k_desc_b_hi : i64
+        %w_122 = nvvm.wgmma.mma_async %desc_116, %desc_121, %w_111, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
         nvvm.wgmma.commit.group.sync.aligned
-        %acc_658:1 = scf.for %kt_659 = %c1 to %c64 step %c1 iter_args(%a0 = %w_657) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
-          %i_660 = arith.addi %i_607, %kt_659 : index
-          %i_661 = arith.remui %i_660, %c4 : index
-          %i_662 = arith.divui %i_660, %c4 : index
-          %i_663 = arith.andi %i_662, %c1 : index
-          %par_664 = arith.cmpi ne, %i_663, %c0 : index
-          nvgpu.mbarrier.try_wait.parity %full_12[%i_661], %par_664, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-          %i_665 = arith.muli %i_661, %c49152 : index
-          %i_666 = arith.addi %i_10, %i_665 : index
-          %i_667 = arith.addi %i_666, %i_595 : index
-          %i_668 = arith.addi %i_666, %c16384 : index
+        %acc_123:1 = scf.for %kt_124 = %c1 to %c64 step %c1 iter_args(%a0 = %w_122) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
+          %i_125 = arith.addi %i_72, %kt_124 : index
+          %i_126 = arith.remui %i_125, %c4 : index
+          %i_127 = arith.divui %i_125, %c4 : index
+          %i_128 = arith.andi %i_127, %c1 : index
+          %par_129 = arith.cmpi ne, %i_128, %c0 : index
+          nvgpu.mbarrier.try_wait.parity %full_15[%i_126], %par_129, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %i_130 = arith.muli %i_126, %c49152 : index
+          %i_131 = arith.addi %i_10, %i_130 : index
+          %i_132 = arith.addi %i_131, %i_60 : index
+          %i_133 = arith.addi %i_131, %c16384 : index
           nvvm.wgmma.fence.aligned
-          %q_669 = arith.index_cast %i_667 : index to i64
-          %q_670 = arith.shrui %q_669, %k_four : i64
-          %q_671 = arith.andi %q_670, %k_desc_mask : i64
-          %desc_672 = arith.ori %q_671, %k_desc_a_hi : i64
-          %q_673 = arith.index_cast %i_668 : index to i64
-          %q_674 = arith.shrui %q_673, %k_four : i64
-          %q_675 = arith.andi %q_674, %k_desc_mask : i64
-          %desc_676 = arith.ori %q_675, %k_desc_b_hi : i64
-          %w_677 = nvvm.wgmma.mma_async %desc_672, %desc_676, %a0, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-          %i_678 = arith.addi %i_667, %c32 : index
-          %q_679 = arith.index_cast %i_678 : index to i64
-          %q_680 = arith.shrui %q_679, %k_four : i64
-          %q_681 = arith.andi %q_680, %k_desc_mask : i64
-          %desc_682 = arith.ori %q_681, %k_desc_a_hi : i64
-          %i_683 = arith.addi %i_668, %c2048 : index
-          %q_684 = arith.index_cast %i_683 : index to i64
-          %q_685 = arith.shrui %q_684, %k_four : i64
-          %q_686 = arith.andi %q_685, %k_desc_mask : i64
-          %desc_687 = arith.ori %q_686, %k_desc_b_hi : i64
-          %w_688 = nvvm.wgmma.mma_async %desc_682, %desc_687, %w_677, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-          %i_689 = arith.addi %i_667, %c64 : index
-          %q_690 = arith.index_cast %i_689 : index to i64
-          %q_691 = arith.shrui %q_690, %k_four : i64
-          %q_692 = arith.andi %q_691, %k_desc_mask : i64
-          %desc_693 = arith.ori %q_692, %k_desc_a_hi : i64
-          %i_694 = arith.addi %i_668, %c4096 : index
-          %q_695 = arith.index_cast %i_694 : index to i64
-          %q_696 = arith.shrui %q_695, %k_four : i64
-          %q_697 = arith.andi %q_696, %k_desc_mask : i64
-          %desc_698 = arith.ori %q_697, %k_desc_b_hi : i64
-          %w_699 = nvvm.wgmma.mma_async %desc_693, %desc_698, %w_688, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-          %i_700 = arith.addi %i_667, %c96 : index
-          %q_701 = arith.index_cast %i_700 : index to i64
-          %q_702 = arith.shrui %q_701, %k_four : i64
-          %q_703 = arith.andi %q_702, %k_desc_mask : i64
-          %desc_704 = arith.ori %q_703, %k_desc_a_hi : i64
-          %i_705 = arith.addi %i_668, %c6144 : index
-          %q_706 = arith.index_cast %i_705 : index to i64
-          %q_707 = arith.shrui %q_706, %k_four : i64
-          %q_708 = arith.andi %q_707, %k_desc_mask : i64
-          %desc_709 = arith.ori %q_708, %k_desc_b_hi : i64
-          %w_710 = nvvm.wgmma.mma_async %desc_704, %desc_709, %w_699, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %q_134 = arith.index_cast %i_132 : index to i64
+          %q_135 = arith.shrui %q_134, %k_four : i64
+          %q_136 = arith.andi %q_135, %k_desc_mask : i64
+          %desc_137 = arith.ori %q_136, %k_desc_a_hi : i64
+          %q_138 = arith.index_cast %i_133 : index to i64
+          %q_139 = arith.shrui %q_138, %k_four : i64
+          %q_140 = arith.andi %q_139, %k_desc_mask : i64
+          %desc_141 = arith.ori %q_140, %k_desc_b_hi : i64
+          %w_142 = nvvm.wgmma.mma_async %desc_137, %desc_141, %a0, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_143 = arith.addi %i_132, %c32 : index
+          %q_144 = arith.index_cast %i_143 : index to i64
+          %q_145 = arith.shrui %q_144, %k_four : i64
+          %q_146 = arith.andi %q_145, %k_desc_mask : i64
+          %desc_147 = arith.ori %q_146, %k_desc_a_hi : i64
+          %i_148 = arith.addi %i_133, %c2048 : index
+          %q_149 = arith.index_cast %i_148 : index to i64
+          %q_150 = arith.shrui %q_149, %k_four : i64
+          %q_151 = arith.andi %q_150, %k_desc_mask : i64
+          %desc_152 = arith.ori %q_151, %k_desc_b_hi : i64
+          %w_153 = nvvm.wgmma.mma_async %desc_147, %desc_152, %w_142, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_154 = arith.addi %i_132, %c64 : index
+          %q_155 = arith.index_cast %i_154 : index to i64
+          %q_156 = arith.shrui %q_155, %k_four : i64
+          %q_157 = arith.andi %q_156, %k_desc_mask : i64
+          %desc_158 = arith.ori %q_157, %k_desc_a_hi : i64
+          %i_159 = arith.addi %i_133, %c4096 : index
+          %q_160 = arith.index_cast %i_159 : index to i64
+          %q_161 = arith.shrui %q_160, %k_four : i64
+          %q_162 = arith.andi %q_161, %k_desc_mask : i64
+          %desc_163 = arith.ori %q_162, %k_desc_b_hi : i64
+          %w_164 = nvvm.wgmma.mma_async %desc_158, %desc_163, %w_153, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_165 = arith.addi %i_132, %c96 : index
+          %q_166 = arith.index_cast %i_165 : index to i64
+          %q_167 = arith.shrui %q_166, %k_four : i64
+          %q_168 = arith.andi %q_167, %k_desc_mask : i64
+          %desc_169 = arith.ori %q_168, %k_desc_a_hi : i64
+          %i_170 = arith.addi %i_133, %c6144 : index
+          %q_171 = arith.index_cast %i_170 : index to i64
+          %q_172 = arith.shrui %q_171, %k_four : i64
+          %q_173 = arith.andi %q_172, %k_desc_mask : i64
+          %desc_174 = arith.ori %q_173, %k_desc_b_hi : i64
+          %w_175 = nvvm.wgmma.mma_async %desc_169, %desc_174, %w_164, #nvvm.shape<m = 64, n = 256, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
           nvvm.wgmma.commit.group.sync.aligned
           nvvm.wgmma.wait.group.sync.aligned 1
           // k-tile gk-1's wgmmas are retired: lane 0 of each warp releases its stage
-          %i_711 = arith.addi %i_660, %c3 : index
-          scf.if %p_594 {
-            %i_712 = arith.remui %i_711, %c4 : index
-            %tok_713 = nvgpu.mbarrier.arrive %empty_13[%i_712] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+          %i_176 = arith.addi %i_125, %c3 : index
+          scf.if %p_59 {
+            %i_177 = arith.remui %i_176, %c4 : index
+            %tok_178 = nvgpu.mbarrier.arrive %empty_16[%i_177] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
           }
-          scf.yield %w_710 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          scf.yield %w_175 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
         }
         nvvm.wgmma.wait.group.sync.aligned 0
         // release the last k-tile's stage (the producer may fill it for the next tile)
-        %i_714 = arith.addi %i_607, %c63 : index
-        scf.if %p_594 {
-          %i_715 = arith.remui %i_714, %c4 : index
-          %tok_716 = nvgpu.mbarrier.arrive %empty_13[%i_715] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+        %i_179 = arith.addi %i_72, %c63 : index
+        scf.if %p_59 {
+          %i_180 = arith.remui %i_179, %c4 : index
+          %tok_181 = nvgpu.mbarrier.arrive %empty_16[%i_180] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
         }
         // epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8
-        %i_717 = arith.shrui %i_4, %c2 : index
-        %i_718 = arith.andi %i_4, %c3 : index
-        %i_719 = arith.muli %i_718, %c2 : index
-        %i_720 = arith.muli %i_591, %c64 : index
-        %i_721 = arith.addi %i_605, %i_720 : index
-        %i_722 = arith.muli %i_593, %c16 : index
-        %i_723 = arith.addi %i_721, %i_722 : index
-        %i_724 = arith.addi %i_723, %i_717 : index
-        %i_725 = arith.addi %i_606, %i_719 : index
-        %bias_726 = vector.load %arg2[%i_725] : memref<16384xbf16>, vector<2xbf16>
-        %c_727 = llvm.extractvalue %acc_658#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_728 = llvm.extractvalue %acc_658#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_729 = vector.from_elements %c_727, %c_728 : vector<2xf32>
-        %y_730 = func.call @epilogue(%c_729, %bias_726) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_730, %arg3[%i_724, %i_725] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_731 = arith.addi %i_724, %c8 : index
-        %c_732 = llvm.extractvalue %acc_658#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_733 = llvm.extractvalue %acc_658#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_734 = vector.from_elements %c_732, %c_733 : vector<2xf32>
-        %y_735 = func.call @epilogue(%c_734, %bias_726) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_735, %arg3[%i_731, %i_725] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_736 = arith.addi %i_725, %c8 : index
-        %bias_737 = vector.load %arg2[%i_736] : memref<16384xbf16>, vector<2xbf16>
-        %c_738 = llvm.extractvalue %acc_658#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_739 = llvm.extractvalue %acc_658#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_740 = vector.from_elements %c_738, %c_739 : vector<2xf32>
-        %y_741 = func.call @epilogue(%c_740, %bias_737) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_741, %arg3[%i_724, %i_736] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_742 = arith.addi %i_724, %c8 : index
-        %c_743 = llvm.extractvalue %acc_658#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_744 = llvm.extractvalue %acc_658#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_745 = vector.from_elements %c_743, %c_744 : vector<2xf32>
-        %y_746 = func.call @epilogue(%c_745, %bias_737) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_746, %arg3[%i_742, %i_736] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_747 = arith.addi %i_725, %c16 : index
-        %bias_748 = vector.load %arg2[%i_747] : memref<16384xbf16>, vector<2xbf16>
-        %c_749 = llvm.extractvalue %acc_658#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_750 = llvm.extractvalue %acc_658#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_751 = vector.from_elements %c_749, %c_750 : vector<2xf32>
-        %y_752 = func.call @epilogue(%c_751, %bias_748) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_752, %arg3[%i_724, %i_747] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_753 = arith.addi %i_724, %c8 : index
-        %c_754 = llvm.extractvalue %acc_658#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_755 = llvm.extractvalue %acc_658#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_756 = vector.from_elements %c_754, %c_755 : vector<2xf32>
-        %y_757 = func.call @epilogue(%c_756, %bias_748) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_757, %arg3[%i_753, %i_747] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_758 = arith.addi %i_725, %c24 : index
-        %bias_759 = vector.load %arg2[%i_758] : memref<16384xbf16>, vector<2xbf16>
-        %c_760 = llvm.extractvalue %acc_658#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_761 = llvm.extractvalue %acc_658#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_762 = vector.from_elements %c_760, %c_761 : vector<2xf32>
-        %y_763 = func.call @epilogue(%c_762, %bias_759) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_763, %arg3[%i_724, %i_758] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_764 = arith.addi %i_724, %c8 : index
-        %c_765 = llvm.extractvalue %acc_658#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_766 = llvm.extractvalue %acc_658#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_767 = vector.from_elements %c_765, %c_766 : vector<2xf32>
-        %y_768 = func.call @epilogue(%c_767, %bias_759) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_768, %arg3[%i_764, %i_758] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_769 = arith.addi %i_725, %c32 : index
-        %bias_770 = vector.load %arg2[%i_769] : memref<16384xbf16>, vector<2xbf16>
-        %c_771 = llvm.extractvalue %acc_658#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_772 = llvm.extractvalue %acc_658#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_773 = vector.from_elements %c_771, %c_772 : vector<2xf32>
-        %y_774 = func.call @epilogue(%c_773, %bias_770) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_774, %arg3[%i_724, %i_769] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_775 = arith.addi %i_724, %c8 : index
-        %c_776 = llvm.extractvalue %acc_658#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_777 = llvm.extractvalue %acc_658#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_778 = vector.from_elements %c_776, %c_777 : vector<2xf32>
-        %y_779 = func.call @epilogue(%c_778, %bias_770) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_779, %arg3[%i_775, %i_769] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_780 = arith.addi %i_725, %c40 : index
-        %bias_781 = vector.load %arg2[%i_780] : memref<16384xbf16>, vector<2xbf16>
-        %c_782 = llvm.extractvalue %acc_658#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_783 = llvm.extractvalue %acc_658#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_784 = vector.from_elements %c_782, %c_783 : vector<2xf32>
-        %y_785 = func.call @epilogue(%c_784, %bias_781) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_785, %arg3[%i_724, %i_780] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_786 = arith.addi %i_724, %c8 : index
-        %c_787 = llvm.extractvalue %acc_658#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_788 = llvm.extractvalue %acc_658#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_789 = vector.from_elements %c_787, %c_788 : vector<2xf32>
-        %y_790 = func.call @epilogue(%c_789, %bias_781) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_790, %arg3[%i_786, %i_780] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_791 = arith.addi %i_725, %c48 : index
-        %bias_792 = vector.load %arg2[%i_791] : memref<16384xbf16>, vector<2xbf16>
-        %c_793 = llvm.extractvalue %acc_658#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_794 = llvm.extractvalue %acc_658#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_795 = vector.from_elements %c_793, %c_794 : vector<2xf32>
-        %y_796 = func.call @epilogue(%c_795, %bias_792) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_796, %arg3[%i_724, %i_791] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_797 = arith.addi %i_724, %c8 : index
-        %c_798 = llvm.extractvalue %acc_658#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_799 = llvm.extractvalue %acc_658#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_800 = vector.from_elements %c_798, %c_799 : vector<2xf32>
-        %y_801 = func.call @epilogue(%c_800, %bias_792) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_801, %arg3[%i_797, %i_791] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_802 = arith.addi %i_725, %c56 : index
-        %bias_803 = vector.load %arg2[%i_802] : memref<16384xbf16>, vector<2xbf16>
-        %c_804 = llvm.extractvalue %acc_658#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_805 = llvm.extractvalue %acc_658#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_806 = vector.from_elements %c_804, %c_805 : vector<2xf32>
-        %y_807 = func.call @epilogue(%c_806, %bias_803) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_807, %arg3[%i_724, %i_802] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_808 = arith.addi %i_724, %c8 : index
-        %c_809 = llvm.extractvalue %acc_658#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_810 = llvm.extractvalue %acc_658#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_811 = vector.from_elements %c_809, %c_810 : vector<2xf32>
-        %y_812 = func.call @epilogue(%c_811, %bias_803) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_812, %arg3[%i_808, %i_802] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_813 = arith.addi %i_725, %c64 : index
-        %bias_814 = vector.load %arg2[%i_813] : memref<16384xbf16>, vector<2xbf16>
-        %c_815 = llvm.extractvalue %acc_658#0[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_816 = llvm.extractvalue %acc_658#0[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_817 = vector.from_elements %c_815, %c_816 : vector<2xf32>
-        %y_818 = func.call @epilogue(%c_817, %bias_814) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_818, %arg3[%i_724, %i_813] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_819 = arith.addi %i_724, %c8 : index
-        %c_820 = llvm.extractvalue %acc_658#0[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_821 = llvm.extractvalue %acc_658#0[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_822 = vector.from_elements %c_820, %c_821 : vector<2xf32>
-        %y_823 = func.call @epilogue(%c_822, %bias_814) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_823, %arg3[%i_819, %i_813] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_824 = arith.addi %i_725, %c72 : index
-        %bias_825 = vector.load %arg2[%i_824] : memref<16384xbf16>, vector<2xbf16>
-        %c_826 = llvm.extractvalue %acc_658#0[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_827 = llvm.extractvalue %acc_658#0[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_828 = vector.from_elements %c_826, %c_827 : vector<2xf32>
-        %y_829 = func.call @epilogue(%c_828, %bias_825) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_829, %arg3[%i_724, %i_824] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_830 = arith.addi %i_724, %c8 : index
-        %c_831 = llvm.extractvalue %acc_658#0[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_832 = llvm.extractvalue %acc_658#0[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_833 = vector.from_elements %c_831, %c_832 : vector<2xf32>
-        %y_834 = func.call @epilogue(%c_833, %bias_825) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_834, %arg3[%i_830, %i_824] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_835 = arith.addi %i_725, %c80 : index
-        %bias_836 = vector.load %arg2[%i_835] : memref<16384xbf16>, vector<2xbf16>
-        %c_837 = llvm.extractvalue %acc_658#0[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_838 = llvm.extractvalue %acc_658#0[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_839 = vector.from_elements %c_837, %c_838 : vector<2xf32>
-        %y_840 = func.call @epilogue(%c_839, %bias_836) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_840, %arg3[%i_724, %i_835] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_841 = arith.addi %i_724, %c8 : index
-        %c_842 = llvm.extractvalue %acc_658#0[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_843 = llvm.extractvalue %acc_658#0[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_844 = vector.from_elements %c_842, %c_843 : vector<2xf32>
-        %y_845 = func.call @epilogue(%c_844, %bias_836) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_845, %arg3[%i_841, %i_835] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_846 = arith.addi %i_725, %c88 : index
-        %bias_847 = vector.load %arg2[%i_846] : memref<16384xbf16>, vector<2xbf16>
-        %c_848 = llvm.extractvalue %acc_658#0[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_849 = llvm.extractvalue %acc_658#0[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_850 = vector.from_elements %c_848, %c_849 : vector<2xf32>
-        %y_851 = func.call @epilogue(%c_850, %bias_847) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_851, %arg3[%i_724, %i_846] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_852 = arith.addi %i_724, %c8 : index
-        %c_853 = llvm.extractvalue %acc_658#0[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_854 = llvm.extractvalue %acc_658#0[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_855 = vector.from_elements %c_853, %c_854 : vector<2xf32>
-        %y_856 = func.call @epilogue(%c_855, %bias_847) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_856, %arg3[%i_852, %i_846] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_857 = arith.addi %i_725, %c96 : index
-        %bias_858 = vector.load %arg2[%i_857] : memref<16384xbf16>, vector<2xbf16>
-        %c_859 = llvm.extractvalue %acc_658#0[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_860 = llvm.extractvalue %acc_658#0[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_861 = vector.from_elements %c_859, %c_860 : vector<2xf32>
-        %y_862 = func.call @epilogue(%c_861, %bias_858) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_862, %arg3[%i_724, %i_857] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_863 = arith.addi %i_724, %c8 : index
-        %c_864 = llvm.extractvalue %acc_658#0[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_865 = llvm.extractvalue %acc_658#0[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_866 = vector.from_elements %c_864, %c_865 : vector<2xf32>
-        %y_867 = func.call @epilogue(%c_866, %bias_858) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_867, %arg3[%i_863, %i_857] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_868 = arith.addi %i_725, %c104 : index
-        %bias_869 = vector.load %arg2[%i_868] : memref<16384xbf16>, vector<2xbf16>
-        %c_870 = llvm.extractvalue %acc_658#0[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_871 = llvm.extractvalue %acc_658#0[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_872 = vector.from_elements %c_870, %c_871 : vector<2xf32>
-        %y_873 = func.call @epilogue(%c_872, %bias_869) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_873, %arg3[%i_724, %i_868] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_874 = arith.addi %i_724, %c8 : index
-        %c_875 = llvm.extractvalue %acc_658#0[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_876 = llvm.extractvalue %acc_658#0[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_877 = vector.from_elements %c_875, %c_876 : vector<2xf32>
-        %y_878 = func.call @epilogue(%c_877, %bias_869) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_878, %arg3[%i_874, %i_868] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_879 = arith.addi %i_725, %c112 : index
-        %bias_880 = vector.load %arg2[%i_879] : memref<16384xbf16>, vector<2xbf16>
-        %c_881 = llvm.extractvalue %acc_658#0[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_882 = llvm.extractvalue %acc_658#0[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_883 = vector.from_elements %c_881, %c_882 : vector<2xf32>
-        %y_884 = func.call @epilogue(%c_883, %bias_880) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_884, %arg3[%i_724, %i_879] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_885 = arith.addi %i_724, %c8 : index
-        %c_886 = llvm.extractvalue %acc_658#0[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_887 = llvm.extractvalue %acc_658#0[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_888 = vector.from_elements %c_886, %c_887 : vector<2xf32>
-        %y_889 = func.call @epilogue(%c_888, %bias_880) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_889, %arg3[%i_885, %i_879] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_890 = arith.addi %i_725, %c120 : index
-        %bias_891 = vector.load %arg2[%i_890] : memref<16384xbf16>, vector<2xbf16>
-        %c_892 = llvm.extractvalue %acc_658#0[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_893 = llvm.extractvalue %acc_658#0[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_894 = vector.from_elements %c_892, %c_893 : vector<2xf32>
-        %y_895 = func.call @epilogue(%c_894, %bias_891) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_895, %arg3[%i_724, %i_890] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_896 = arith.addi %i_724, %c8 : index
-        %c_897 = llvm.extractvalue %acc_658#0[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_898 = llvm.extractvalue %acc_658#0[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_899 = vector.from_elements %c_897, %c_898 : vector<2xf32>
-        %y_900 = func.call @epilogue(%c_899, %bias_891) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_900, %arg3[%i_896, %i_890] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_901 = arith.addi %i_725, %c128 : index
-        %bias_902 = vector.load %arg2[%i_901] : memref<16384xbf16>, vector<2xbf16>
-        %c_903 = llvm.extractvalue %acc_658#0[64] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_904 = llvm.extractvalue %acc_658#0[65] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_905 = vector.from_elements %c_903, %c_904 : vector<2xf32>
-        %y_906 = func.call @epilogue(%c_905, %bias_902) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_906, %arg3[%i_724, %i_901] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_907 = arith.addi %i_724, %c8 : index
-        %c_908 = llvm.extractvalue %acc_658#0[66] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_909 = llvm.extractvalue %acc_658#0[67] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_910 = vector.from_elements %c_908, %c_909 : vector<2xf32>
-        %y_911 = func.call @epilogue(%c_910, %bias_902) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_911, %arg3[%i_907, %i_901] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_912 = arith.addi %i_725, %c136 : index
-        %bias_913 = vector.load %arg2[%i_912] : memref<16384xbf16>, vector<2xbf16>
-        %c_914 = llvm.extractvalue %acc_658#0[68] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_915 = llvm.extractvalue %acc_658#0[69] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_916 = vector.from_elements %c_914, %c_915 : vector<2xf32>
-        %y_917 = func.call @epilogue(%c_916, %bias_913) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_917, %arg3[%i_724, %i_912] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_918 = arith.addi %i_724, %c8 : index
-        %c_919 = llvm.extractvalue %acc_658#0[70] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_920 = llvm.extractvalue %acc_658#0[71] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_921 = vector.from_elements %c_919, %c_920 : vector<2xf32>
-        %y_922 = func.call @epilogue(%c_921, %bias_913) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_922, %arg3[%i_918, %i_912] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_923 = arith.addi %i_725, %c144 : index
-        %bias_924 = vector.load %arg2[%i_923] : memref<16384xbf16>, vector<2xbf16>
-        %c_925 = llvm.extractvalue %acc_658#0[72] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_926 = llvm.extractvalue %acc_658#0[73] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_927 = vector.from_elements %c_925, %c_926 : vector<2xf32>
-        %y_928 = func.call @epilogue(%c_927, %bias_924) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_928, %arg3[%i_724, %i_923] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_929 = arith.addi %i_724, %c8 : index
-        %c_930 = llvm.extractvalue %acc_658#0[74] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_931 = llvm.extractvalue %acc_658#0[75] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_932 = vector.from_elements %c_930, %c_931 : vector<2xf32>
-        %y_933 = func.call @epilogue(%c_932, %bias_924) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_933, %arg3[%i_929, %i_923] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_934 = arith.addi %i_725, %c152 : index
-        %bias_935 = vector.load %arg2[%i_934] : memref<16384xbf16>, vector<2xbf16>
-        %c_936 = llvm.extractvalue %acc_658#0[76] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_937 = llvm.extractvalue %acc_658#0[77] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_938 = vector.from_elements %c_936, %c_937 : vector<2xf32>
-        %y_939 = func.call @epilogue(%c_938, %bias_935) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_939, %arg3[%i_724, %i_934] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_940 = arith.addi %i_724, %c8 : index
-        %c_941 = llvm.extractvalue %acc_658#0[78] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_942 = llvm.extractvalue %acc_658#0[79] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_943 = vector.from_elements %c_941, %c_942 : vector<2xf32>
-        %y_944 = func.call @epilogue(%c_943, %bias_935) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_944, %arg3[%i_940, %i_934] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_945 = arith.addi %i_725, %c160 : index
-        %bias_946 = vector.load %arg2[%i_945] : memref<16384xbf16>, vector<2xbf16>
-        %c_947 = llvm.extractvalue %acc_658#0[80] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_948 = llvm.extractvalue %acc_658#0[81] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_949 = vector.from_elements %c_947, %c_948 : vector<2xf32>
-        %y_950 = func.call @epilogue(%c_949, %bias_946) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_950, %arg3[%i_724, %i_945] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_951 = arith.addi %i_724, %c8 : index
-        %c_952 = llvm.extractvalue %acc_658#0[82] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_953 = llvm.extractvalue %acc_658#0[83] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_954 = vector.from_elements %c_952, %c_953 : vector<2xf32>
-        %y_955 = func.call @epilogue(%c_954, %bias_946) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_955, %arg3[%i_951, %i_945] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_956 = arith.addi %i_725, %c168 : index
-        %bias_957 = vector.load %arg2[%i_956] : memref<16384xbf16>, vector<2xbf16>
-        %c_958 = llvm.extractvalue %acc_658#0[84] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_959 = llvm.extractvalue %acc_658#0[85] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_960 = vector.from_elements %c_958, %c_959 : vector<2xf32>
-        %y_961 = func.call @epilogue(%c_960, %bias_957) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_961, %arg3[%i_724, %i_956] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_962 = arith.addi %i_724, %c8 : index
-        %c_963 = llvm.extractvalue %acc_658#0[86] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_964 = llvm.extractvalue %acc_658#0[87] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_965 = vector.from_elements %c_963, %c_964 : vector<2xf32>
-        %y_966 = func.call @epilogue(%c_965, %bias_957) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_966, %arg3[%i_962, %i_956] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_967 = arith.addi %i_725, %c176 : index
-        %bias_968 = vector.load %arg2[%i_967] : memref<16384xbf16>, vector<2xbf16>
-        %c_969 = llvm.extractvalue %acc_658#0[88] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_970 = llvm.extractvalue %acc_658#0[89] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_971 = vector.from_elements %c_969, %c_970 : vector<2xf32>
-        %y_972 = func.call @epilogue(%c_971, %bias_968) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_972, %arg3[%i_724, %i_967] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_973 = arith.addi %i_724, %c8 : index
-        %c_974 = llvm.extractvalue %acc_658#0[90] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_975 = llvm.extractvalue %acc_658#0[91] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_976 = vector.from_elements %c_974, %c_975 : vector<2xf32>
-        %y_977 = func.call @epilogue(%c_976, %bias_968) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_977, %arg3[%i_973, %i_967] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_978 = arith.addi %i_725, %c184 : index
-        %bias_979 = vector.load %arg2[%i_978] : memref<16384xbf16>, vector<2xbf16>
-        %c_980 = llvm.extractvalue %acc_658#0[92] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_981 = llvm.extractvalue %acc_658#0[93] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_982 = vector.from_elements %c_980, %c_981 : vector<2xf32>
-        %y_983 = func.call @epilogue(%c_982, %bias_979) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_983, %arg3[%i_724, %i_978] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_984 = arith.addi %i_724, %c8 : index
-        %c_985 = llvm.extractvalue %acc_658#0[94] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_986 = llvm.extractvalue %acc_658#0[95] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_987 = vector.from_elements %c_985, %c_986 : vector<2xf32>
-        %y_988 = func.call @epilogue(%c_987, %bias_979) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_988, %arg3[%i_984, %i_978] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_989 = arith.addi %i_725, %c192 : index
-        %bias_990 = vector.load %arg2[%i_989] : memref<16384xbf16>, vector<2xbf16>
-        %c_991 = llvm.extractvalue %acc_658#0[96] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_992 = llvm.extractvalue %acc_658#0[97] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_993 = vector.from_elements %c_991, %c_992 : vector<2xf32>
-        %y_994 = func.call @epilogue(%c_993, %bias_990) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_994, %arg3[%i_724, %i_989] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_995 = arith.addi %i_724, %c8 : index
-        %c_996 = llvm.extractvalue %acc_658#0[98] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_997 = llvm.extractvalue %acc_658#0[99] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_998 = vector.from_elements %c_996, %c_997 : vector<2xf32>
-        %y_999 = func.call @epilogue(%c_998, %bias_990) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_999, %arg3[%i_995, %i_989] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1000 = arith.addi %i_725, %c200 : index
-        %bias_1001 = vector.load %arg2[%i_1000] : memref<16384xbf16>, vector<2xbf16>
-        %c_1002 = llvm.extractvalue %acc_658#0[100] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1003 = llvm.extractvalue %acc_658#0[101] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1004 = vector.from_elements %c_1002, %c_1003 : vector<2xf32>
-        %y_1005 = func.call @epilogue(%c_1004, %bias_1001) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1005, %arg3[%i_724, %i_1000] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1006 = arith.addi %i_724, %c8 : index
-        %c_1007 = llvm.extractvalue %acc_658#0[102] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1008 = llvm.extractvalue %acc_658#0[103] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1009 = vector.from_elements %c_1007, %c_1008 : vector<2xf32>
-        %y_1010 = func.call @epilogue(%c_1009, %bias_1001) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1010, %arg3[%i_1006, %i_1000] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1011 = arith.addi %i_725, %c208 : index
-        %bias_1012 = vector.load %arg2[%i_1011] : memref<16384xbf16>, vector<2xbf16>
-        %c_1013 = llvm.extractvalue %acc_658#0[104] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1014 = llvm.extractvalue %acc_658#0[105] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1015 = vector.from_elements %c_1013, %c_1014 : vector<2xf32>
-        %y_1016 = func.call @epilogue(%c_1015, %bias_1012) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1016, %arg3[%i_724, %i_1011] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1017 = arith.addi %i_724, %c8 : index
-        %c_1018 = llvm.extractvalue %acc_658#0[106] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1019 = llvm.extractvalue %acc_658#0[107] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1020 = vector.from_elements %c_1018, %c_1019 : vector<2xf32>
-        %y_1021 = func.call @epilogue(%c_1020, %bias_1012) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1021, %arg3[%i_1017, %i_1011] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1022 = arith.addi %i_725, %c216 : index
-        %bias_1023 = vector.load %arg2[%i_1022] : memref<16384xbf16>, vector<2xbf16>
-        %c_1024 = llvm.extractvalue %acc_658#0[108] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1025 = llvm.extractvalue %acc_658#0[109] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1026 = vector.from_elements %c_1024, %c_1025 : vector<2xf32>
-        %y_1027 = func.call @epilogue(%c_1026, %bias_1023) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1027, %arg3[%i_724, %i_1022] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1028 = arith.addi %i_724, %c8 : index
-        %c_1029 = llvm.extractvalue %acc_658#0[110] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1030 = llvm.extractvalue %acc_658#0[111] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1031 = vector.from_elements %c_1029, %c_1030 : vector<2xf32>
-        %y_1032 = func.call @epilogue(%c_1031, %bias_1023) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1032, %arg3[%i_1028, %i_1022] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1033 = arith.addi %i_725, %c224 : index
-        %bias_1034 = vector.load %arg2[%i_1033] : memref<16384xbf16>, vector<2xbf16>
-        %c_1035 = llvm.extractvalue %acc_658#0[112] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1036 = llvm.extractvalue %acc_658#0[113] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1037 = vector.from_elements %c_1035, %c_1036 : vector<2xf32>
-        %y_1038 = func.call @epilogue(%c_1037, %bias_1034) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1038, %arg3[%i_724, %i_1033] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1039 = arith.addi %i_724, %c8 : index
-        %c_1040 = llvm.extractvalue %acc_658#0[114] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1041 = llvm.extractvalue %acc_658#0[115] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1042 = vector.from_elements %c_1040, %c_1041 : vector<2xf32>
-        %y_1043 = func.call @epilogue(%c_1042, %bias_1034) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1043, %arg3[%i_1039, %i_1033] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1044 = arith.addi %i_725, %c232 : index
-        %bias_1045 = vector.load %arg2[%i_1044] : memref<16384xbf16>, vector<2xbf16>
-        %c_1046 = llvm.extractvalue %acc_658#0[116] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1047 = llvm.extractvalue %acc_658#0[117] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1048 = vector.from_elements %c_1046, %c_1047 : vector<2xf32>
-        %y_1049 = func.call @epilogue(%c_1048, %bias_1045) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1049, %arg3[%i_724, %i_1044] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1050 = arith.addi %i_724, %c8 : index
-        %c_1051 = llvm.extractvalue %acc_658#0[118] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1052 = llvm.extractvalue %acc_658#0[119] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1053 = vector.from_elements %c_1051, %c_1052 : vector<2xf32>
-        %y_1054 = func.call @epilogue(%c_1053, %bias_1045) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1054, %arg3[%i_1050, %i_1044] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1055 = arith.addi %i_725, %c240 : index
-        %bias_1056 = vector.load %arg2[%i_1055] : memref<16384xbf16>, vector<2xbf16>
-        %c_1057 = llvm.extractvalue %acc_658#0[120] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1058 = llvm.extractvalue %acc_658#0[121] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1059 = vector.from_elements %c_1057, %c_1058 : vector<2xf32>
-        %y_1060 = func.call @epilogue(%c_1059, %bias_1056) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1060, %arg3[%i_724, %i_1055] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1061 = arith.addi %i_724, %c8 : index
-        %c_1062 = llvm.extractvalue %acc_658#0[122] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1063 = llvm.extractvalue %acc_658#0[123] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1064 = vector.from_elements %c_1062, %c_1063 : vector<2xf32>
-        %y_1065 = func.call @epilogue(%c_1064, %bias_1056) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1065, %arg3[%i_1061, %i_1055] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1066 = arith.addi %i_725, %c248 : index
-        %bias_1067 = vector.load %arg2[%i_1066] : memref<16384xbf16>, vector<2xbf16>
-        %c_1068 = llvm.extractvalue %acc_658#0[124] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1069 = llvm.extractvalue %acc_658#0[125] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1070 = vector.from_elements %c_1068, %c_1069 : vector<2xf32>
-        %y_1071 = func.call @epilogue(%c_1070, %bias_1067) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1071, %arg3[%i_724, %i_1066] : memref<16384x16384xbf16>, vector<2xbf16>
-        %i_1072 = arith.addi %i_724, %c8 : index
-        %c_1073 = llvm.extractvalue %acc_658#0[126] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1074 = llvm.extractvalue %acc_658#0[127] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-        %c_1075 = vector.from_elements %c_1073, %c_1074 : vector<2xf32>
-        %y_1076 = func.call @epilogue(%c_1075, %bias_1067) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
-        vector.store %y_1076, %arg3[%i_1072, %i_1066] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_182 = arith.shrui %i_4, %c2 : index
+        %i_183 = arith.andi %i_4, %c3 : index
+        %i_184 = arith.muli %i_183, %c2 : index
+        %i_185 = arith.muli %i_56, %c64 : index
+        %i_186 = arith.addi %i_70, %i_185 : index
+        %i_187 = arith.muli %i_58, %c16 : index
+        %i_188 = arith.addi %i_186, %i_187 : index
+        %i_189 = arith.addi %i_188, %i_182 : index
+        %i_190 = arith.addi %i_71, %i_184 : index
+        %bias_191 = vector.load %arg2[%i_190] : memref<16384xbf16>, vector<2xbf16>
+        %c_192 = llvm.extractvalue %acc_123#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_193 = llvm.extractvalue %acc_123#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_194 = vector.from_elements %c_192, %c_193 : vector<2xf32>
+        %y_195 = func.call @epilogue(%c_194, %bias_191) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_195, %arg3[%i_189, %i_190] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_196 = arith.addi %i_189, %c8 : index
+        %c_197 = llvm.extractvalue %acc_123#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_198 = llvm.extractvalue %acc_123#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_199 = vector.from_elements %c_197, %c_198 : vector<2xf32>
+        %y_200 = func.call @epilogue(%c_199, %bias_191) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_200, %arg3[%i_196, %i_190] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_201 = arith.addi %i_190, %c8 : index
+        %bias_202 = vector.load %arg2[%i_201] : memref<16384xbf16>, vector<2xbf16>
+        %c_203 = llvm.extractvalue %acc_123#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_204 = llvm.extractvalue %acc_123#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_205 = vector.from_elements %c_203, %c_204 : vector<2xf32>
+        %y_206 = func.call @epilogue(%c_205, %bias_202) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_206, %arg3[%i_189, %i_201] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_207 = arith.addi %i_189, %c8 : index
+        %c_208 = llvm.extractvalue %acc_123#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_209 = llvm.extractvalue %acc_123#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_210 = vector.from_elements %c_208, %c_209 : vector<2xf32>
+        %y_211 = func.call @epilogue(%c_210, %bias_202) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_211, %arg3[%i_207, %i_201] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_212 = arith.addi %i_190, %c16 : index
+        %bias_213 = vector.load %arg2[%i_212] : memref<16384xbf16>, vector<2xbf16>
+        %c_214 = llvm.extractvalue %acc_123#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_215 = llvm.extractvalue %acc_123#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_216 = vector.from_elements %c_214, %c_215 : vector<2xf32>
+        %y_217 = func.call @epilogue(%c_216, %bias_213) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_217, %arg3[%i_189, %i_212] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_218 = arith.addi %i_189, %c8 : index
+        %c_219 = llvm.extractvalue %acc_123#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_220 = llvm.extractvalue %acc_123#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_221 = vector.from_elements %c_219, %c_220 : vector<2xf32>
+        %y_222 = func.call @epilogue(%c_221, %bias_213) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_222, %arg3[%i_218, %i_212] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_223 = arith.addi %i_190, %c24 : index
+        %bias_224 = vector.load %arg2[%i_223] : memref<16384xbf16>, vector<2xbf16>
+        %c_225 = llvm.extractvalue %acc_123#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_226 = llvm.extractvalue %acc_123#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_227 = vector.from_elements %c_225, %c_226 : vector<2xf32>
+        %y_228 = func.call @epilogue(%c_227, %bias_224) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_228, %arg3[%i_189, %i_223] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_229 = arith.addi %i_189, %c8 : index
+        %c_230 = llvm.extractvalue %acc_123#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_231 = llvm.extractvalue %acc_123#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_232 = vector.from_elements %c_230, %c_231 : vector<2xf32>
+        %y_233 = func.call @epilogue(%c_232, %bias_224) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_233, %arg3[%i_229, %i_223] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_234 = arith.addi %i_190, %c32 : index
+        %bias_235 = vector.load %arg2[%i_234] : memref<16384xbf16>, vector<2xbf16>
+        %c_236 = llvm.extractvalue %acc_123#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_237 = llvm.extractvalue %acc_123#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_238 = vector.from_elements %c_236, %c_237 : vector<2xf32>
+        %y_239 = func.call @epilogue(%c_238, %bias_235) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_239, %arg3[%i_189, %i_234] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_240 = arith.addi %i_189, %c8 : index
+        %c_241 = llvm.extractvalue %acc_123#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_242 = llvm.extractvalue %acc_123#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_243 = vector.from_elements %c_241, %c_242 : vector<2xf32>
+        %y_244 = func.call @epilogue(%c_243, %bias_235) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_244, %arg3[%i_240, %i_234] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_245 = arith.addi %i_190, %c40 : index
+        %bias_246 = vector.load %arg2[%i_245] : memref<16384xbf16>, vector<2xbf16>
+        %c_247 = llvm.extractvalue %acc_123#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_248 = llvm.extractvalue %acc_123#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_249 = vector.from_elements %c_247, %c_248 : vector<2xf32>
+        %y_250 = func.call @epilogue(%c_249, %bias_246) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_250, %arg3[%i_189, %i_245] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_251 = arith.addi %i_189, %c8 : index
+        %c_252 = llvm.extractvalue %acc_123#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_253 = llvm.extractvalue %acc_123#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_254 = vector.from_elements %c_252, %c_253 : vector<2xf32>
+        %y_255 = func.call @epilogue(%c_254, %bias_246) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_255, %arg3[%i_251, %i_245] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_256 = arith.addi %i_190, %c48 : index
+        %bias_257 = vector.load %arg2[%i_256] : memref<16384xbf16>, vector<2xbf16>
+        %c_258 = llvm.extractvalue %acc_123#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_259 = llvm.extractvalue %acc_123#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_260 = vector.from_elements %c_258, %c_259 : vector<2xf32>
+        %y_261 = func.call @epilogue(%c_260, %bias_257) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_261, %arg3[%i_189, %i_256] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_262 = arith.addi %i_189, %c8 : index
+        %c_263 = llvm.extractvalue %acc_123#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_264 = llvm.extractvalue %acc_123#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_265 = vector.from_elements %c_263, %c_264 : vector<2xf32>
+        %y_266 = func.call @epilogue(%c_265, %bias_257) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_266, %arg3[%i_262, %i_256] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_267 = arith.addi %i_190, %c56 : index
+        %bias_268 = vector.load %arg2[%i_267] : memref<16384xbf16>, vector<2xbf16>
+        %c_269 = llvm.extractvalue %acc_123#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_270 = llvm.extractvalue %acc_123#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_271 = vector.from_elements %c_269, %c_270 : vector<2xf32>
+        %y_272 = func.call @epilogue(%c_271, %bias_268) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_272, %arg3[%i_189, %i_267] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_273 = arith.addi %i_189, %c8 : index
+        %c_274 = llvm.extractvalue %acc_123#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_275 = llvm.extractvalue %acc_123#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_276 = vector.from_elements %c_274, %c_275 : vector<2xf32>
+        %y_277 = func.call @epilogue(%c_276, %bias_268) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_277, %arg3[%i_273, %i_267] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_278 = arith.addi %i_190, %c64 : index
+        %bias_279 = vector.load %arg2[%i_278] : memref<16384xbf16>, vector<2xbf16>
+        %c_280 = llvm.extractvalue %acc_123#0[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_281 = llvm.extractvalue %acc_123#0[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_282 = vector.from_elements %c_280, %c_281 : vector<2xf32>
+        %y_283 = func.call @epilogue(%c_282, %bias_279) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_283, %arg3[%i_189, %i_278] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_284 = arith.addi %i_189, %c8 : index
+        %c_285 = llvm.extractvalue %acc_123#0[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_286 = llvm.extractvalue %acc_123#0[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_287 = vector.from_elements %c_285, %c_286 : vector<2xf32>
+        %y_288 = func.call @epilogue(%c_287, %bias_279) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_288, %arg3[%i_284, %i_278] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_289 = arith.addi %i_190, %c72 : index
+        %bias_290 = vector.load %arg2[%i_289] : memref<16384xbf16>, vector<2xbf16>
+        %c_291 = llvm.extractvalue %acc_123#0[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_292 = llvm.extractvalue %acc_123#0[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_293 = vector.from_elements %c_291, %c_292 : vector<2xf32>
+        %y_294 = func.call @epilogue(%c_293, %bias_290) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_294, %arg3[%i_189, %i_289] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_295 = arith.addi %i_189, %c8 : index
+        %c_296 = llvm.extractvalue %acc_123#0[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_297 = llvm.extractvalue %acc_123#0[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_298 = vector.from_elements %c_296, %c_297 : vector<2xf32>
+        %y_299 = func.call @epilogue(%c_298, %bias_290) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_299, %arg3[%i_295, %i_289] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_300 = arith.addi %i_190, %c80 : index
+        %bias_301 = vector.load %arg2[%i_300] : memref<16384xbf16>, vector<2xbf16>
+        %c_302 = llvm.extractvalue %acc_123#0[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_303 = llvm.extractvalue %acc_123#0[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_304 = vector.from_elements %c_302, %c_303 : vector<2xf32>
+        %y_305 = func.call @epilogue(%c_304, %bias_301) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_305, %arg3[%i_189, %i_300] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_306 = arith.addi %i_189, %c8 : index
+        %c_307 = llvm.extractvalue %acc_123#0[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_308 = llvm.extractvalue %acc_123#0[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_309 = vector.from_elements %c_307, %c_308 : vector<2xf32>
+        %y_310 = func.call @epilogue(%c_309, %bias_301) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_310, %arg3[%i_306, %i_300] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_311 = arith.addi %i_190, %c88 : index
+        %bias_312 = vector.load %arg2[%i_311] : memref<16384xbf16>, vector<2xbf16>
+        %c_313 = llvm.extractvalue %acc_123#0[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_314 = llvm.extractvalue %acc_123#0[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_315 = vector.from_elements %c_313, %c_314 : vector<2xf32>
+        %y_316 = func.call @epilogue(%c_315, %bias_312) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_316, %arg3[%i_189, %i_311] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_317 = arith.addi %i_189, %c8 : index
+        %c_318 = llvm.extractvalue %acc_123#0[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_319 = llvm.extractvalue %acc_123#0[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_320 = vector.from_elements %c_318, %c_319 : vector<2xf32>
+        %y_321 = func.call @epilogue(%c_320, %bias_312) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_321, %arg3[%i_317, %i_311] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_322 = arith.addi %i_190, %c96 : index
+        %bias_323 = vector.load %arg2[%i_322] : memref<16384xbf16>, vector<2xbf16>
+        %c_324 = llvm.extractvalue %acc_123#0[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_325 = llvm.extractvalue %acc_123#0[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_326 = vector.from_elements %c_324, %c_325 : vector<2xf32>
+        %y_327 = func.call @epilogue(%c_326, %bias_323) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_327, %arg3[%i_189, %i_322] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_328 = arith.addi %i_189, %c8 : index
+        %c_329 = llvm.extractvalue %acc_123#0[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_330 = llvm.extractvalue %acc_123#0[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_331 = vector.from_elements %c_329, %c_330 : vector<2xf32>
+        %y_332 = func.call @epilogue(%c_331, %bias_323) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_332, %arg3[%i_328, %i_322] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_333 = arith.addi %i_190, %c104 : index
+        %bias_334 = vector.load %arg2[%i_333] : memref<16384xbf16>, vector<2xbf16>
+        %c_335 = llvm.extractvalue %acc_123#0[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_336 = llvm.extractvalue %acc_123#0[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_337 = vector.from_elements %c_335, %c_336 : vector<2xf32>
+        %y_338 = func.call @epilogue(%c_337, %bias_334) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_338, %arg3[%i_189, %i_333] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_339 = arith.addi %i_189, %c8 : index
+        %c_340 = llvm.extractvalue %acc_123#0[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_341 = llvm.extractvalue %acc_123#0[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_342 = vector.from_elements %c_340, %c_341 : vector<2xf32>
+        %y_343 = func.call @epilogue(%c_342, %bias_334) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_343, %arg3[%i_339, %i_333] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_344 = arith.addi %i_190, %c112 : index
+        %bias_345 = vector.load %arg2[%i_344] : memref<16384xbf16>, vector<2xbf16>
+        %c_346 = llvm.extractvalue %acc_123#0[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_347 = llvm.extractvalue %acc_123#0[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_348 = vector.from_elements %c_346, %c_347 : vector<2xf32>
+        %y_349 = func.call @epilogue(%c_348, %bias_345) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_349, %arg3[%i_189, %i_344] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_350 = arith.addi %i_189, %c8 : index
+        %c_351 = llvm.extractvalue %acc_123#0[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_352 = llvm.extractvalue %acc_123#0[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_353 = vector.from_elements %c_351, %c_352 : vector<2xf32>
+        %y_354 = func.call @epilogue(%c_353, %bias_345) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_354, %arg3[%i_350, %i_344] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_355 = arith.addi %i_190, %c120 : index
+        %bias_356 = vector.load %arg2[%i_355] : memref<16384xbf16>, vector<2xbf16>
+        %c_357 = llvm.extractvalue %acc_123#0[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_358 = llvm.extractvalue %acc_123#0[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_359 = vector.from_elements %c_357, %c_358 : vector<2xf32>
+        %y_360 = func.call @epilogue(%c_359, %bias_356) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_360, %arg3[%i_189, %i_355] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_361 = arith.addi %i_189, %c8 : index
+        %c_362 = llvm.extractvalue %acc_123#0[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_363 = llvm.extractvalue %acc_123#0[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_364 = vector.from_elements %c_362, %c_363 : vector<2xf32>
+        %y_365 = func.call @epilogue(%c_364, %bias_356) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_365, %arg3[%i_361, %i_355] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_366 = arith.addi %i_190, %c128 : index
+        %bias_367 = vector.load %arg2[%i_366] : memref<16384xbf16>, vector<2xbf16>
+        %c_368 = llvm.extractvalue %acc_123#0[64] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_369 = llvm.extractvalue %acc_123#0[65] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_370 = vector.from_elements %c_368, %c_369 : vector<2xf32>
+        %y_371 = func.call @epilogue(%c_370, %bias_367) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_371, %arg3[%i_189, %i_366] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_372 = arith.addi %i_189, %c8 : index
+        %c_373 = llvm.extractvalue %acc_123#0[66] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_374 = llvm.extractvalue %acc_123#0[67] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_375 = vector.from_elements %c_373, %c_374 : vector<2xf32>
+        %y_376 = func.call @epilogue(%c_375, %bias_367) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_376, %arg3[%i_372, %i_366] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_377 = arith.addi %i_190, %c136 : index
+        %bias_378 = vector.load %arg2[%i_377] : memref<16384xbf16>, vector<2xbf16>
+        %c_379 = llvm.extractvalue %acc_123#0[68] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_380 = llvm.extractvalue %acc_123#0[69] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_381 = vector.from_elements %c_379, %c_380 : vector<2xf32>
+        %y_382 = func.call @epilogue(%c_381, %bias_378) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_382, %arg3[%i_189, %i_377] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_383 = arith.addi %i_189, %c8 : index
+        %c_384 = llvm.extractvalue %acc_123#0[70] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_385 = llvm.extractvalue %acc_123#0[71] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_386 = vector.from_elements %c_384, %c_385 : vector<2xf32>
+        %y_387 = func.call @epilogue(%c_386, %bias_378) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_387, %arg3[%i_383, %i_377] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_388 = arith.addi %i_190, %c144 : index
+        %bias_389 = vector.load %arg2[%i_388] : memref<16384xbf16>, vector<2xbf16>
+        %c_390 = llvm.extractvalue %acc_123#0[72] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_391 = llvm.extractvalue %acc_123#0[73] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_392 = vector.from_elements %c_390, %c_391 : vector<2xf32>
+        %y_393 = func.call @epilogue(%c_392, %bias_389) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_393, %arg3[%i_189, %i_388] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_394 = arith.addi %i_189, %c8 : index
+        %c_395 = llvm.extractvalue %acc_123#0[74] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_396 = llvm.extractvalue %acc_123#0[75] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_397 = vector.from_elements %c_395, %c_396 : vector<2xf32>
+        %y_398 = func.call @epilogue(%c_397, %bias_389) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_398, %arg3[%i_394, %i_388] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_399 = arith.addi %i_190, %c152 : index
+        %bias_400 = vector.load %arg2[%i_399] : memref<16384xbf16>, vector<2xbf16>
+        %c_401 = llvm.extractvalue %acc_123#0[76] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_402 = llvm.extractvalue %acc_123#0[77] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_403 = vector.from_elements %c_401, %c_402 : vector<2xf32>
+        %y_404 = func.call @epilogue(%c_403, %bias_400) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_404, %arg3[%i_189, %i_399] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_405 = arith.addi %i_189, %c8 : index
+        %c_406 = llvm.extractvalue %acc_123#0[78] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_407 = llvm.extractvalue %acc_123#0[79] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_408 = vector.from_elements %c_406, %c_407 : vector<2xf32>
+        %y_409 = func.call @epilogue(%c_408, %bias_400) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_409, %arg3[%i_405, %i_399] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_410 = arith.addi %i_190, %c160 : index
+        %bias_411 = vector.load %arg2[%i_410] : memref<16384xbf16>, vector<2xbf16>
+        %c_412 = llvm.extractvalue %acc_123#0[80] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_413 = llvm.extractvalue %acc_123#0[81] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_414 = vector.from_elements %c_412, %c_413 : vector<2xf32>
+        %y_415 = func.call @epilogue(%c_414, %bias_411) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_415, %arg3[%i_189, %i_410] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_416 = arith.addi %i_189, %c8 : index
+        %c_417 = llvm.extractvalue %acc_123#0[82] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_418 = llvm.extractvalue %acc_123#0[83] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_419 = vector.from_elements %c_417, %c_418 : vector<2xf32>
+        %y_420 = func.call @epilogue(%c_419, %bias_411) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_420, %arg3[%i_416, %i_410] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_421 = arith.addi %i_190, %c168 : index
+        %bias_422 = vector.load %arg2[%i_421] : memref<16384xbf16>, vector<2xbf16>
+        %c_423 = llvm.extractvalue %acc_123#0[84] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_424 = llvm.extractvalue %acc_123#0[85] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_425 = vector.from_elements %c_423, %c_424 : vector<2xf32>
+        %y_426 = func.call @epilogue(%c_425, %bias_422) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_426, %arg3[%i_189, %i_421] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_427 = arith.addi %i_189, %c8 : index
+        %c_428 = llvm.extractvalue %acc_123#0[86] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_429 = llvm.extractvalue %acc_123#0[87] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_430 = vector.from_elements %c_428, %c_429 : vector<2xf32>
+        %y_431 = func.call @epilogue(%c_430, %bias_422) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_431, %arg3[%i_427, %i_421] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_432 = arith.addi %i_190, %c176 : index
+        %bias_433 = vector.load %arg2[%i_432] : memref<16384xbf16>, vector<2xbf16>
+        %c_434 = llvm.extractvalue %acc_123#0[88] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_435 = llvm.extractvalue %acc_123#0[89] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_436 = vector.from_elements %c_434, %c_435 : vector<2xf32>
+        %y_437 = func.call @epilogue(%c_436, %bias_433) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_437, %arg3[%i_189, %i_432] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_438 = arith.addi %i_189, %c8 : index
+        %c_439 = llvm.extractvalue %acc_123#0[90] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_440 = llvm.extractvalue %acc_123#0[91] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_441 = vector.from_elements %c_439, %c_440 : vector<2xf32>
+        %y_442 = func.call @epilogue(%c_441, %bias_433) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_442, %arg3[%i_438, %i_432] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_443 = arith.addi %i_190, %c184 : index
+        %bias_444 = vector.load %arg2[%i_443] : memref<16384xbf16>, vector<2xbf16>
+        %c_445 = llvm.extractvalue %acc_123#0[92] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_446 = llvm.extractvalue %acc_123#0[93] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_447 = vector.from_elements %c_445, %c_446 : vector<2xf32>
+        %y_448 = func.call @epilogue(%c_447, %bias_444) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_448, %arg3[%i_189, %i_443] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_449 = arith.addi %i_189, %c8 : index
+        %c_450 = llvm.extractvalue %acc_123#0[94] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_451 = llvm.extractvalue %acc_123#0[95] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_452 = vector.from_elements %c_450, %c_451 : vector<2xf32>
+        %y_453 = func.call @epilogue(%c_452, %bias_444) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_453, %arg3[%i_449, %i_443] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_454 = arith.addi %i_190, %c192 : index
+        %bias_455 = vector.load %arg2[%i_454] : memref<16384xbf16>, vector<2xbf16>
+        %c_456 = llvm.extractvalue %acc_123#0[96] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_457 = llvm.extractvalue %acc_123#0[97] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_458 = vector.from_elements %c_456, %c_457 : vector<2xf32>
+        %y_459 = func.call @epilogue(%c_458, %bias_455) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_459, %arg3[%i_189, %i_454] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_460 = arith.addi %i_189, %c8 : index
+        %c_461 = llvm.extractvalue %acc_123#0[98] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_462 = llvm.extractvalue %acc_123#0[99] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_463 = vector.from_elements %c_461, %c_462 : vector<2xf32>
+        %y_464 = func.call @epilogue(%c_463, %bias_455) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_464, %arg3[%i_460, %i_454] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_465 = arith.addi %i_190, %c200 : index
+        %bias_466 = vector.load %arg2[%i_465] : memref<16384xbf16>, vector<2xbf16>
+        %c_467 = llvm.extractvalue %acc_123#0[100] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_468 = llvm.extractvalue %acc_123#0[101] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_469 = vector.from_elements %c_467, %c_468 : vector<2xf32>
+        %y_470 = func.call @epilogue(%c_469, %bias_466) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_470, %arg3[%i_189, %i_465] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_471 = arith.addi %i_189, %c8 : index
+        %c_472 = llvm.extractvalue %acc_123#0[102] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_473 = llvm.extractvalue %acc_123#0[103] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_474 = vector.from_elements %c_472, %c_473 : vector<2xf32>
+        %y_475 = func.call @epilogue(%c_474, %bias_466) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_475, %arg3[%i_471, %i_465] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_476 = arith.addi %i_190, %c208 : index
+        %bias_477 = vector.load %arg2[%i_476] : memref<16384xbf16>, vector<2xbf16>
+        %c_478 = llvm.extractvalue %acc_123#0[104] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_479 = llvm.extractvalue %acc_123#0[105] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_480 = vector.from_elements %c_478, %c_479 : vector<2xf32>
+        %y_481 = func.call @epilogue(%c_480, %bias_477) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_481, %arg3[%i_189, %i_476] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_482 = arith.addi %i_189, %c8 : index
+        %c_483 = llvm.extractvalue %acc_123#0[106] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_484 = llvm.extractvalue %acc_123#0[107] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_485 = vector.from_elements %c_483, %c_484 : vector<2xf32>
+        %y_486 = func.call @epilogue(%c_485, %bias_477) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_486, %arg3[%i_482, %i_476] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_487 = arith.addi %i_190, %c216 : index
+        %bias_488 = vector.load %arg2[%i_487] : memref<16384xbf16>, vector<2xbf16>
+        %c_489 = llvm.extractvalue %acc_123#0[108] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_490 = llvm.extractvalue %acc_123#0[109] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_491 = vector.from_elements %c_489, %c_490 : vector<2xf32>
+        %y_492 = func.call @epilogue(%c_491, %bias_488) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_492, %arg3[%i_189, %i_487] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_493 = arith.addi %i_189, %c8 : index
+        %c_494 = llvm.extractvalue %acc_123#0[110] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_495 = llvm.extractvalue %acc_123#0[111] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_496 = vector.from_elements %c_494, %c_495 : vector<2xf32>
+        %y_497 = func.call @epilogue(%c_496, %bias_488) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_497, %arg3[%i_493, %i_487] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_498 = arith.addi %i_190, %c224 : index
+        %bias_499 = vector.load %arg2[%i_498] : memref<16384xbf16>, vector<2xbf16>
+        %c_500 = llvm.extractvalue %acc_123#0[112] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_501 = llvm.extractvalue %acc_123#0[113] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_502 = vector.from_elements %c_500, %c_501 : vector<2xf32>
+        %y_503 = func.call @epilogue(%c_502, %bias_499) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_503, %arg3[%i_189, %i_498] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_504 = arith.addi %i_189, %c8 : index
+        %c_505 = llvm.extractvalue %acc_123#0[114] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_506 = llvm.extractvalue %acc_123#0[115] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_507 = vector.from_elements %c_505, %c_506 : vector<2xf32>
+        %y_508 = func.call @epilogue(%c_507, %bias_499) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_508, %arg3[%i_504, %i_498] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_509 = arith.addi %i_190, %c232 : index
+        %bias_510 = vector.load %arg2[%i_509] : memref<16384xbf16>, vector<2xbf16>
+        %c_511 = llvm.extractvalue %acc_123#0[116] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_512 = llvm.extractvalue %acc_123#0[117] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_513 = vector.from_elements %c_511, %c_512 : vector<2xf32>
+        %y_514 = func.call @epilogue(%c_513, %bias_510) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_514, %arg3[%i_189, %i_509] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_515 = arith.addi %i_189, %c8 : index
+        %c_516 = llvm.extractvalue %acc_123#0[118] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_517 = llvm.extractvalue %acc_123#0[119] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_518 = vector.from_elements %c_516, %c_517 : vector<2xf32>
+        %y_519 = func.call @epilogue(%c_518, %bias_510) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_519, %arg3[%i_515, %i_509] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_520 = arith.addi %i_190, %c240 : index
+        %bias_521 = vector.load %arg2[%i_520] : memref<16384xbf16>, vector<2xbf16>
+        %c_522 = llvm.extractvalue %acc_123#0[120] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_523 = llvm.extractvalue %acc_123#0[121] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_524 = vector.from_elements %c_522, %c_523 : vector<2xf32>
+        %y_525 = func.call @epilogue(%c_524, %bias_521) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_525, %arg3[%i_189, %i_520] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_526 = arith.addi %i_189, %c8 : index
+        %c_527 = llvm.extractvalue %acc_123#0[122] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_528 = llvm.extractvalue %acc_123#0[123] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_529 = vector.from_elements %c_527, %c_528 : vector<2xf32>
+        %y_530 = func.call @epilogue(%c_529, %bias_521) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_530, %arg3[%i_526, %i_520] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_531 = arith.addi %i_190, %c248 : index
+        %bias_532 = vector.load %arg2[%i_531] : memref<16384xbf16>, vector<2xbf16>
+        %c_533 = llvm.extractvalue %acc_123#0[124] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_534 = llvm.extractvalue %acc_123#0[125] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_535 = vector.from_elements %c_533, %c_534 : vector<2xf32>
+        %y_536 = func.call @epilogue(%c_535, %bias_532) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_536, %arg3[%i_189, %i_531] : memref<16384x16384xbf16>, vector<2xbf16>
+        %i_537 = arith.addi %i_189, %c8 : index
+        %c_538 = llvm.extractvalue %acc_123#0[126] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_539 = llvm.extractvalue %acc_123#0[127] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_540 = vector.from_elements %c_538, %c_539 : vector<2xf32>
+        %y_541 = func.call @epilogue(%c_540, %bias_532) : (vector<2xf32>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_541, %arg3[%i_537, %i_531] : memref<16384x16384xbf16>, vector<2xbf16>
       }
     }
     gpu.return

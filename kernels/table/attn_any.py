@@ -36,6 +36,18 @@ The shape forms, each its own pattern key (docs/pattern-key.md):
 Other coincidences (S = H = D, S = 1 with H = D, H = 1 with S = D) get no
 entry.
 
+The importer forms (IMPORTER_HEADS, f32): the attention of nanoGPT's
+CausalSelfAttention as torch-mlir emits it (examples/kernelbench_l3_p44/,
+KernelBench level 3 problem 44), which the partitioner merges through its
+views into one subgraph (passes/partition.c, rule 5): qkv [B, T, 3C] ->
+[B*T, C], from the fused QKV slices, head-split expands and transposes,
+the two batch_matmuls with their collapse/expand, the scale, the iota mask
+and the decomposed softmax, to the head-merge transpose and collapse. The
+kernel is the same (gen_attention's fused-QKV form): q, k, v read straight
+from the fused buffer with the head stride, y written as [B*T, C]; the
+grid B*H*ceil(T / 32). B and T (and B*T, B*H) are free; C, H, D fixed, one
+entry per (H, D). The example is gen_p44.py's block at B = 32, T = 512.
+
 Element types: f32, bf16 and f16 (DTYPES), the same forms for each. The
 16-bit examples are the f32 one rewritten by bench/table/heldout.py's
 dtype_rewrite (as heldout's minigpt_block family does): valid IR that
@@ -177,6 +189,50 @@ def render_for(form, d, dtype="f32"):
     return render
 
 
+# (H, D) of the importer forms: KernelBench's MiniGPT block (8 x 96) and
+# GPT-2 small (12 x 64).
+IMPORTER_HEADS = [(8, 96), (12, 64)]
+IMPORTER_EXAMPLE = "examples/kernelbench_l3_p44/gen_p44.py"
+
+
+def importer_example(h, d, b=32, t=512):
+    sys.path.insert(0, os.path.join(ROOT, "examples", "kernelbench_l3_p44"))
+    import gen_p44
+    return gen_p44.model(b, t, h * d, h)
+
+
+def render_importer(h, d, b=32, t=512):
+    def render(g):
+        ps = g["pattern_sizes"]
+        sym = {v: k for k, v in ps.items()}
+        c = h * d
+        assert len(sym) == len(ps), ps  # the example's sizes are distinct
+        tb, tt, tbt = sym[b], sym[t], sym[b * t]
+        free = {tb, tt, tbt, sym[b * h]}
+        p = dict(sym=True, S=tt, H=h, D=d, scale=scale_value(d),
+                 qkv=dict(B=tb, BT=tbt, C=c))
+        (block, grid), e, args, globals_ = gen_rows.gen_attention(p)
+        kname = "causal_attention_qkv_f32_h%d_d%d" % (h, d)
+        text = gen_rows.module_text([], kname, args, block, grid, e.body(), globals_,
+                                    e.extra_attrs)
+        header = [
+            "Pattern-table template: kernels/table/attn_any.py f32 importer form, H = %d "
+            "heads of D = %d: causal attention as torch-mlir emits nanoGPT's, any batch "
+            "and sequence length." % (h, d),
+            "qkv [%s, %s, %d] (q, k, v column blocks, head h at h*%d) -> out [%s, %d] "
+            "(row b*T + t, column h*%d + d); gen_rows.py's gen_attention, fused-QKV form."
+            % (tb, tt, 3 * c, d, tbt, c, d),
+        ] + ["llm-fuse.template-size %s" % x for x in sorted((tb, tt, tbt),
+                                                            key=lambda x: int(x[1:]))]
+        lines = text.split("\n")
+        assert lines[0] == "gpu.module @kernels {"
+        text = "\n".join(lines[:1] + ["  // " + x for x in header] + lines[1:])
+        sizes = [None if k in free else v for k, v in sorted(ps.items(),
+                                                              key=lambda kv: int(kv[0][1:]))]
+        return text, sizes
+    return render
+
+
 def pick(groups):
     att = [g for g in groups if g.get("class") == "attention-like"]
     return att[0] if len(att) == 1 else None
@@ -203,4 +259,14 @@ def templates():
                     render=render_for(form, d, dtype),
                     archs=ARCHS,
                     source=src))
+    for h, d in IMPORTER_HEADS:
+        out.append(dict(
+            name="zz-any-attention-importer-f32-h%d-d%d" % (h, d),
+            example=importer_example(h, d),
+            pick=pick,
+            render=render_importer(h, d),
+            archs=ARCHS,
+            source="kernels/table/attn_any.py f32 importer form H=%d D=%d (from %s at "
+                   "B=32, T=512; gen_rows.py gen_attention, fused-QKV form)"
+                   % (h, d, IMPORTER_EXAMPLE)))
     return out

@@ -44,9 +44,27 @@ placeholder expression, and what the structure needs a requirement:
     sm_90; wgmma m64nNk16 on sm_90a), each from the example rewritten to
     that type (heldout.py's dtype_rewrite); f32 for the SIMT f32 kernels.
 
-On sm_90a the wgmma entry is tried first (file names sort `..._1wgmma`
-before `..._2mma`); where its BN does not divide N, the mma.sync entry
-(which lists sm_90a too) may still admit the sizes. The shipped entries of
+On sm_90a the TMA-fed wgmma entry is tried first (file names sort
+`..._0tma` before `..._1wgmma` before `..._2mma`), then the wgmma entry;
+where its BN does not divide N, the mma.sync entry (which lists sm_90a too)
+may still admit the sizes.
+
+The *_0tma entries (bf16 only, sm_90a; issue 15's wgmma forms with N and K
+masked) are gen_gemm.py's `bf16_wgmma_tma` kernel
+(kernels/handwritten/gemm_wgmma_tma.py, the kernel the suite ships for
+SwiGLU and GEMM + bias + GELU): a producer thread feeding a 4-stage ring by
+TMA (tensor-map arguments, encoded by the runtime on each launch's
+buffers), two consumer warpgroups, persistent CTAs (at most 132, fewer
+where there are fewer tiles). M, N and K are all free and masked: TMA
+zero-fills the parts of a box past M, N or K, and the epilogue of a partial
+tile masks its rows and columns. The constraints, stated as the template's
+requirements: M >= BM (128: a box may not exceed the tensor), N and K
+multiples of 8 (16-byte rows, the tensor map's rule), N >= 64, K >= 64.
+Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
+entries are the better kernels there anyway; N = 1000 is admitted, N = 1001
+not), the next entry is tried. f16 (the generator is bf16 only) and B
+stored [N, K] (nn.Linear, kernels/table/importer_any.py; the generator
+takes B [K, N] only in bf16) have no TMA form yet. The shipped entries of
 build.py's sentinel method (M free, N and K fixed) have more fixed sizes, so
 the table tries them first (llm_client/table.c): at the sizes they admit the
 kernels are exactly the shipped ones.
@@ -92,6 +110,19 @@ TC_TILING = {
     "sg_5beaf48efb3a6ac0": "sg_439a925e4900df20",
 }
 TILE_KEYS = ("BM", "BN", "BK", "WM", "WN", "stages", "group_m", "minctasm")
+
+# sm_90a TMA forms (gemm_wgmma_tma.py), by the bf16 subgraph whose tiling a
+# family uses (TC_TILING for the f32 examples): SwiGLU the suite's shipped
+# ping-pong 128 x (2 x 64) kernel; bias + GELU the shipped GEMM + bias +
+# GELU kernel (cooperative 128 x 256, GROUP_M 16); bias + residual
+# cooperative 128 x 128 (its N is the hidden size: twice the tiles of 256).
+# Measured at the suite's sizes: bench/tma/NOTES-draft.md.
+TMA = {
+    "sg_439a925e4900df20": dict(BN=256, stages=4, pingpong=0, persistent=1, group_m=16),
+    "sg_5cdc21b0bac363b8": dict(BN=128, stages=4, pingpong=0, persistent=1, group_m=8),
+    "sg_74ede17e00bf0352": dict(BM=128, BN=64, stages=4, pingpong=1, group_m=8),
+}
+TMA_BM = 128  # every TMA form's rows per tile: the requirement M >= 128
 
 # sm_90a forms: gen_gemm.py's plain wgmma kernel (the SwiGLU's shipped sm_90a
 # kernel is the warp-specialized persistent one of gemm_wgmma_ws.py, which is
@@ -139,6 +170,32 @@ SINGLE_ROW = {
     "f32_simt": [dict(BM=16, BN=32, BK=8, KS=16, group_m=8), dict(BM=8, BN=64, BK=8, KS=16, group_m=8)],
     "bf16_mma": [dict(BM=16, BN=64, BK=64, WM=16, WN=16, stages=4, group_m=8)],
 }
+
+
+def tma_cfg(sg, dtype="bf16"):
+    """The bf16_wgmma_tma form of a family's base subgraph (TMA above)."""
+    cfg = base_cfg(sg, False, dtype)
+    tiling = TC_TILING.get(sg, sg)
+    for k in TILE_KEYS + ("KS", "WX", "WGS"):
+        cfg.pop(k, None)
+    cfg.update(kind="bf16_wgmma_tma", chips=["sm_90a"])
+    cfg.update(TMA[tiling])
+    assert cfg.get("BM", TMA_BM) == TMA_BM
+    return cfg
+
+
+def tma_symbolic():
+    """Whether gemm_wgmma_tma.py generates bf16 kernels at symbolic sizes
+    (None) or the reason it refuses (the entries are then left out, with a
+    warning: build.py must run whatever the generator's state)."""
+    c = tma_cfg("sg_74ede17e00bf0352")
+    c.update(M="S0", N="S2", K="S1", signature="(tensor<{{S0}}x{{S1}}xbf16>, tensor<{{S1}}x{{S2}}xbf16>, "
+             "tensor<{{S1}}x{{S2}}xbf16>) -> tensor<{{S0}}x{{S2}}xbf16>")
+    try:
+        gen_gemm.generate(c)
+    except (AssertionError, TypeError, ValueError) as e:
+        return "%s: %s" % (type(e).__name__, e)
+    return None
 
 
 def base_cfg(sg, wgmma, dtype="bf16"):
@@ -226,7 +283,8 @@ def _old_refuses(cfg, n_sym, k_sym):
 
 def _render(name, dtype, cfg, small=(), single=None, nk=False):
     """single: the M = 1 form, a list of tilings (the first the default);
-    nk: the masked N and K form."""
+    nk: the masked N and K form. A bf16_wgmma_tma cfg: the TMA form (M, N
+    and K masked by the kernel itself, its requirements stated by it)."""
     m_ex = 1 if single else EX_M
 
     def render(g):
@@ -271,7 +329,10 @@ def _render(name, dtype, cfg, small=(), single=None, nk=False):
         lines = body.split("\n")
         free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
         roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K") if r in sym)
+        tma = c["kind"] == "bf16_wgmma_tma"
         what = ("M = 1 (a single row: the tile's other rows read row 0 and are never stored)" if single else
+                "M, N and K are masked by TMA's zero fill and the partial tiles' epilogue (M >= %d; N and K "
+                "multiples of 8, at least 64)" % TMA_BM if tma else
                 "M, N and K are masked (N and K multiples of %d, used where the unmasked entry refuses them)" % (
                     NK_ALIGN[c["kind"]]) if nk else
                 "M is masked (any M)")
@@ -303,10 +364,18 @@ def templates():
     def small_note(small):
         return ", with %d small-M tiling(s)" % len(small) if small else ""
 
+    tma_refused = tma_symbolic()
+    if tma_refused:
+        print("gemm_any.py: no TMA entries: kernels/handwritten/gemm_wgmma_tma.py refuses symbolic sizes "
+              "(%s)" % tma_refused, file=sys.stderr)
     for name in sorted(FAMILIES):
         src, sdt, rows, sg, dtypes, has_wgmma = FAMILIES[name]
         for dtype in dtypes:
             tc = dtype != "f32"
+            if dtype == "bf16" and has_wgmma and not tma_refused:
+                # the TMA form: tried first on sm_90a (0tma sorts before 1wgmma)
+                entry(name, dtype, "0tma", tma_cfg(sg, dtype), ["sm_90a"],
+                      "masked M, N and K by TMA, M >= %d" % TMA_BM)
             forms = [("1wgmma", True), ("2mma", False)] if tc and has_wgmma else [("simt", False)]
             for tag, wg in forms:
                 cfg = base_cfg(sg, wg, dtype)

@@ -49,6 +49,7 @@ import rows_any  # noqa: E402
 ARCHS = ["sm_80", "sm_90", "sm_90a"]
 GPT = "examples/importer/minigpt_torch_mlir.mlir"
 TOSA = "examples/importer/mlp_tosa.mlir"
+P44 = "examples/kernelbench_l3_p44/p44_b32.mlir"
 
 
 def _read(src):
@@ -71,10 +72,10 @@ def _pick(klass, sig, nth=0):
 # ---- rows ------------------------------------------------------------------
 
 class RowKernel(rows_any.Kernel):
-    """rows_any.py's kernel over memrefs of a higher rank: lead is the list
-    of index tokens before the row's (constants: "1"), split how the row
-    index becomes them. x/y: [1, R, N] (split None) or [1, H, T, T] (split
-    "ht": row = h * T + t)."""
+    """rows_any.py's kernel over memrefs of a higher rank: split says how
+    the row index becomes the leading indices. x/y: [1, R, N] (split None),
+    [1, H, T, T] (split "ht": row = h * T + t) or [B, T, N] (split "bt": row
+    = b * T + t, an importer's LayerNorm at batch B > 1)."""
 
     def __init__(self, fam, dtype, inputs, outputs, split=None):
         super().__init__(fam, dtype, inputs, outputs)
@@ -84,6 +85,8 @@ class RowKernel(rows_any.Kernel):
         if role in ("x", "r", "y", "h"):
             if self.split == "ht":
                 return "memref<1x{{H}}x{{T}}x{{T}}x%s>" % self.t
+            if self.split == "bt":
+                return "memref<{{B}}x{{T}}x{{N}}x%s>" % self.t
             return "memref<1x{{R}}x{{N}}x%s>" % self.t
         return super().mem(role)
 
@@ -96,6 +99,11 @@ class RowKernel(rows_any.Kernel):
             h = e.op("arith.divui %s, %s : index" % (self.row, ct), "h")
             t = e.op("arith.remui %s, %s : index" % (self.row, ct), "t")
             self.idx = "%s, %s, %s" % (c0, h, t)
+        elif self.split == "bt":
+            ct = e.const("{{T}}", "index")
+            b = e.op("arith.divui %s, %s : index" % (self.row, ct), "bi")
+            t = e.op("arith.remui %s, %s : index" % (self.row, ct), "t")
+            self.idx = "%s, %s" % (b, t)
         else:
             self.idx = "%s, %s" % (c0, self.row)
 
@@ -122,19 +130,32 @@ def _render_rows(name, fam, ins, outs, split, roles):
         if split == "ht":
             tok["R"] = "%s * %s" % (tok["H"], tok["T"])
             tok["N"] = tok["T"]
+        elif split == "bt":
+            tok["R"] = "%s * %s" % (tok["B"], tok["T"])
         k = RowKernel(fam, "f32", ins, outs, split)
         free = sorted(ps, key=lambda s: int(s[1:]))
         header = [
             "Pattern-table template: kernels/table/importer_any.py %s f32 (rows_any.py's %s "
             "kernel): any sizes." % (name, fam["kind"]),
             "%s; TPR threads per row, V elements per load." % ", ".join(
-                "%s = %s" % (t, tok[t]) for t in ("R", "N", "H", "T") if t in tok),
+                "%s = %s" % (t, tok[t]) for t in ("R", "N", "B", "H", "T") if t in tok),
         ] + ["llm-fuse.template-size %s" % s for s in free]
-        header += rows_any.tune_lines("f32")
+        tune = rows_any.tune_lines("f32")
+        if len(free) + 2 > 4:
+            # three sizes (B, T, N) and TPR, V: five knobs, one more than a
+            # text may declare. V is not timed anyway (its requirement picks
+            # the largest of 4, 2, 1 that divides N): an expression of N.
+            assert tune[2].startswith("llm-fuse.tune V = 4,") and "V" in tune[3], tune
+            tune = tune[:2]
+            header[1] = header[1].replace("V elements per load",
+                                          "V = 4 - 2 * (N % 4 != 0) - (N % 2 != 0) elements per load "
+                                          "(the largest of 4, 2, 1 that divides N)")
+            tok["V"] = "4 - 2 * (N % 4 != 0) - (N % 2 != 0)".replace("N", tok["N"])
+        header += tune
         text = k.text("%s_f32" % name, header)
 
         def fix(s):
-            for t in ("R", "N", "H", "T"):
+            for t in ("R", "N", "B", "H", "T", "V"):
                 if t in tok:
                     s = re.sub(r"\b%s\b" % t, "(%s)" % tok[t] if " " in tok[t] else tok[t], s)
             return s
@@ -171,20 +192,63 @@ GEMMS = {
                   "-> tensor<1xMxNxf32>",
                   dict(M=128, N=256, K=1024), 1, [0], 2, 3, "bias_residual",
                   "sg_36d4248ce34e0c94", False, "A[M,K] @ W[K,N] (TOSA batch_matmul of batch 1, f32 FMA)"),
+    # batch B > 1 (KernelBench L3 44, examples/kernelbench_l3_p44/): the
+    # Linear's [B*T, N] rows viewed as [B, T, N] inside the subgraph
+    # (partition rule 3 through row views); M = B * T, a requirement.
+    "qkv_bt": (P44, "(tensor<NxKxf32>, tensor<MxKxf32>, tensor<Nxf32>) -> tensor<BxTxNxf32>",
+               dict(M=16384, N=2304, K=768, B=32, T=512), 1, [0], 2, None, "bias",
+               "sg_775f56ec869d4b28", True, "A[M,K] @ W[N,K]^T (nn.Linear, f32 FMA; C viewed [B, T, N])"),
+    "attn_proj_bt": (P44, "(tensor<NxNxf32>, tensor<MxNxf32>, tensor<Nxf32>, tensor<BxTxNxf32>) "
+                     "-> tensor<BxTxNxf32>",
+                     dict(M=16384, N=768, K=768, B=32, T=512), 1, [0], 2, 3, "bias_residual",
+                     "sg_1c6bf422e56f7cc7", True,
+                     "A[M,N] @ W[N,N]^T (nn.Linear, f32 FMA; residual and C viewed [B, T, N])"),
+    "fc_bt": (P44, "(tensor<NxKxf32>, tensor<MxKxf32>, tensor<Nxf32>) -> tensor<MxNxf32>",
+              dict(M=16384, N=3072, K=768, B=32, T=512), 1, [0], 2, None, "bias_gelu_tanh",
+              "sg_208fdd59011a4518", True,
+              "A[M,K] @ W[N,K]^T (nn.Linear, f32 FMA; the GELU on the [B, T, N] view)"),
+    "proj_bt": (P44, "(tensor<NxKxf32>, tensor<MxKxf32>, tensor<Nxf32>, tensor<BxTxNxf32>) "
+                "-> tensor<BxTxNxf32>",
+                dict(M=16384, N=768, K=3072, B=32, T=512), 1, [0], 2, 3, "bias_residual",
+                "sg_36d4248ce34e0c94", True,
+                "A[M,K] @ W[N,K]^T (nn.Linear, f32 FMA; residual and C viewed [B, T, N])"),
 }
+
+
+# The [B, T, N] forms' tilings (P44: M = B * T = 16384 at batch 32, 65536 at
+# 128; K 768 or 3072, N 768, 2304 or 3072). The default is the tiling the
+# suite's f32 GEMM found best at 1024 x 8192 x 8192 (gen_gemm.py
+# sg_5beaf48efb3a6ac0: 128 x 128 x 16, each warp a 4 x 8 patch of threads,
+# 2 CTAs per SM; 2.827 ms against cuBLAS's 2.699 on the H200, and 13.28 ms
+# against 12.70 for the MiniGPT MLP at 65536 rows, bench/NOTES.md), no
+# split-K, GROUP_M 8, 4 and 16 timed. Beside it, alternatives the pass
+# times too (TILE = 100 * alternative + 8):
+#   1  128 x 64 x 16, warp 4 x 8: twice the CTAs for N = 768 (M / 128 x 12)
+#   2  64 x 128 x 8: the MiniGPT block's QKV and c_fc tiling (what these
+#      entries had before: 1.306 and 1.724 ms at batch 32)
+#   3  128 x 128 x 8, warp 4 x 8: half the loop body of the default
+# and the small-M tilings of gemm_any.py (M <= 128, M <= 1024). GROUP_M 1
+# (row-major) is not timed: TILE may take 8 values.
+BT_TILE = dict(BM=128, BN=128, BK=16, KS=1, WX=4, group_m=8, minctasm=2)
+BT_ALTS = [dict(BM=128, BN=64, BK=16, KS=1, WX=4, group_m=8, minctasm=3),
+           dict(BM=64, BN=128, BK=8, KS=1, WX=None, group_m=8, minctasm=2),
+           dict(BM=128, BN=128, BK=8, KS=1, WX=4, group_m=8, minctasm=2)]
+BT_GROUP_M = [8, 4, 16]
 
 
 def _sub_roles(sig, vals):
     """the signature with role tokens replaced by vals (role -> text)"""
-    return re.sub(r"(?<=[<x])([MNK])(?=x)", lambda m: str(vals[m.group(1)]), sig)
+    return re.sub(r"(?<=[<x])([MNKBT])(?=x)", lambda m: str(vals[m.group(1)]), sig)
 
 
-def _gemm_cfg(name, sym):
+def _gemm_cfg(name, sym, roles=None):
+    """sym: M, N, K -> symbols; roles: every role token -> its symbol (B and
+    T too, where the signature has them)"""
     src, sig, ex, a, b, bias, res, ep, base, bnk, product = GEMMS[name]
     cfg = dict(next(c for c in gen_gemm.SUBGRAPHS if c["sg"] == base))
     cfg.update(sg="ia_%s_f32" % name, example=src, a=a, b=b, bias=bias, res=res, epilogue=ep,
                M=sym["M"], N=sym["N"], K=sym["K"],
-               signature=_sub_roles(sig, {r: "{{%s}}" % s for r, s in sym.items()}),
+               signature=_sub_roles(sig, {r: "{{%s}}" % s for r, s in (roles or sym).items()}),
                product=re.sub(r"\b([MNK])\b", lambda m: sym[m.group(1)], product))
     cfg.pop("fingerprint", None)
     cfg.pop("math_notes", None)
@@ -200,26 +264,55 @@ def _render_gemm(name, nk=False):
         ps = g["pattern_sizes"]
         by_value = {v: k for k, v in ps.items()}
         sym = {r: by_value[v] for r, v in ex.items()}
-        c = _gemm_cfg(name, sym)
-        small = gemm_any.SMALL_M["f32_simt"]
+        c = _gemm_cfg(name, {r: sym[r] for r in ("M", "N", "K")}, sym)
         if nk:
             c["mask_nk"] = gemm_any.NK_ALIGN["f32_simt"]
-        alts = gemm_any._alternatives(
-            c, small, sym["M"], gemm_any._old_refuses(c, sym["N"], sym["K"]) if nk else None)
-        _, text, _ = gen_gemm.generate_alternatives(alts)
-        lines = text[text.index("gpu.module"):].split("\n")
-        free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
-        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K"))
+        bt = name.endswith("_bt")
+        if bt:
+            c.update(BT_TILE)
+        extra = gemm_any._old_refuses(c, sym["N"], sym["K"]) if nk else None
+        alts = gemm_any._alternatives(c, gemm_any.SMALL_M["f32_simt"], sym["M"], extra)
+        if bt:
+            big = []
+            for ov in BT_ALTS:
+                a = dict(c)
+                a.update(ov)
+                if a["WX"] is None:
+                    a.pop("WX")
+                big.append((a, extra))
+            alts = alts[:1] + big + alts[1:]
+        _, text, _ = gen_gemm.generate_alternatives(alts, group_m=BT_GROUP_M if bt else None)
+        text = text[text.index("gpu.module"):]
+        free = sorted(_used_symbols(text), key=lambda k: int(k[1:]))
+        lines = text.split("\n")
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K", "B", "T") if r in sym)
         what = ("M, N and K are masked (N and K multiples of 4, used where the unmasked "
                 "entry refuses them)" if nk else "M is masked (any M)")
+        tiling = ("128 x 128 x 16 tiling of sg_5beaf48efb3a6ac0, with alternatives" if bt else
+                  "%s tiling" % GEMMS[name][8])
         head = [lines[0],
                 "  // Pattern-table template: kernels/table/importer_any.py %s f32 (gen_gemm.py "
-                "f32_simt, %s tiling%s)." % (name, GEMMS[name][8],
-                                             ", B read as stored N x K" if GEMMS[name][9] else ""),
+                "f32_simt, %s%s)." % (name, tiling,
+                                      ", B read as stored N x K" if GEMMS[name][9] else ""),
                 "  // %s; %s, N and K as the requirements say." % (roles, what)] + \
                ["  // llm-fuse.template-size %s" % k for k in free]
         return "\n".join(head + lines[1:]), [None] * len(ps)
     return render
+
+
+def _used_symbols(text):
+    """the size symbols the placeholders and requirements of text use"""
+    used = set()
+    for m in re.finditer(r"\{\{.*?\}\}|llm-fuse\.tune-require .*", text):
+        used |= set(re.findall(r"\bS\d+\b", m.group(0)))
+    return used
+
+
+def _subst(text, what, by):
+    """what -> by inside the placeholders and requirement lines of text"""
+    def one(m):
+        return re.sub(what, by, m.group(0))
+    return re.sub(r"\{\{.*?\}\}|llm-fuse\.tune-require .*", one, text)
 
 
 def _gemm_pick(name):
@@ -243,6 +336,17 @@ def templates():
             archs=ARCHS,
             source="kernels/table/importer_any.py %s f32 (rows_any.py layernorm kernel; from %s "
                    "at 1 x 128 x 256)" % (which, GPT)))
+    # ln_1 and ln_2 at batch B > 1 ([B, T, N]; one key: the empties are
+    # shared at the function's entry, so both groups clone them alike)
+    out.append(dict(
+        name="importer-any-lnbt-f32",
+        example=_read(P44),
+        pick=_pick("reduction", "(tensor<32x512x768xf32>, tensor<768xf32>, tensor<768xf32>) -> "
+                   "(tensor<32x512x768xf32>)"),
+        render=_render_rows("ln_bt", ln, ["x", "g", "b"], ["y"], "bt", dict(B=32, T=512, N=768)),
+        archs=ARCHS,
+        source="kernels/table/importer_any.py ln_bt f32 (rows_any.py layernorm kernel; from %s "
+               "at 32 x 512 x 768)" % P44))
     sm_sig = "(tensor<1x4x128x128xf32>) -> (tensor<1x4x128x128xf32>)"
     out.append(dict(
         name="importer-any-softmax4-f32",
@@ -259,7 +363,13 @@ def templates():
                 example=_read(src), pick=_gemm_pick(name), render=_render_gemm(name, nk),
                 archs=ARCHS,
                 source="kernels/table/importer_any.py %s f32 %s (gen_gemm.py %s f32_simt, masked M%s, "
-                       "with %d small-M tiling(s); from %s at M = 128)" % (
-                           name, "simt_nk" if nk else "simt", GEMMS[name][8],
-                           ", N and K" if nk else "", len(gemm_any.SMALL_M["f32_simt"]), src)))
+                       "%s; from %s at M = %d)" % (
+                           name, "simt_nk" if nk else "simt",
+                           "sg_5beaf48efb3a6ac0 128x128x16" if name.endswith("_bt") else GEMMS[name][8],
+                           ", N and K" if nk else "",
+                           "with %d large-M and %d small-M tilings" % (
+                               len(BT_ALTS), len(gemm_any.SMALL_M["f32_simt"]))
+                           if name.endswith("_bt") else
+                           "with %d small-M tiling(s)" % len(gemm_any.SMALL_M["f32_simt"]),
+                           src, GEMMS[name][2]["M"])))
     return out

@@ -16,8 +16,29 @@ exact request (llm_client/table.h). Two entries per family:
 
 Tiling: CTA 128 x 128 x 32, 8 warps of 64 x 32 (4 x 4 m16n8k8 tiles), 3
 stages (105 KiB of shared memory), GROUP_M a tune knob.
+
+sm_90a, the importer's nn.Linear families (W stored [N, K], the K-major B
+that TF32 wgmma needs): gen_gemm.py's tf32_wgmma_tma kernel
+(gemm_wgmma_tma.py: TMA boxes into 128B-swizzled K-major tiles, a producer
+thread, two cooperative consumer warpgroups issuing wgmma.mma_async
+m64nNk8 .tf32, persistent CTAs), sorted before the mma.sync entries of the
+same key (file name "...-f32-sm90a-*" < "...-f32-tf32*"), so that sm_90a
+takes them first and falls back to mma.sync where they refuse:
+
+  *-sm90a-wgmma1-bn256  M >= 4096: 128 x 256 tiles (the P44 sizes: 16384 and
+                     65536 rows); not for the residual families (attn
+                     proj, proj: their epilogue spills 28 B at 128 x 256)
+  *-sm90a-wgmma2-bn128  M >= 128: 128 x 128 tiles (twice the CTAs at the
+                     MiniGPT block's 1024 rows)
+
+both with N % 4 == 0, K % 4 == 0 (16-byte rows for the tensor maps),
+N >= BN and K >= 32 (a box may not exceed its tensor); any M, N, K past
+that (TMA zero-fills the boxes, the epilogue masks partial tiles). The
+[K, N] families (gemm_any.py, TOSA) keep mma.sync on sm_90a: TF32 wgmma
+cannot read an MN-major B.
 """
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,15 +65,37 @@ def _tf32(c, sym, nk):
     return c
 
 
-def _finish(text, sym, ps, what):
-    lines = text[text.index("gpu.module"):].split("\n")
-    free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
-    roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K"))
+def _fit(text, sym):
+    """A text may declare at most 4 knobs, sizes included (llm_client/tune.h):
+    the importer's [B, T, N] forms bind five sizes (M, N, K, B, T) beside
+    GROUP_M. There M becomes B * T (what the subgraph's expand says it is)
+    and, if that is still too many, GROUP_M is fixed at its default (no
+    GROUP_M variants). Returns the text and its free sizes, sorted."""
+    free = sorted(importer_any._used_symbols(text), key=lambda k: int(k[1:]))
+    tuned = len(re.findall(r"// llm-fuse\.tune [A-Z]", text))
+    if len(free) + tuned > 4 and "B" in sym and "T" in sym and sym["M"] in free:
+        text = importer_any._subst(text, r"\b%s\b" % sym["M"], "(%s * %s)" % (sym["B"], sym["T"]))
+        free.remove(sym["M"])
+    if len(free) + tuned > 4:
+        m = re.search(r"  // llm-fuse\.tune GROUP_M = (\d+)[^\n]*\n  // llm-fuse\.tune-require [^\n]*\n", text)
+        assert m, "too many knobs and no GROUP_M to fix"
+        text = text[:m.start()] + text[m.end():]
+        text = importer_any._subst(text, r"\bGROUP_M\b", m.group(1))
+        tuned -= 1
+    assert len(free) + tuned <= 4, (free, tuned)
+    return text, free
+
+
+def _finish(text, sym, ps, what, kind="tf32_mma"):
+    text, free = _fit(text[text.index("gpu.module"):], sym)
+    lines = text.split("\n")
+    roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K", "B", "T") if r in sym)
     head = [lines[0],
-            "  // Pattern-table template: kernels/table/tf32_any.py (gen_gemm.py tf32_mma, %s)." % what[0],
+            "  // Pattern-table template: kernels/table/tf32_any.py (gen_gemm.py %s, %s)." % (kind, what[0]),
             "  // Precision tf32 (pass option tf32=1 only): %s; %s." % (roles, what[1])] + \
            ["  // llm-fuse.template-size %s" % k for k in free]
-    return "\n".join(head + lines[1:]), [None if "S%d" % i in free else ps["S%d" % i] for i in range(len(ps))]
+    syms = set(sym.values())   # free in the pattern (M = B * T in the [B, T, N] forms: no knob of its own)
+    return "\n".join(head + lines[1:]), [None if "S%d" % i in syms else ps["S%d" % i] for i in range(len(ps))]
 
 
 def _what(nk):
@@ -95,6 +138,36 @@ def _render_importer(name, nk):
     return render
 
 
+# sm_90a TF32 wgmma tilings: (tag, knobs, admission)
+WGMMA = [
+    ("sm90a-wgmma1-bn256", dict(BN=256, stages=4, pingpong=0, persistent=1, group_m=8), "%(M)s >= 4096"),
+    ("sm90a-wgmma2-bn128", dict(BN=128, stages=4, pingpong=0, persistent=1, group_m=8), None),
+]
+
+
+def _render_importer_wgmma(name, knobs, admit):
+    ex = importer_any.GEMMS[name][2]
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        sym = {r: by_value[v] for r, v in ex.items()}
+        c = importer_any._gemm_cfg(name, sym)
+        assert c.get("b_nk"), name
+        c = {k: v for k, v in c.items() if k not in ("BM", "BK", "WM", "WN", "KS", "WX", "minctasm",
+                                                      "fingerprint", "math_notes")}
+        c.update(knobs, kind="tf32_wgmma_tma")
+        c["product"] = c["product"].replace("f32 FMA", "TF32 tensor cores, f32 accumulate")
+        if admit:
+            c["require"] = admit % sym
+        _, text, _ = gen_gemm.generate(c)
+        return _finish(text, sym, ps, ("importer %s, B read as stored N x K, TMA, %s tiles" % (
+            name, "x".join(str(x) for x in (128, knobs["BN"]))),
+            "M, N and K are free (N and K multiples of 4; M >= 128%s)" % (
+                ", M >= 4096" if admit else "")), kind="tf32_wgmma_tma")
+    return render
+
+
 def templates():
     out = []
     for name in GEMM_ANY:
@@ -110,6 +183,16 @@ def templates():
                        "M = %d)" % (name, tag, sg, src, gemm_any.EX_M)))
     for name in importer_any.GEMMS:
         src = importer_any.GEMMS[name][0]
+        if importer_any.GEMMS[name][9]:   # b_nk: W stored [N, K], TF32 wgmma on sm_90a
+            for tag, knobs, admit in WGMMA:
+                if knobs["BN"] == 256 and importer_any.GEMMS[name][6] is not None:
+                    continue   # residual epilogues spill at 128 x 256 (28 B with the [B, T, N] rows): 128 x 128
+                out.append(dict(
+                    name="tf32-importer-%s-f32-%s" % (name.replace("_", ""), tag),
+                    example=importer_any._read(src), pick=importer_any._gemm_pick(name),
+                    render=_render_importer_wgmma(name, knobs, admit), archs=["sm_90a"], precision="tf32",
+                    source="kernels/table/tf32_any.py importer %s f32 %s (gen_gemm.py tf32_wgmma_tma, "
+                           "BN %d; from %s)" % (name, tag, knobs["BN"], src)))
         for nk in (False, True):
             tag = "tf32_nk" if nk else "tf32"
             out.append(dict(

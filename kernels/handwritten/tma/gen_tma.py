@@ -8,8 +8,10 @@ kernels/handwritten/gemm_wgmma_tma.py) into this folder:
 one `<sg>.<tag>.sm90a.mlir` per variant (a gpu.module per
 docs/kernel-contract.md, with tensor-map arguments) and `manifest-tma.json`
 (the manifest-gemm.json format plus "tag"; kernels/handwritten/check_manifest.py
-checks it against the outliner).  These are candidates: the shipped manifest
-and the replay set are unchanged until they are measured and promoted.
+checks it against the outliner).  These are the candidates measured by
+bench/tma/gemm-device.sh; the best of each subgraph is also the shipped
+sm_90a kernel (gen_gemm.py's WGMMA_VARIANTS: manifest-gemm.json, the replay
+set), byte for byte the same file as its tma-pp128 / tma-coop-g16 here.
 """
 import argparse
 import json
