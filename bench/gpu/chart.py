@@ -21,17 +21,20 @@ import json
 import sys
 
 ORDER = ["ours", "ours_alt", "ours_alt2", "ours_alt3", "ours_alt4", "ours_sm90a",
-         "mlir_default", "eager", "compile", "compile_max_autotune"]
+         "ours_tf32", "mlir_default", "eager", "compile", "compile_max_autotune",
+         "eager_tf32", "compile_tf32"]
 LABEL = {"ours": "ours", "ours_alt": "ours alt", "ours_alt2": "ours alt2",
          "ours_alt3": "ours alt3", "ours_alt4": "ours alt4", "ours_sm90a": "ours sm_90a",
          "mlir_default": "MLIR default", "eager": "torch eager", "compile": "torch.compile",
-         "compile_max_autotune": "torch.compile max-autotune"}
+         "compile_max_autotune": "torch.compile max-autotune", "ours_tf32": "ours TF32",
+         "eager_tf32": "torch eager TF32", "compile_tf32": "torch.compile TF32"}
 TORCH = ("eager", "compile", "compile_max_autotune")
 # One colour per variant: ours in blues/greens, torch in oranges/reds, MLIR grey.
 COLOR = {"ours": "#1f4e9c", "ours_alt": "#4a7fd4", "ours_alt2": "#86b0ec",
          "ours_alt3": "#2a9d8f", "ours_alt4": "#7fcdbb", "ours_sm90a": "#0b2a5b",
          "mlir_default": "#9e9e9e", "eager": "#f4a261", "compile": "#e76f51",
-         "compile_max_autotune": "#9b2226"}
+         "compile_max_autotune": "#9b2226", "ours_tf32": "#6a3d9a",
+         "eager_tf32": "#fdd49e", "compile_tf32": "#fc8d59"}
 
 
 def ours_key(case):
@@ -77,6 +80,15 @@ def draw(results, path, meta=None):
             top.text(j + w / 2, 100 * f + 1.5, "%.0f%%\n%s" % (100 * f, {"eager": "eager",
                      "compile": "compile", "compile_max_autotune": "max-at"}[t]),
                      ha="center", va="bottom", fontsize=6)
+        if o and "fraction" not in v[o]:
+            # An end-to-end case (KernelBench L3 P44): no hardware ceiling;
+            # the speed-ups over torch eager instead, per precision mode.
+            lines = ["end to end: x eager"]
+            for k in ("ours", "compile", "ours_tf32", "compile_tf32"):
+                if k in v and v[k].get("x_eager"):
+                    lines.append("%s %.2fx" % (LABEL[k].replace("torch.", ""), v[k]["x_eager"]))
+            top.text(j, 50, "\n".join(lines), ha="center", va="center", fontsize=7,
+                     bbox=dict(boxstyle="round", fc="#f4f4f4", ec="#bbbbbb"))
         if "mlir_default" in v and "fraction" in v["mlir_default"]:
             top.bar(j, 100 * v["mlir_default"]["fraction"], 0.08, color=COLOR["mlir_default"])
     top.set_xlim(-0.6, n - 0.4)
@@ -95,7 +107,7 @@ def draw(results, path, meta=None):
                         Patch(color=COLOR["compile_max_autotune"],
                               label="best torch: max-autotune"),
                         Patch(color=COLOR["mlir_default"], label="MLIR default")],
-               fontsize=7, loc="upper left", ncol=5)
+               fontsize=7, loc="upper left", ncol=3 if n < 8 else 5)
 
     # Bottom: every variant's time, grouped and centred on its case.
     present = [k for k in ORDER if any(k in c["variants"] for c in cases)]
@@ -119,7 +131,7 @@ def draw(results, path, meta=None):
     bot.set_ylabel("median time per call (ms, log)")
     bot.set_title("Every variant's median time, lower is faster (one colour per variant)")
     bot.legend(handles=[Patch(color=COLOR[k], label=LABEL[k]) for k in present],
-               fontsize=7, ncol=len(present), loc="upper left")
+               fontsize=7, ncol=min(len(present), 7), loc="upper left")
     sub = ""
     if meta:
         sub = ": %s, %s, torch %s" % (meta.get("device", "?"), meta.get("date", "?"),

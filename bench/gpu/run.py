@@ -851,12 +851,46 @@ def judge(c, res):
             "vs_best_torch": o["median"] / best_torch[0]}
 
 
-OURS = ("ours",) + tuple(t for t, _ in ALTS) + ("ours_sm90a", "mlir_default")
+OURS = ("ours",) + tuple(t for t, _ in ALTS) + ("ours_sm90a", "mlir_default", "ours_tf32")
 COLS = [("ours", "ours")] + [(t, t.replace("ours_", "ours ")) for t, _ in ALTS] + [
         ("ours_sm90a", "ours sm_90a"),
         ("mlir_default", "MLIR default"),
         ("eager", "eager"),
-        ("compile", "compile"), ("compile_max_autotune", "max-autotune")]
+        ("compile", "compile"), ("compile_max_autotune", "max-autotune"),
+        ("ours_tf32", "ours TF32"), ("eager_tf32", "eager TF32"), ("compile_tf32", "compile TF32")]
+
+
+def p44_cases(path):
+    """KernelBench L3 P44 (bench/gpu/p44.py's JSON, written by
+    bench/gpu/p44-device.sh in the same device job) as suite cases: one per
+    batch, its variants side by side from that one run, exact and TF32
+    (labelled). Target: ours ahead of torch.compile in each precision mode
+    that both have."""
+    d = json.load(open(path))
+    cases = []
+    for b, res in sorted(d.get("results", {}).items(), key=lambda kv: int(kv[0])):
+        variants, checks = {}, {}
+        for k, r in res.items():
+            if "ms" not in r:
+                continue
+            variants[k] = {"n": r.get("n", 0), "median": r["ms"], "min": r.get("min_ms", r["ms"]),
+                           "max": r.get("max_ms", r["ms"]), "x_eager": r.get("speedup_vs_eager")}
+            checks[k] = {"ok": bool(r.get("ok")), "rel_err_vs_float64": r.get("rel"),
+                         "max_abs_vs_float64": r.get("max_abs"), "tf32": r.get("tf32")}
+        why = []
+        for o, t in (("ours", "compile"), ("ours_tf32", "compile_tf32")):
+            if o in variants and t in variants:
+                ratio = variants[o]["median"] / variants[t]["median"]
+                if not (ratio < 1 and checks[o]["ok"]):
+                    why.append("%s %.2fx %s" % (o, ratio, t))
+        cases.append({"name": "p44_b%s" % b, "kind": "e2e",
+                      "title": "KernelBench L3 P44 MiniGPT block f32 B=%s T=512 (AOT)" % b,
+                      "variants": variants, "checks": checks, "errors": {},
+                      "reference": "float64 torch on the same weights",
+                      "fact_speedup_b128_a100": d.get("fact_speedup_b128_a100"),
+                      "target": {"met": not why and "ours" in variants, "why": "; ".join(why),
+                                 "ours": "ours"}})
+    return cases
 
 
 def table(results, ceil):
@@ -880,8 +914,9 @@ def table(results, ceil):
         torch_keys = [k for k in v if k not in OURS]
         bt = min(torch_keys, key=lambda k: v[k]["median"]) if torch_keys else None
         o = v.get(r.get("target", {}).get("ours") or "ours")
-        frac_o = "%.1f%%" % (100 * o["fraction"]) if o else "-"
-        frac_t = "%.1f%% (%s)" % (100 * v[bt]["fraction"], bt) if bt else "-"
+        frac_o = "%.1f%%" % (100 * o["fraction"]) if o and "fraction" in o else "-"
+        frac_t = "%.1f%% (%s)" % (100 * v[bt]["fraction"], bt) if bt and "fraction" in v[bt] \
+            else "-"
         spread = "%.3f-%.3f" % (o["min"], o["max"]) if o else "-"
         checks = "all ok" if all(x.get("ok") for x in r["checks"].values()) else \
             "FAIL: " + ",".join(k for k, x in r["checks"].items() if not x.get("ok"))
@@ -909,6 +944,9 @@ def main():
                          "add_rmsnorm_bf16,rmsnorm_bf16")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-autotune", action="store_true")
+    ap.add_argument("--p44", metavar="JSON",
+                    help="bench/gpu/p44.py's results of this device job: KernelBench L3 P44 "
+                         "joins the table, the JSON and the PNG as cases p44_b<B>")
     ap.add_argument("--budget-ms", type=float, default=300.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--profile", action="store_true",
@@ -973,6 +1011,11 @@ def main():
         log("  " + ", ".join("%s %.3f ms" % (k, s["median"]) for k, s in v.items()) +
             "  [%.0f s]" % r["wall_s"])
         save()
+    if args.p44:
+        if os.path.exists(args.p44):
+            results.extend(p44_cases(args.p44))
+        else:
+            log("p44: %s not found (bench/gpu/p44-device.sh did not finish?)" % args.p44)
     text = table(results, ceil)
     out["table"] = text
     if args.png:
