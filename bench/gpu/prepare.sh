@@ -147,8 +147,13 @@ if [ "${LF_BENCH_E2E:-1}" = 1 ]; then
   cp "$root/examples/minigpt_block.mlir" "$dir/e2e/model.mlir"
   echo minigpt_block > "$dir/e2e/entry"
   cp "$root/runtime/mgpu/llm_fuse_rt.h" "$dir/e2e/"
-  [ -f "$root/.device/mlir-runtime.tar.xz" ] ||
-    (cd "$root" && bash "$root/../shared/device/pack-mlir-runtime.sh" .device)
-  cp "$root/.device/mlir-runtime.tar.xz" "$dir/e2e/"
+  # LF_BENCH_E2E_LEAN=1: no runtime pack here; e2e-device.sh then takes
+  # bench/loop/prepare.sh's (.device/loop, carried beside this folder, as
+  # for bench/gpu/p44-device.sh in the same call: both fit the 64 MiB).
+  if [ "${LF_BENCH_E2E_LEAN:-0}" != 1 ]; then
+    [ -f "$root/.device/mlir-runtime.tar.xz" ] ||
+      (cd "$root" && bash "$root/../shared/device/pack-mlir-runtime.sh" .device)
+    cp "$root/.device/mlir-runtime.tar.xz" "$dir/e2e/"
+  fi
 fi
 du -sh "$dir"
