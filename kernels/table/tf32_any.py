@@ -21,7 +21,10 @@ sm_90a, the importer's nn.Linear families (W stored [N, K], the K-major B
 that TF32 wgmma needs): gen_gemm.py's tf32_wgmma_tma kernel
 (gemm_wgmma_tma.py: TMA boxes into 128B-swizzled K-major tiles, a producer
 thread, two cooperative consumer warpgroups issuing wgmma.mma_async
-m64nNk8 .tf32, persistent CTAs), sorted before the mma.sync entries of the
+m64nNk8 .tf32, persistent CTAs; the consumers round each landed stage to
+TF32 in shared memory first, cvt.rna as PyTorch's allow_tf32: the tensor
+cores alone would truncate, which the verifier rejects on heavy-tailed
+inputs), sorted before the mma.sync entries of the
 same key (file name "...-f32-sm90a-*" < "...-f32-tf32*"), so that sm_90a
 takes them first and falls back to mma.sync where they refuse:
 
