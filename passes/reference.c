@@ -80,6 +80,15 @@ static lf_status_t classify_value(const host_t *h, MlirValue v,
       return LF_OK;
     }
     if (mlirAttributeIsAFloat(a)) {
+      /* The plan carries the scalar's bits in its own width
+       * (scalar_bits); other float types have no form there. */
+      MlirType ft = mlirAttributeGetType(a);
+      if (!mlirTypeIsAF64(ft) && !mlirTypeIsAF32(ft) && !mlirTypeIsAF16(ft) &&
+          !mlirTypeIsABF16(ft))
+        return LF_STATUS(LF_STATUS_UNIMPLEMENTED,
+                         "reference: a launch argument is a %s constant; the "
+                         "plan passes only f64, f32, f16 and bf16 scalars",
+                         out->type);
       out->kind = LF_REF_ARG_FLOAT;
       out->f = mlirFloatAttrGetValueDouble(a);
       return LF_OK;
@@ -107,19 +116,36 @@ static lf_status_t const_u32(const host_t *h, MlirValue v, uint32_t *out) {
   return LF_OK;
 }
 
+/* Bytes one element of a buffer takes in the kernels: LLVM's allocation
+ * size of the element type. An integer narrower than a byte is not packed:
+ * memref<...xi1> is a byte per element (st.global.b8), and an iN is
+ * stored in the next power-of-two number of bytes. A temporary sized at
+ * one bit per element (as it once was) is overrun by the kernel that
+ * fills it: the P44 attention's causal mask (512x512xi1) wrote 256 KiB
+ * into 32 KiB, over whatever the driver had put next (the verifier's
+ * statistics, at batch 128). 0: not a type the plan handles. */
+static size_t element_bytes(MlirType e) {
+  if (mlirTypeIsAF64(e))
+    return 8;
+  if (mlirTypeIsAF32(e))
+    return 4;
+  if (mlirTypeIsAF16(e) || mlirTypeIsABF16(e))
+    return 2;
+  if (!mlirTypeIsAInteger(e) || mlirIntegerTypeGetWidth(e) > 128)
+    return 0;
+  size_t bytes = 1;
+  while (8 * bytes < mlirIntegerTypeGetWidth(e))
+    bytes *= 2;
+  return bytes;
+}
+
 static size_t memref_bytes(MlirType t) {
   if (!mlirTypeIsAMemRef(t) || !mlirShapedTypeHasStaticShape(t))
     return 0;
-  MlirType e = mlirShapedTypeGetElementType(t);
-  size_t bits = mlirTypeIsAInteger(e)  ? mlirIntegerTypeGetWidth(e)
-                : mlirTypeIsAF64(e)    ? 64
-                : mlirTypeIsAF32(e)    ? 32
-                : (mlirTypeIsAF16(e) || mlirTypeIsABF16(e)) ? 16
-                                                            : 0;
-  size_t n = 1;
+  size_t n = element_bytes(mlirShapedTypeGetElementType(t));
   for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); ++i)
     n *= (size_t)mlirShapedTypeGetDimSize(t, i);
-  return (n * bits + 7) / 8;
+  return n;
 }
 
 /* ---- The plan. ---- */
@@ -949,6 +975,67 @@ lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
   return s;
 }
 
+/* IEEE binary16 of `f`, rounded to nearest even (overflow to inf). */
+static uint16_t f16_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+  uint32_t exp = (u >> 23) & 0xff, man = u & 0x7fffff;
+  if (exp == 0xff) /* inf, or a quiet NaN */
+    return sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0);
+  int e = (int)exp - 127 + 15;
+  if (e >= 31)
+    return sign | 0x7c00;
+  uint32_t h, rem, mid;
+  if (e <= 0) { /* a subnormal half, or zero */
+    if (e < -10)
+      return sign;
+    uint32_t m = man | 0x800000;
+    int shift = 14 - e;
+    h = m >> shift;
+    rem = m & ((1u << shift) - 1);
+    mid = 1u << (shift - 1);
+  } else {
+    h = ((uint32_t)e << 10) | (man >> 13);
+    rem = man & 0x1fff;
+    mid = 0x1000;
+  }
+  if (rem > mid || (rem == mid && (h & 1)))
+    ++h; /* a carry out of the mantissa steps the exponent, to inf at most */
+  return sign | (uint16_t)h;
+}
+
+/* bfloat16 of `f`: its upper half, rounded to nearest even. */
+static uint16_t bf16_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  if ((u & 0x7fffffff) > 0x7f800000) /* NaN: keep it a quiet NaN */
+    return (uint16_t)((u >> 16) | 0x40);
+  return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+/* The bits of a scalar argument of MLIR type `type` as the kernel takes
+ * it, in hex of its own width: a kernel parameter of 2 bytes reads the
+ * low 2 bytes of what it is given, so an f16 or bf16 constant must not be
+ * passed as f32 bits (1.0 became 0x0000, a zero: the TOSA softmax in bf16
+ * divided by it and its reference was all inf). */
+static void scalar_bits(double v, const char *type, char *out, size_t size) {
+  if (type && strcmp(type, "f64") == 0) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    snprintf(out, size, "0x%016llx", (unsigned long long)u);
+  } else if (type && strcmp(type, "f16") == 0) {
+    snprintf(out, size, "0x%04x", f16_bits((float)v));
+  } else if (type && strcmp(type, "bf16") == 0) {
+    snprintf(out, size, "0x%04x", bf16_bits((float)v));
+  } else {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    snprintf(out, size, "0x%08x", u);
+  }
+}
+
 static cJSON *arg_json(const lf_ref_arg_t *a) {
   static const char *const kinds[] = {"input", "output", "temp", "int",
                                       "float"};
@@ -962,16 +1049,7 @@ static cJSON *arg_json(const lf_ref_arg_t *a) {
     /* JSON has no inf or NaN (a max-reduction starts at -inf): the exact
      * bits carry the value; "value" is for people. */
     char bits[24];
-    if (a->type && strcmp(a->type, "f64") == 0) {
-      uint64_t u;
-      memcpy(&u, &a->f, sizeof(u));
-      snprintf(bits, sizeof(bits), "0x%016llx", (unsigned long long)u);
-    } else {
-      float f = (float)a->f;
-      uint32_t u;
-      memcpy(&u, &f, sizeof(u));
-      snprintf(bits, sizeof(bits), "0x%08x", u);
-    }
+    scalar_bits(a->f, a->type, bits, sizeof(bits));
     cJSON_AddStringToObject(j, "bits", bits);
     cJSON_AddNumberToObject(j, "value", a->f);
   }

@@ -72,7 +72,8 @@ typedef enum lf_ref_arg_kind_e {
   LF_REF_ARG_OUTPUT, ///< index: which subgraph result
   LF_REF_ARG_TEMP,   ///< index: which temporary
   LF_REF_ARG_INT,    ///< a constant integer or index (value in `i`)
-  LF_REF_ARG_FLOAT,  ///< a constant float (value in `f`; `type` says which)
+  LF_REF_ARG_FLOAT,  ///< a constant f64, f32, f16 or bf16 (value in `f`;
+                     ///< `type` says which; other float types are refused)
 } lf_ref_arg_kind_t;
 
 typedef struct lf_ref_arg_s {
@@ -100,6 +101,8 @@ typedef struct lf_ref_kernel_s {
 
 typedef struct lf_ref_temp_s {
   char *type; ///< memref type
+  /// Its size as the kernels store it: LLVM's allocation size per element
+  /// (an i1 is a byte; an iN takes the next power-of-two number of bytes).
   size_t bytes;
   /// A constant buffer (a memref.global the upstream path made of a dense
   /// constant): its contents, `init_size` bytes repeated to fill `bytes`
@@ -185,6 +188,9 @@ bool lf_reference_accum16(MlirOperation func, char *why, size_t why_size);
 lf_status_t lf_reference_promote(MlirOperation func, MlirOperation *out);
 
 /// The plan as JSON (schema "llm-fuse-reference/0"), kernels by name only.
+/// A float argument carries its exact bits in its own width ("bits": 16
+/// hex digits for f64, 8 for f32, 4 for f16 and bf16, which a 2-byte
+/// kernel parameter reads from the low bytes) and "value" for people.
 /// A plan with a truth names it ("truth": {"plan": "truth/plan.json",
 /// "kind", "reason"}), one whose truth failed says why ("truth_note"); a
 /// truth plan says what it is ("opmath": {"kind", "reason"}). Plans of
