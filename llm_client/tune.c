@@ -41,8 +41,9 @@ typedef struct require_s {
 } require_t;
 
 typedef struct tune_s {
-  knob_t knobs[LF_TUNE_MAX_KNOBS];
+  knob_t knobs[LF_TUNE_MAX_DECLS];
   size_t knob_count;
+  size_t tuned_count; /* knobs with more than one value */
   size_t product;
   require_t requires[LF_TUNE_MAX_REQUIRES];
   size_t require_count;
@@ -292,7 +293,7 @@ static bool ev_primary(eval_t *e, int64_t *out) {
         return true;
       }
     }
-    char names[LF_TUNE_MAX_KNOBS * (LF_TUNE_MAX_NAME + 2) + 1] = "";
+    char names[LF_TUNE_MAX_DECLS * (LF_TUNE_MAX_NAME + 2) + 1] = "";
     for (size_t k = 0; k < e->tune->knob_count; ++k) {
       if (k)
         strcat(names, ", ");
@@ -516,10 +517,11 @@ static lf_status_t parse_decl(tune_t *t, line_t l, const char *rest,
     if (t->knobs[k].name_len == n && memcmp(t->knobs[k].name, name, n) == 0)
       return DECL_ERROR("knob '%.*s' declared twice (first on line %zu)",
                         line_no, (int)n, name, t->knobs[k].line);
-  if (t->knob_count == LF_TUNE_MAX_KNOBS)
-    return DECL_ERROR("too many knobs: '%.*s' would be knob %d; at most %d",
-                      line_no, (int)n, name, LF_TUNE_MAX_KNOBS + 1,
-                      LF_TUNE_MAX_KNOBS);
+  if (t->knob_count == LF_TUNE_MAX_DECLS)
+    return DECL_ERROR("too many declarations: '%.*s' would be number %d; at "
+                      "most %d",
+                      line_no, (int)n, name, LF_TUNE_MAX_DECLS + 1,
+                      LF_TUNE_MAX_DECLS);
   knob_t knob = {.name_len = n, .line = line_no};
   memcpy(knob.name, name, n);
   p = skip_blanks(p, end);
@@ -574,6 +576,13 @@ static lf_status_t parse_decl(tune_t *t, line_t l, const char *rest,
                         snippet(p, (size_t)(end - p), buf, sizeof(buf)));
     ++p;
   }
+  /* Single-valued knobs are constants (a template's bound sizes): only the
+   * knobs that make variants count toward LF_TUNE_MAX_KNOBS. */
+  if (knob.count > 1 && t->tuned_count == LF_TUNE_MAX_KNOBS)
+    return DECL_ERROR("too many knobs: '%s' would be knob %d with more than "
+                      "one value; at most %d",
+                      line_no, knob.name, LF_TUNE_MAX_KNOBS + 1,
+                      LF_TUNE_MAX_KNOBS);
   size_t product = (t->knob_count ? t->product : 1) * knob.count;
   if (product > LF_TUNE_MAX_VARIANTS)
     return DECL_ERROR("knob '%s' makes %zu variants (the product of the "
@@ -581,6 +590,7 @@ static lf_status_t parse_decl(tune_t *t, line_t l, const char *rest,
                       line_no, knob.name, product, LF_TUNE_MAX_VARIANTS);
 #undef DECL_ERROR
   t->knobs[t->knob_count++] = knob;
+  t->tuned_count += knob.count > 1;
   t->product = product;
   return LF_OK;
 }
@@ -907,7 +917,7 @@ lf_status_t lf_tune_expand(const char *text, size_t len, lf_tune_set_t **out) {
     goto out_free;
   }
   for (size_t i = 0; i < t->product; ++i) {
-    int values[LF_TUNE_MAX_KNOBS] = {0};
+    int values[LF_TUNE_MAX_DECLS] = {0};
     combination(t, i, values);
     if (!admitted(t, values)) {
       ++set->excluded;

@@ -25,7 +25,13 @@
 extern "C" {
 #endif
 
-#define LF_TUNE_MAX_KNOBS 4     /* `// llm-fuse.tune` lines per text */
+/* A knob with one value is a named constant (the pattern table binds each
+ * free size of a template as one, `// llm-fuse.tune S0 = 16384`): only the
+ * knobs with more than one value, which make the variants, count toward
+ * LF_TUNE_MAX_KNOBS, so a template's sizes do not take its tuned knobs'
+ * places. LF_TUNE_MAX_DECLS bounds the declarations of both kinds. */
+#define LF_TUNE_MAX_KNOBS 4     /* knobs with more than one value per text */
+#define LF_TUNE_MAX_DECLS 12    /* `// llm-fuse.tune` lines per text */
 #define LF_TUNE_MAX_VALUES 8    /* values per knob */
 #define LF_TUNE_MAX_VARIANTS 16 /* product of the value counts */
 #define LF_TUNE_MAX_REQUIRES 8  /* `// llm-fuse.tune-require` lines */
@@ -37,7 +43,7 @@ extern "C" {
 typedef struct lf_tune_variant_s {
   char *text;  /* the instantiated gpu.module text; owned by the set */
   char *label; /* "BLOCK=256 UNROLL=2"; "" when not tuned; owned by the set */
-  int values[LF_TUNE_MAX_KNOBS]; /* one per knob, in declaration order */
+  int values[LF_TUNE_MAX_DECLS]; /* one per knob, in declaration order */
 } lf_tune_variant_t;
 
 /// The variants of one text, in a deterministic order: lexicographic over
@@ -46,7 +52,7 @@ typedef struct lf_tune_variant_s {
 typedef struct lf_tune_set_s {
   bool tuned;        /* the text declared at least one knob */
   size_t knob_count; /* 0 when not tuned */
-  char knobs[LF_TUNE_MAX_KNOBS][LF_TUNE_MAX_NAME + 1]; /* declaration order */
+  char knobs[LF_TUNE_MAX_DECLS][LF_TUNE_MAX_NAME + 1]; /* declaration order */
   lf_tune_variant_t *variants; /* `count` entries; owned */
   size_t count;                /* >= 1 on success */
   size_t excluded;             /* combinations dropped by the requirements */

@@ -28,9 +28,6 @@ inputs), sorted before the mma.sync entries of the
 same key (file name "...-f32-sm90a-*" < "...-f32-tf32*"), so that sm_90a
 takes them first and falls back to mma.sync where they refuse:
 
-  *-sm90a-wgmma1-bn256  M >= 4096: 128 x 256 tiles (the P44 sizes: 16384 and
-                     65536 rows); not for the residual families (attn
-                     proj, proj: their epilogue spills 28 B at 128 x 256)
   *-sm90a-wgmma2-bn128  M >= 128: 128 x 128 tiles (twice the CTAs at the
                      MiniGPT block's 1024 rows)
 
@@ -142,8 +139,13 @@ def _render_importer(name, nk):
 
 
 # sm_90a TF32 wgmma tilings: (tag, knobs, admission)
+# The 128 x 256 tiling ("sm90a-wgmma1-bn256", BN=256, M >= 4096) is not
+# shipped: on the H200 (2026-11-24, bench/table/tf32-wgmma-device.sh) its
+# qkv and fc kernels with the shared-memory rounding were rejected
+# (mismatch, worst error 1.1x and 2.8x the TF32 tolerance, 6 elements of
+# 151M in qkv) while the 128 x 128 ones verified at 0.72-0.87; not yet
+# found. The table may not serve a kernel that fails its verifier.
 WGMMA = [
-    ("sm90a-wgmma1-bn256", dict(BN=256, stages=4, pingpong=0, persistent=1, group_m=8), "%(M)s >= 4096"),
     ("sm90a-wgmma2-bn128", dict(BN=128, stages=4, pingpong=0, persistent=1, group_m=8), None),
 ]
 

@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   CHECK(set != NULL);
   CHECK(set->count >= 1 && set->count <= LF_TUNE_MAX_VARIANTS);
   CHECK(set->count + set->excluded <= LF_TUNE_MAX_VARIANTS);
-  CHECK(set->knob_count <= LF_TUNE_MAX_KNOBS);
+  CHECK(set->knob_count <= LF_TUNE_MAX_DECLS);
   CHECK(set->tuned == (set->knob_count > 0));
   if (!set->tuned) {
     CHECK(set->count == 1 && set->excluded == 0);

@@ -382,12 +382,62 @@ LF_TEST(malformed_declarations) {
                "'// llm-fuse.tune-require EXPR'");
 }
 
+LF_TEST(single_valued_knobs_do_not_count) {
+  /* A template's bound sizes are single-valued knobs: five of them beside
+   * four tuned knobs (2 x 2 x 2 x 2 variants) are accepted, the labels name
+   * every knob, and the constants are usable in placeholders. */
+  lf_tune_set_t *set =
+      expand_ok("// llm-fuse.tune S0 = 16384\n// llm-fuse.tune S1 = 768\n"
+                "// llm-fuse.tune A = 1, 2\n// llm-fuse.tune B = 1, 2\n"
+                "// llm-fuse.tune S2 = 3072\n// llm-fuse.tune S3 = 32\n"
+                "// llm-fuse.tune C = 1, 2\n// llm-fuse.tune D = 1, 2\n"
+                "// llm-fuse.tune S4 = 512\n"
+                "// llm-fuse.tune-require S0 == S3 * S4\n"
+                "{{S0 / 128 * (S2 / 128) + A + B + C + D + S1}}\n");
+  if (set) {
+    LF_EXPECT(set->count == 16);
+    LF_EXPECT(set->knob_count == 9);
+    LF_EXPECT_STREQ(set->knobs[8], "S4");
+    if (set->count == 16) {
+      LF_EXPECT_STREQ(set->variants[0].label,
+                      "S0=16384 S1=768 A=1 B=1 S2=3072 S3=32 C=1 D=1 S4=512");
+      LF_EXPECT(set->variants[15].values[7] == 2);
+      LF_EXPECT(set->variants[15].values[8] == 512);
+      /* 128 * 24 + 4 * 2 + 768 */
+      LF_EXPECT(strstr(set->variants[15].text, "\n3848\n") != NULL);
+    }
+  }
+  lf_tune_set_destroy(set);
+  /* LF_TUNE_MAX_DECLS declarations, all single-valued: one variant. */
+  char text[2048] = "";
+  for (int i = 0; i < LF_TUNE_MAX_DECLS; ++i)
+    snprintf(text + strlen(text), sizeof(text) - strlen(text),
+             "// llm-fuse.tune K%d = %d\n", i, i);
+  set = expand_ok(text);
+  if (set) {
+    LF_EXPECT(set->count == 1 && set->knob_count == LF_TUNE_MAX_DECLS);
+    LF_EXPECT(set->tuned);
+  }
+  lf_tune_set_destroy(set);
+}
+
 LF_TEST(too_many_knobs_values_variants) {
-  expect_error("// llm-fuse.tune A = 1\n// llm-fuse.tune B = 1\n"
-               "// llm-fuse.tune C = 1\n// llm-fuse.tune D = 1\n"
-               "// llm-fuse.tune E = 1\n",
-               "line 5: llm-fuse.tune: too many knobs: 'E' would be knob 5; "
-               "at most 4");
+  /* the fifth knob with more than one value; single-valued ones between
+   * them do not count */
+  expect_error("// llm-fuse.tune A = 1, 2\n// llm-fuse.tune B = 1, 2\n"
+               "// llm-fuse.tune S0 = 7\n"
+               "// llm-fuse.tune C = 1\n// llm-fuse.tune D = 1, 2\n"
+               "// llm-fuse.tune E = 1, 2\n// llm-fuse.tune F = 1, 2\n",
+               "line 7: llm-fuse.tune: too many knobs: 'F' would be knob 5 "
+               "with more than one value; at most 4");
+  {
+    char text[2048] = "";
+    for (int i = 0; i <= LF_TUNE_MAX_DECLS; ++i)
+      snprintf(text + strlen(text), sizeof(text) - strlen(text),
+               "// llm-fuse.tune K%d = %d\n", i, i);
+    expect_error(text, "line 13: llm-fuse.tune: too many declarations: 'K12' "
+                       "would be number 13; at most 12");
+  }
   expect_error("// llm-fuse.tune A = 1, 2, 3, 4, 5, 6, 7, 8, 9\n",
                "line 1: llm-fuse.tune: knob 'A' has more than 8 values");
   expect_error("// llm-fuse.tune A = 1, 2, 3, 4, 5, 6\n"
@@ -689,6 +739,7 @@ int main(void) {
   LF_RUN(line_count_and_endings_preserved);
   LF_RUN(limits_at_the_edge_are_accepted);
   LF_RUN(malformed_declarations);
+  LF_RUN(single_valued_knobs_do_not_count);
   LF_RUN(too_many_knobs_values_variants);
   LF_RUN(values_out_of_range);
   LF_RUN(placeholder_errors);
