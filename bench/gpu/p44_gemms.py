@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 import re
-import statistics
+import os
 import sys
 
 
@@ -46,13 +46,14 @@ def shapes(sig):
 def cublas_ms(m, n, k, ep, iters=30):
     import torch
     import torch.nn.functional as F
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "table"))
+    from event_time import median_ms
     torch.backends.cuda.matmul.allow_tf32 = False
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(m, k, device="cuda", generator=g)
     w = torch.randn(n, k, device="cuda", generator=g) / math.sqrt(k)
     b = torch.randn(n, device="cuda", generator=g)
     r = torch.randn(m, n, device="cuda", generator=g)
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 
     def gelu(y):
         return 0.5 * y * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (y + 0.044715 * y.pow(3.0))))
@@ -65,18 +66,7 @@ def cublas_ms(m, n, k, ep, iters=30):
             y = gelu(y)
         return y
 
-    for _ in range(3):
-        run()
-    ts = []
-    for _ in range(iters):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        run()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
+    return median_ms(run, iters, warmup=3)
 
 
 def main():

@@ -643,6 +643,60 @@ def ceilings(timer):
 
 # ----------------------------------------------------------------- main ---
 
+def compile_variants(fn_t, inputs, modes, variants, res, log):
+    """torch.compile of `fn_t` per (tag, mode), each warmed up once and
+    added to `variants`; a failure is recorded in res["errors"], not fatal.
+    Returns tag -> compiled function."""
+    compiled = {}
+    for tag, mode in modes:
+        t0 = time.time()
+        try:
+            cf = torch.compile(fn_t, mode=mode) if mode else torch.compile(fn_t)
+            with torch.no_grad():
+                cf(*inputs)
+            torch.cuda.synchronize()
+            compiled[tag] = cf
+            variants[tag] = (lambda cf=cf: cf(*inputs))
+            res.setdefault("compile_s", {})[tag] = round(time.time() - t0, 1)
+            log("  %s: compiled in %.1f s" % (tag, time.time() - t0))
+        except Exception as e:
+            res["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:400])
+            log("  %s failed: %s" % (tag, res["errors"][tag]))
+    return compiled
+
+
+def check_variants(variants, outs_for, refs, rt, res, log):
+    """Runs each variant once and compares its outputs with `refs` into
+    res["checks"]; ours (tags in outs_for: preallocated outputs) are
+    poisoned with NaN first. A variant whose check cannot run is dropped."""
+    with torch.no_grad():
+        for tag in list(variants):
+            try:
+                if tag in outs_for:
+                    for o in outs_for[tag]:
+                        o.fill_(float("nan"))
+                    variants[tag]()
+                    torch.cuda.synchronize()
+                    rt.check(tag)
+                    outs = outs_for[tag]
+                else:
+                    o = variants[tag]()
+                    torch.cuda.synchronize()
+                    outs = list(o) if isinstance(o, (tuple, list)) else [o]
+                chk = []
+                for o, r in zip(outs, refs):
+                    ok, worst, bad = compare(o, r)
+                    chk.append({"ok": ok, "worst": worst, "bad": bad})
+                res["checks"][tag] = {"ok": all(x["ok"] for x in chk), "outputs": chk}
+                if not res["checks"][tag]["ok"]:
+                    log("  %s: WRONG %s" % (tag, chk))
+                del outs
+            except Exception as e:
+                res["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:400])
+                log("  %s check failed to run: %s" % (tag, res["errors"][tag]))
+                variants.pop(tag, None)
+
+
 def run_case(c, root, rt, timer, ceil, args, log):
     res = {"name": c["name"], "title": c["title"], "kind": c["kind"], "variants": {},
            "checks": {}, "errors": {}}
@@ -716,46 +770,10 @@ def run_case(c, root, rt, timer, ceil, args, log):
         modes = [("compile", None)]
         if c["kind"] == "gemm" and not args.no_autotune:
             modes.append(("compile_max_autotune", "max-autotune-no-cudagraphs"))
-        for tag, mode in modes:
-            t0 = time.time()
-            try:
-                cf = torch.compile(fn_t, mode=mode) if mode else torch.compile(fn_t)
-                with torch.no_grad():
-                    cf(*model_in)
-                torch.cuda.synchronize()
-                compiled[tag] = cf
-                variants[tag] = (lambda cf=cf: cf(*model_in))
-                res.setdefault("compile_s", {})[tag] = round(time.time() - t0, 1)
-                log("  %s: compiled in %.1f s" % (tag, time.time() - t0))
-            except Exception as e:
-                res["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:400])
-                log("  %s failed: %s" % (tag, res["errors"][tag]))
+        compiled = compile_variants(fn_t, model_in, modes, variants, res, log)
 
     # Check every variant's output (ours / default: poisoned first).
-    with torch.no_grad():
-        for tag in list(variants):
-            try:
-                if tag in outs_for:
-                    for o in outs_for[tag]:
-                        o.fill_(float("nan"))
-                    variants[tag]()
-                    torch.cuda.synchronize()
-                    rt.check(tag)
-                    outs = outs_for[tag]
-                else:
-                    o = variants[tag]()
-                    torch.cuda.synchronize()
-                    outs = list(o) if isinstance(o, (tuple, list)) else [o]
-                chk = []
-                for o, r in zip(outs, refs):
-                    ok, worst, bad = compare(o, r)
-                    chk.append({"ok": ok, "worst": worst, "bad": bad})
-                res["checks"][tag] = {"ok": all(x["ok"] for x in chk), "outputs": chk}
-                del outs
-            except Exception as e:
-                res["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:400])
-                log("  %s check failed to run: %s" % (tag, res["errors"][tag]))
-                variants.pop(tag, None)
+    check_variants(variants, outs_for, refs, rt, res, log)
     del refs
     torch.cuda.empty_cache()
 

@@ -23,21 +23,7 @@ root=$(pwd)
 out=$(mkdir -p "${1:?usage: gemm-tma-device.sh OUT}" && cd "$1" && pwd)
 stage=${STAGE:-$root/.device/loop}
 [ -x "$stage/bin/llm-fuse-opt" ] || { echo "no stage in $stage (bench/loop/prepare.sh)" >&2; exit 2; }
-# bench/loop/device-env.sh, with the stage folder a variable (LF_DEVICE_DRY=1:
-# no unpacking, a dry run on the build machine)
-if [ -z "${LF_DEVICE_DRY:-}" ]; then
-  mkdir -p /tmp/lf && { [ -x /tmp/lf/bin ] || tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf; }
-  if ! ls "$root"/kernels/table/v1/*.json >/dev/null 2>&1 && [ -f "$stage/table-v1.tar.xz" ]; then
-    tar -xJf "$stage/table-v1.tar.xz" -C "$root/kernels/table"  # see device-env.sh
-  fi
-fi
-export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$stage/bin:/tmp/lf/bin:$PATH
-export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
-export LLM_FUSE_REPLAY_DIR=$root/kernels/replay
-export LLM_FUSE_TABLE_DIR=${TABLE:-$root/kernels/table}
-export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export LLM_FUSE_VERIFY=${LLM_FUSE_VERIFY:-$stage/bin/llm-fuse-verify}
+. "$root/bench/loop/device-env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 n=$(ls "$LLM_FUSE_TABLE_DIR"/v1/*-gemm_any_*_0tma.json 2>/dev/null | wc -l)
 echo "table $LLM_FUSE_TABLE_DIR: $n TMA GEMM template(s)"

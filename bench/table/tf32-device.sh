@@ -57,16 +57,8 @@ for ex in ("minigpt_block", "gemm_epilogue"):
 torch_ms = {}
 try:
     import torch
-    def timeit(fn, n=20):
-        fn(); torch.cuda.synchronize()
-        flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-        ts = []
-        for _ in range(n):
-            flush.zero_()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record(); fn(); b.record(); torch.cuda.synchronize()
-            ts.append(a.elapsed_time(b))
-        return sorted(ts)[len(ts) // 2]
+    sys.path.insert(0, os.path.join(os.getcwd(), "bench", "table"))
+    from event_time import median_ms as timeit
     for sg, (label, M, N, K, ep) in GEMMS.items():
         x = torch.randn(M, K, device="cuda"); w = torch.randn(K, N, device="cuda")
         bias = torch.randn(N, device="cuda"); r = torch.randn(M, N, device="cuda")

@@ -61,16 +61,8 @@ for b in batches:
 torch_ms = {}
 try:
     import torch
-    def timeit(fn, n=20):
-        fn(); torch.cuda.synchronize()
-        flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-        ts = []
-        for _ in range(n):
-            flush.zero_()
-            a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record(); fn(); e.record(); torch.cuda.synchronize()
-            ts.append(a.elapsed_time(e))
-        return sorted(ts)[len(ts) // 2]
+    sys.path.insert(0, os.path.join(os.getcwd(), "bench", "table"))
+    from event_time import median_ms as timeit
     for r in rows:
         key = (r["M"], r["fam"])
         if key in torch_ms:

@@ -68,41 +68,10 @@ def run_case(c, stage, rt, timer, ceil, args, log):
     fn_t = c["torch"]
     variants["cuBLAS (eager)"] = lambda: fn_t(*ins)
     if not args.no_compile:
-        for tag, mode in (("compile", None), ("max-autotune", "max-autotune-no-cudagraphs")):
-            t0 = time.time()
-            try:
-                cf = torch.compile(fn_t, mode=mode) if mode else torch.compile(fn_t)
-                with torch.no_grad():
-                    cf(*ins)
-                torch.cuda.synchronize()
-                variants[tag] = (lambda cf=cf: cf(*ins))
-                log("  %s: compiled in %.1f s" % (tag, time.time() - t0))
-            except Exception as e:
-                res["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:300])
-                log("  %s failed: %s" % (tag, res["errors"][tag]))
-
-    with torch.no_grad():
-        for tag in list(variants):
-            try:
-                if tag in outs_for:
-                    for o in outs_for[tag]:
-                        o.fill_(float("nan"))
-                    variants[tag]()
-                    torch.cuda.synchronize()
-                    rt.check(tag)
-                    outs = outs_for[tag]
-                else:
-                    o = variants[tag]()
-                    torch.cuda.synchronize()
-                    outs = list(o) if isinstance(o, (tuple, list)) else [o]
-                chk = [dict(zip(("ok", "worst", "bad"), suite.compare(o, r))) for o, r in zip(outs, refs)]
-                res["checks"][tag] = {"ok": all(x["ok"] for x in chk), "outputs": chk}
-                if not res["checks"][tag]["ok"]:
-                    log("  %s: WRONG %s" % (tag, chk))
-            except Exception as e:
-                res["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:300])
-                log("  %s check failed to run: %s" % (tag, res["errors"][tag]))
-                variants.pop(tag, None)
+        suite.compile_variants(fn_t, ins, (("compile", None),
+                                           ("max-autotune", "max-autotune-no-cudagraphs")),
+                               variants, res, log)
+    suite.check_variants(variants, outs_for, refs, rt, res, log)
     del refs
     torch.cuda.empty_cache()
     with torch.no_grad():
