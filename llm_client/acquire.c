@@ -130,6 +130,7 @@ typedef struct kept_s {
   size_t attempt; /* 1 + index of its attempt */
   void *artifact;
   lf_acquire_eval_t eval;
+  char *provider, *model; /* who answered its request */
 } kept_t;
 
 /* One subgraph's loop. Touched only by the loop thread that runs it (and by
@@ -157,6 +158,16 @@ typedef struct job_s {
   char *adapt;       /* "adapt from <id> (...)"; NULL: a blank request */
   char replay_prompt[48]; /* the replay key's prompt version (tf32: the
                              major with "tf32" appended) */
+  bool synth_answered; /* request 1 was the synthesized kernel */
+  /* Next entries: the table's kernel failed, so the next entry that
+   * admits the sizes answers the next request (lf_table_instantiate_nth). */
+  bool table_answered;      /* the last request was the table's */
+  size_t table_tries;       /* table entries that answered a request */
+  int table_extra;          /* of which after the first (not in
+                               max_attempts) */
+  lf_table_match_t table_next; /* the pending next entry; text NULL: none */
+  char *table_failure;         /* the first entry's failure (adapt) */
+  size_t table_failure_attempt; /* 1 + index of its attempt */
 } job_t;
 
 typedef struct ctx_s {
@@ -249,6 +260,8 @@ static lf_acquire_attempt_t *new_attempt(job_t *j, const char *variant) {
   a->variant = xstrdup(variant);
   a->verify_reason = xstrdup("");
   a->feedback = xstrdup("");
+  a->provider = xstrdup(r->provider);
+  a->model = xstrdup(r->model);
   return a;
 }
 
@@ -284,16 +297,22 @@ static void note_exhausted(ctx_t *c, lf_acquire_budget_t budget) {
 /* Frees what `k` holds (its artifact through the release callback). */
 static void kept_clear(ctx_t *c, kept_t *k) {
   free(k->kernel);
+  free(k->provider);
+  free(k->model);
   release(c, &k->artifact);
   lf_acquire_eval_clear(&k->eval);
   memset(k, 0, sizeof(*k));
 }
 
-/* `k` becomes this candidate (taking over `artifact` and `eval`). */
-static void kept_set(ctx_t *c, kept_t *k, const char *text, size_t line_offset,
-                     size_t attempt, void *artifact, lf_acquire_eval_t *eval) {
+/* `k` becomes this candidate of `r`'s current answerer (taking over
+ * `artifact` and `eval`). */
+static void kept_set(ctx_t *c, kept_t *k, const lf_acquire_result_t *r,
+                     const char *text, size_t line_offset, size_t attempt,
+                     void *artifact, lf_acquire_eval_t *eval) {
   kept_clear(c, k);
   k->kernel = xstrdup(text);
+  k->provider = xstrdup(r->provider);
+  k->model = xstrdup(r->model);
   k->line_offset = line_offset;
   k->attempt = attempt;
   k->artifact = artifact;
@@ -301,9 +320,19 @@ static void kept_set(ctx_t *c, kept_t *k, const char *text, size_t line_offset,
   memset(eval, 0, sizeof(*eval));
 }
 
-/* Hands `k` over to the task's result: its kernel, artifact and evaluation,
- * and marks its attempt as the kept one. */
+/* Hands `k` over to the task's result: its kernel, artifact, evaluation and
+ * who answered it (a later request's answerer may have failed), and marks
+ * its attempt as the kept one. */
 static void kept_to_result(kept_t *k, lf_acquire_result_t *r) {
+  if (k->provider && k->model) {
+    free(r->provider);
+    free(r->model);
+    r->provider = k->provider;
+    r->model = k->model;
+  } else {
+    free(k->provider);
+    free(k->model);
+  }
   r->kernel = k->kernel;
   r->line_offset = k->line_offset;
   r->artifact = k->artifact;
@@ -478,9 +507,10 @@ static bool try_cache(ctx_t *c, job_t *j) {
 
 /* ---- Requests ------------------------------------------------------------*/
 
-/* Requests made to get a kernel right: the first plus repairs. */
+/* Requests made to get a kernel right: the first plus repairs (the table's
+ * next entries are not counted: max_attempts bounds the model's). */
 static int fix_requests(const job_t *j) {
-  return j->res->requests - j->res->refinements;
+  return j->res->requests - j->res->refinements - j->table_extra;
 }
 
 /* Counts a request against the budgets, or says which one forbids it. */
@@ -643,31 +673,145 @@ static bool table_asked(const ctx_t *c, const job_t *j) {
          j->res->requests == 1 && j->task->pattern;
 }
 
+/* The table entry `m` (cleared here) as the answer to this request: a
+ * reply (heap). */
+static char *table_answer(job_t *j, lf_table_match_t *m) {
+  free(j->res->provider);
+  free(j->res->model);
+  j->res->provider = xstrdup("table");
+  j->res->model = xstrdup(m->id);
+  j->table_answered = true;
+  ++j->table_tries;
+  if (m->rank <= 1)
+    LF_LOG_INFO("acquire: %s: request %d: pattern table: template %s (%s%s)",
+                j->task->name, j->res->requests, m->id, m->source,
+                m->precision[0] ? "; precision tf32" : "");
+  else
+    LF_LOG_INFO("acquire: %s: request %d: pattern table: next entry %s (%s%s; "
+                "entry %zu of at most %d)",
+                j->task->name, j->res->requests, m->id, m->source,
+                m->precision[0] ? "; precision tf32" : "", j->table_tries,
+                LF_ACQUIRE_TABLE_TRIES);
+  size_t n = strlen(m->text) + 64;
+  char *reply = malloc(n);
+  if (reply)
+    snprintf(reply, n, "```mlir\n%s\n```\n", m->text);
+  lf_table_match_clear(m);
+  return reply ? reply : xstrdup("");
+}
+
 /* The table's template for the task, instantiated, as a reply (heap); NULL
  * with *why when the table has none for these sizes. */
 static char *table_reply(ctx_t *c, job_t *j, lf_status_t *why) {
   lf_table_match_t m;
-  lf_status_t ts = lf_table_instantiate_precision(
+  lf_status_t ts = lf_table_instantiate_nth(
       c->o->table, j->task->pattern, j->task->arch, j->task->precision,
-      j->task->pattern_sizes, j->task->num_pattern_sizes, &m);
+      j->task->pattern_sizes, j->task->num_pattern_sizes, 0, &m);
   if (ts) {
     LF_LOG_INFO("acquire: %s: pattern table: %s", j->task->name,
                 lf_status_message(ts));
     *why = ts;
     return NULL;
   }
+  return table_answer(j, &m);
+}
+
+/* How the request that the table answered failed, in words, for the log:
+ * "failed verification (mismatch)", "did not build", "failed". */
+static void table_failure_words(const job_t *j, char *out, size_t size) {
+  const lf_acquire_result_t *r = j->res;
+  const char *reason = NULL;
+  bool built_none = false;
+  for (size_t k = 0; k < r->attempt_count; ++k) {
+    const lf_acquire_attempt_t *a = &r->attempts[k];
+    if (a->request != r->requests)
+      continue;
+    if (a->outcome == LF_ATTEMPT_REJECTED && !reason)
+      reason = a->verify_reason && a->verify_reason[0] ? a->verify_reason
+                                                       : "rejected";
+    built_none |= a->outcome == LF_ATTEMPT_BUILD_FAILED;
+  }
+  if (reason)
+    snprintf(out, size, "failed verification (%s)", reason);
+  else
+    snprintf(out, size, "%s", built_none ? "did not build" : "failed");
+}
+
+/* After a request that the table answered gave no verified kernel (no
+ * variant built, or none verified; `why` is the first failure, from
+ * attempt `from_attempt`): the next entry that admits the sizes is made
+ * ready for the next request. False when there is none, or
+ * LF_ACQUIRE_TABLE_TRIES entries have been tried: today's course follows. */
+static bool table_next(ctx_t *c, job_t *j, const char *why,
+                       size_t from_attempt) {
+  if (!j->table_answered)
+    return false;
+  j->table_answered = false;
+  const lf_acquire_task_t *t = j->task;
+  char words[160];
+  table_failure_words(j, words, sizeof(words));
+  char *short_why = shorten(why);
+  if (!j->table_failure) {
+    j->table_failure = xstrdup(why);
+    j->table_failure_attempt = from_attempt;
+  }
+  lf_table_match_t m;
+  lf_status_t s =
+      j->table_tries >= LF_ACQUIRE_TABLE_TRIES
+          ? LF_STATUS(LF_STATUS_OUT_OF_RANGE,
+                      "no further entry is tried (at most %d per subgraph)",
+                      LF_ACQUIRE_TABLE_TRIES)
+          : lf_table_instantiate_nth(c->o->table, t->pattern, t->arch,
+                                     t->precision, t->pattern_sizes,
+                                     t->num_pattern_sizes, j->table_tries, &m);
+  if (s) {
+    LF_LOG_INFO("acquire: %s: request %d: pattern table: template %s %s: "
+                "%s; %s",
+                t->name, j->res->requests, j->res->model, words,
+                short_why ? short_why : "", lf_status_message(s));
+    lf_status_free(s);
+    free(short_why);
+    return false;
+  }
+  LF_LOG_INFO("acquire: %s: request %d: pattern table: template %s %s: %s; "
+              "the next entry that admits these sizes answers request %d",
+              t->name, j->res->requests, j->res->model, words,
+              short_why ? short_why : "", j->res->requests + 1);
+  free(short_why);
+  lf_table_match_clear(&j->table_next);
+  j->table_next = m;
+  j->kind = LF_REQUEST_FIRST;
+  ++j->table_extra;
+  /* Nothing goes to a model: the next entry is asked as it is. */
+  free(j->feedback);
+  j->feedback = NULL;
+  j->feedback_attempt = 0;
+  return true;
+}
+
+/* Whether the synthesized kernel answers this request: the first one of a
+ * subgraph that has one (after the replay set and the table). */
+static bool synth_asked(const job_t *j) {
+  return j->task->synth_kernel && j->kind == LF_REQUEST_FIRST &&
+         j->res->requests == 1;
+}
+
+/* The synthesized kernel as a reply (heap). */
+static char *synth_reply(job_t *j) {
+  const char *src = j->task->synth_source && j->task->synth_source[0]
+                        ? j->task->synth_source
+                        : "synth";
   free(j->res->provider);
   free(j->res->model);
-  j->res->provider = xstrdup("table");
-  j->res->model = xstrdup(m.id);
-  LF_LOG_INFO("acquire: %s: request 1: pattern table: template %s (%s%s)",
-              j->task->name, m.id, m.source,
-              m.precision[0] ? "; precision tf32" : "");
-  size_t n = strlen(m.text) + 64;
+  j->res->provider = xstrdup("synth");
+  j->res->model = xstrdup(src);
+  j->synth_answered = true;
+  LF_LOG_INFO("acquire: %s: request 1: synthesized kernel (%s)",
+              j->task->name, src);
+  size_t n = strlen(j->task->synth_kernel) + 64;
   char *reply = malloc(n);
   if (reply)
-    snprintf(reply, n, "```mlir\n%s\n```\n", m.text);
-  lf_table_match_clear(&m);
+    snprintf(reply, n, "```mlir\n%s\n```\n", j->task->synth_kernel);
   return reply ? reply : xstrdup("");
 }
 
@@ -750,6 +894,12 @@ static bool adapt_prepare(ctx_t *c, job_t *j, const char *id,
 static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
                  lf_acquire_attempt_t *a) {
   const lf_acquire_options_t *o = c->o;
+  if (j->table_next.text) {
+    /* The table's previous entry failed: its next one, before anyone else
+     * is asked (table_next). */
+    a->latency_ms = 0;
+    return table_answer(j, &j->table_next);
+  }
   if (o->provider == LF_PROVIDER_OPENAI && table_asked(c, j)) {
     lf_status_t why = LF_OK;
     int64_t t0 = now_ms();
@@ -760,12 +910,20 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
       a->latency_ms = (long)(now_ms() - t0);
       return reply;
     }
+    if (synth_asked(j)) {
+      /* No table kernel: the synthesized one before the model (which, if
+       * it fails, starts blank or adapts the refusing entry then). */
+      lf_status_free(why);
+      return synth_reply(j);
+    }
     /* The table's entries for this pattern refuse these sizes: the model
      * adapts the nearest one instead of starting blank. */
     if (lf_status_code(why) == LF_STATUS_FAILED_PRECONDITION &&
         adapt_prepare(c, j, NULL, NULL))
       j->msgs[1].content = j->first;
     lf_status_free(why);
+  } else if (o->provider == LF_PROVIDER_OPENAI && synth_asked(j)) {
+    return synth_reply(j);
   }
   if (o->provider == LF_PROVIDER_OPENAI && !j->res->first_request[0]) {
     free(j->res->first_request);
@@ -855,6 +1013,13 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
     lf_status_free(s);
     s = both;
   }
+  if (s && lf_status_code(s) == LF_STATUS_NOT_FOUND && synth_asked(j)) {
+    /* Neither the replay set nor the table: the kernel the compiler wrote
+     * itself for this elementwise subgraph. */
+    a->latency_ms = (long)(now_ms() - t0);
+    lf_status_free(s);
+    return synth_reply(j);
+  }
   a->latency_ms = (long)(now_ms() - t0);
   if (s) {
     a->outcome = LF_ATTEMPT_PROVIDER_ERROR;
@@ -868,7 +1033,7 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
       lf_acquire_result_t *r = j->res;
       lf_acquire_attempt_t *last = &r->attempts[--r->attempt_count];
       free(last->message), free(last->variant), free(last->verify_reason);
-      free(last->feedback);
+      free(last->feedback), free(last->provider), free(last->model);
       --r->requests;
       --r->refinements;
       if (j->feedback_attempt && j->feedback_attempt <= r->attempt_count) {
@@ -975,24 +1140,39 @@ static void after_failure(ctx_t *c, job_t *j, const char *why,
     j->kind = LF_REQUEST_REFINE;
     return;
   }
+  if (table_next(c, j, why, from_attempt))
+    return;
   if (fix_requests(j) >= c->o->max_attempts) {
     char msg[MESSAGE_MAX + 96];
     j->table_id[0] = '\0';
     char *short_why = shorten(why);
+    int tried = j->res->requests - j->res->refinements;
     if (j->rej.kernel) {
       snprintf(msg, sizeof(msg),
                "no kernel passed verification in %d attempt(s); last: %s",
-               fix_requests(j), short_why ? short_why : "");
+               tried, short_why ? short_why : "");
       finish_rejected(c, j, msg);
     } else {
       snprintf(msg, sizeof(msg), "no kernel built in %d attempt(s); last: %s",
-               fix_requests(j), short_why ? short_why : "");
+               tried, short_why ? short_why : "");
       finish(c, j, LF_ACQUIRE_FAILED, LF_BUDGET_NONE, msg);
     }
     free(short_why);
     return;
   }
   j->kind = LF_REQUEST_REPAIR;
+  if (j->synth_answered && c->o->provider == LF_PROVIDER_OPENAI) {
+    /* The synthesized kernel failed: the model starts from its first
+     * request (an adapt request when a table entry refuses these sizes),
+     * not from a repair of a kernel it never wrote. */
+    j->synth_answered = false;
+    j->kind = LF_REQUEST_FIRST;
+    adapt_prepare(c, j, NULL, NULL);
+    free(j->feedback);
+    j->feedback = NULL;
+    j->feedback_attempt = 0;
+    return;
+  }
   if (j->table_id[0]) {
     /* The table's kernel failed at these sizes: the model's first request
      * adapts it (the failure is in the request) rather than repairing a
@@ -1000,13 +1180,19 @@ static void after_failure(ctx_t *c, job_t *j, const char *why,
     char id[sizeof(j->table_id)];
     memcpy(id, j->table_id, sizeof(id));
     j->table_id[0] = '\0';
-    if (adapt_prepare(c, j, id, why)) {
+    /* After next entries failed too, the request adapts the first one
+     * tried (the table's first choice: the most specific), with its
+     * failure. */
+    const char *failure = j->table_failure ? j->table_failure : why;
+    size_t failed_attempt =
+        j->table_failure ? j->table_failure_attempt : from_attempt;
+    if (adapt_prepare(c, j, id, failure)) {
       j->kind = LF_REQUEST_FIRST;
       lf_acquire_result_t *r = j->res;
-      if (from_attempt && from_attempt <= r->attempt_count) {
-        lf_acquire_attempt_t *a = &r->attempts[from_attempt - 1];
+      if (failed_attempt && failed_attempt <= r->attempt_count) {
+        lf_acquire_attempt_t *a = &r->attempts[failed_attempt - 1];
         free(a->feedback);
-        a->feedback = xstrdup(why);
+        a->feedback = xstrdup(failure);
       }
       free(j->feedback);
       j->feedback = NULL;
@@ -1134,7 +1320,8 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
       finish_best(c, j, LF_BUDGET_NONE, "verification stopped working");
     } else {
       kept_t k = {0};
-      kept_set(c, &k, text, line_offset, attempt_index, artifact, &ev);
+      kept_set(c, &k, j->res, text, line_offset, attempt_index, artifact,
+               &ev);
       kept_to_result(&k, j->res);
       finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, "unjudged");
     }
@@ -1153,7 +1340,8 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
                                              : "verification rejected it",
                attempt_index);
     /* The last rejection is kept for the caller's record. */
-    kept_set(c, &j->rej, text, line_offset, attempt_index, artifact, &ev);
+    kept_set(c, &j->rej, j->res, text, line_offset, attempt_index, artifact,
+             &ev);
     return;
   }
   a->outcome = LF_ATTEMPT_VERIFIED;
@@ -1168,7 +1356,8 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
   if (rs->best_ms <= 0 || ev.time_ms < rs->best_ms)
     rs->best_ms = ev.time_ms;
   if (!j->best.kernel || ev.time_ms < j->best.eval.time_ms) {
-    kept_set(c, &j->best, text, line_offset, attempt_index, artifact, &ev);
+    kept_set(c, &j->best, j->res, text, line_offset, attempt_index, artifact,
+             &ev);
   } else {
     release(c, &artifact);
     lf_acquire_eval_clear(&ev);
@@ -1337,7 +1526,9 @@ static void run_job(ctx_t *c, job_t *j, lf_llm_client_t *client) {
       lf_status_free(s);
       break;
     }
-    if (j->kind == LF_REQUEST_REFINE)
+    if (j->table_next.text)
+      ; /* the table's next entry answers: table_answer() says so */
+    else if (j->kind == LF_REQUEST_REFINE)
       LF_LOG_INFO("acquire: %s: asking %s (%s, refinement %d/%d, best %.4g "
                   "ms)",
                   j->task->name, lf_acquire_provider_name(o->provider),
@@ -1356,6 +1547,10 @@ static void run_job(ctx_t *c, job_t *j, lf_llm_client_t *client) {
     char *reply = ask(c, j, client, a);
     if (!reply)
       break; /* ended */
+    free(a->provider);
+    free(a->model);
+    a->provider = xstrdup(j->res->provider);
+    a->model = xstrdup(j->res->model);
     take_reply(c, j, a, reply);
   }
   pthread_mutex_lock(&c->lock);
@@ -1568,7 +1763,8 @@ out_free:
   for (size_t i = 0; c.jobs && i < count; ++i) {
     job_t *j = &c.jobs[i];
     free(j->first), free(j->last_reply), free(j->followup);
-    free(j->feedback), free(j->adapt);
+    free(j->feedback), free(j->adapt), free(j->table_failure);
+    lf_table_match_clear(&j->table_next);
     kept_clear(&c, &j->best);
     kept_clear(&c, &j->rej);
   }
@@ -1603,7 +1799,7 @@ void lf_acquire_report_destroy(lf_acquire_report_t *report) {
     for (size_t k = 0; k < r->attempt_count; ++k) {
       lf_acquire_attempt_t *a = &r->attempts[k];
       free(a->message), free(a->variant), free(a->verify_reason);
-      free(a->feedback);
+      free(a->feedback), free(a->provider), free(a->model);
     }
     free(r->attempts);
   }
@@ -1712,6 +1908,10 @@ lf_status_t lf_acquire_report_to_json(const lf_acquire_report_t *report,
       ok = ok && cJSON_AddStringToObject(x, "feedback",
                                          a->feedback ? a->feedback : "");
       ok = ok && cJSON_AddBoolToObject(x, "kept", a->kept);
+      ok = ok && cJSON_AddStringToObject(x, "provider",
+                                         a->provider ? a->provider : "");
+      ok = ok &&
+           cJSON_AddStringToObject(x, "model", a->model ? a->model : "");
     }
     if (ok && with_kernels && r->kernel)
       ok = cJSON_AddStringToObject(g, "kernel", r->kernel);

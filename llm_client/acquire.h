@@ -18,7 +18,9 @@
  *        GPU: one queue); the fastest verified variant is the reply's result;
  *     e. a reply that yields no verified kernel goes back to the model with
  *        the build or verification error (a repair), up to max_attempts
- *        requests in all before the first verified kernel;
+ *        requests in all before the first verified kernel; a pattern table
+ *        kernel that yields none gives way first to the table's next entry
+ *        for the sizes, up to LF_ACQUIRE_TABLE_TRIES entries (options.table);
  *     f. after a verified kernel, up to max_refinements requests tell the
  *        model its time, the fallback's and the roofline floor and ask for a
  *        faster kernel; a refinement that fails or is slower never replaces
@@ -60,6 +62,11 @@
 extern "C" {
 #endif
 
+/// The most pattern table entries tried for one subgraph, the first
+/// included: when an entry's kernel fails, the next one that admits the
+/// sizes answers the next request (lf_acquire_options_t.table).
+#define LF_ACQUIRE_TABLE_TRIES 3
+
 /// Where kernels come from.
 typedef enum lf_acquire_provider_e {
   LF_PROVIDER_NONE = 0, /* ask nobody: every subgraph keeps its ops */
@@ -97,6 +104,17 @@ typedef struct lf_acquire_task_s {
    * without it keeps every key it had. */
   const char *precision;
   int64_t tf32_k;
+  /* A kernel the compiler wrote itself for this subgraph (an elementwise-
+   * only one: passes/synth_ew.h), gpu.module text, or NULL. It answers the
+   * first request when the replay set (replay) and the pattern table have
+   * none, before any model is asked, and is then built, verified, timed
+   * and cached like any reply, with provider "synth" and model
+   * `synth_source` (e.g. "synth-ew/1"). It never takes the place of a
+   * replayed or table kernel. With openai, when it fails, the model's
+   * first request is the blank one (or an adapt request), not a repair of
+   * a kernel the model never wrote. */
+  const char *synth_kernel;
+  const char *synth_source;
 } lf_acquire_task_t;
 
 /// What the build callback reports for one candidate. Zeroed before the
@@ -188,6 +206,16 @@ typedef struct lf_acquire_options_s {
   /// token estimate and replay_strict, which must stay those of the
   /// recordings, so offline builds do not change with the table.
   const struct lf_table_s *table;
+  /// Next entries: when the table's kernel for a subgraph fails (no
+  /// variant built, or none verified), the next entry of the same key
+  /// that admits its sizes answers the next request (the table's order:
+  /// most specific first, then load order; in TF32 mode the remaining
+  /// tf32 entries, then the exact ones), up to LF_ACQUIRE_TABLE_TRIES
+  /// entries per subgraph, each built, verified and timed like the first.
+  /// These requests count against the budgets but not against
+  /// max_attempts (which bounds the model's requests). Only after the last
+  /// of them fails does today's course follow (replay: the original ops;
+  /// openai: the adapt request below, from the first entry tried).
   /// Adapt requests (openai): when the table holds an entry for the
   /// task's pattern key that refuses its sizes, or whose instantiation for
   /// them fails to build or verify, the model's first request is an adapt
@@ -319,6 +347,10 @@ typedef struct lf_acquire_attempt_s {
   char *feedback; /* what this attempt told the model in the next request
                      (repair or refinement text); "" when none was sent */
   bool kept;      /* the result's kernel is this attempt's */
+  /* Who answered its request, as the result names them: "openai",
+   * "replay"'s entry provider, "table" (model: the entry id), "synth". */
+  char *provider;
+  char *model;
 } lf_acquire_attempt_t;
 
 /// The stage an attempt ended in: "request" (no kernel came), "build",
@@ -334,7 +366,8 @@ typedef struct lf_acquire_result_s {
   char *kernel;                  /* ok/cached: the gpu.module text; else NULL */
   size_t line_offset;            /* reply lines before `kernel` (ok only) */
   char *provider;                /* who answered ("openai", "replay" or the
-                                    replayed entry's provider); "" if nobody */
+                                    replayed entry's provider, "table",
+                                    "synth"); "" if nobody */
   char *model;                   /* the model that answered; "" if none */
   char *first_request;           /* the first request sent to the model
                                     (openai): "blank", or "adapt from <table

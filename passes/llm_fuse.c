@@ -52,6 +52,7 @@
 #include "passes/outline.h"
 #include "passes/reference.h"
 #include "passes/swap.h"
+#include "passes/synth_ew.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/verify_client.h"
 
@@ -190,6 +191,12 @@ static const lf_option_def_t fuse_options[] = {
      "reduction length; their cache, table and replay keys say tf32 (off: "
      "exact f32, every key unchanged)",
      NULL, 0, 0, OPT(tf32)},
+    {"synth", LF_OPTION_BOOL, "true",
+     "Let the compiler write the kernel of an elementwise-only subgraph "
+     "itself (one fused grid-stride kernel, passes/synth_ew.h) when the "
+     "replay set and the pattern table have none; it is built, verified, "
+     "timed and cached like any candidate, with provider synth (false: off)",
+     NULL, 0, 0, OPT(synth)},
 };
 #undef OPT
 
@@ -204,6 +211,9 @@ typedef struct subgraph_s {
   char *cls;         /* elementwise | reduction | contraction | ... */
   char *signature;   /* the function type over tensors */
   char *prompt_text; /* what a prompt may show of it */
+  char *synth_text;  /* the synthesized kernel (elementwise), or NULL */
+  char *synth_note;  /* what the synthesizer did: "vector width 4, ..." or
+                        "refused: <why>"; NULL when not asked */
   /* Acquisition and building. */
   lf_acquire_outcome_t acquire_outcome;
   char *provider; /* who answered: replay, openai, ... */
@@ -292,6 +302,8 @@ static void subgraph_free(subgraph_t *sg) {
   free(sg->cls);
   free(sg->signature);
   free(sg->prompt_text);
+  free(sg->synth_text);
+  free(sg->synth_note);
   free(sg->provider);
   cJSON_Delete(sg->attempt_log);
   lf_build_result_destroy(sg->build);
@@ -973,6 +985,33 @@ static lf_status_t open_cache(fuse_run_t *run) {
 
 static void probe_gpu(fuse_run_t *run);
 
+/* The kernel the compiler writes itself for each elementwise subgraph
+ * (passes/synth_ew.h): the acquire loop's answer when the replay set and
+ * the pattern table have none. MLIR work, before the loop threads start. */
+static void synthesize(fuse_run_t *run) {
+  for (size_t i = 0; i < run->num_subs; ++i) {
+    subgraph_t *sg = &run->subs[i];
+    if (strcmp(sg->cls, "elementwise"))
+      continue;
+    lf_synth_ew_t k;
+    char note[700];
+    lf_status_t st = lf_synth_ew(sg->func, NULL, &k);
+    if (st) {
+      snprintf(note, sizeof(note), "refused: %s", lf_status_message(st));
+      lf_status_free(st);
+    } else {
+      snprintf(note, sizeof(note),
+               "vector width %d, %zu generic(s) fused, grid %lld x %d",
+               k.vector_width, k.generics, k.grid, LF_SYNTH_EW_BLOCK);
+      sg->synth_text = k.text;
+      k.text = NULL;
+      lf_synth_ew_clear(&k);
+    }
+    LF_LOG_INFO("synth: %s: %s", sg->name, note);
+    sg->synth_note = strdup(note);
+  }
+}
+
 /* Fills each subgraph's candidate: sg->build (OK or the last failure),
  * sg->provider, sg->attempts, sg->attempt_log, or a reason. */
 static lf_status_t acquire_stage(fuse_run_t *run) {
@@ -1039,6 +1078,8 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     ao.table = run->table;
   }
 
+  if (o->synth && ao.provider != LF_PROVIDER_NONE)
+    synthesize(run);
   lf_acquire_task_t *tasks = calloc(run->num_subs, sizeof(*tasks));
   if (!tasks)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -1056,7 +1097,9 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
                                    .pattern_sizes = sg->pattern_sizes,
                                    .num_pattern_sizes = sg->num_pattern_sizes,
                                    .precision = sg->tf32_k ? "tf32" : NULL,
-                                   .tf32_k = sg->tf32_k};
+                                   .tf32_k = sg->tf32_k,
+                                   .synth_kernel = sg->synth_text,
+                                   .synth_source = LF_SYNTH_EW_VERSION};
   }
   build_ctx_t ctx = {.run = run, .tasks = tasks};
   ao.build = build_cb;
@@ -1146,6 +1189,8 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
         cJSON_AddNullToObject(ja, "roofline_fraction");
       cJSON_AddStringToObject(ja, "feedback", at->feedback ? at->feedback : "");
       cJSON_AddBoolToObject(ja, "kept", at->kept);
+      cJSON_AddStringToObject(ja, "provider", at->provider ? at->provider : "");
+      cJSON_AddStringToObject(ja, "model", at->model ? at->model : "");
       cJSON_AddItemToArray(sg->attempt_log, ja);
     }
     switch (r->outcome) {
@@ -1560,6 +1605,8 @@ static cJSON *subgraph_json(const subgraph_t *sg) {
   }
   if (sg->model)
     cJSON_AddStringToObject(j, "model", sg->model);
+  if (sg->synth_note)
+    cJSON_AddStringToObject(j, "synth", sg->synth_note);
   cJSON_AddStringToObject(j, "acquire",
                           lf_acquire_outcome_name(sg->acquire_outcome));
   if (sg->cache_digest[0])

@@ -50,6 +50,7 @@ typedef struct lf_fuse_options_s {
   bool require_signed;     /* local verdicts need a trusted signature too */
   char *pattern_table;     /* table folder; "": shipped; "none": off */
   bool tf32; /* TF32 tensor cores allowed for f32 contractions (opt-in) */
+  bool synth; /* elementwise subgraphs get the compiler's own kernel */
 } lf_fuse_options_t;
 
 /// The `llm-fuse` pass.
