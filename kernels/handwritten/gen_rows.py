@@ -157,6 +157,48 @@ def block_allreduce(e, v, kind, red, slot, nwarps, tid, hint, base=None):
     return e.op("vector.reduction <%s>, %s : vector<4xf32> into f32" % (rkind, acc), hint)
 
 
+def gen_knobs(p, fn):
+    """A row kernel with tune knobs p["knobs"] = [(NAME, key, values), ...]:
+    each combination's body (fn(p with key = value ...)) in the case of
+    nested scf.index_switch ops on the constants {{NAME}}, so that every
+    instantiated variant holds one live body (the switch folds away; the
+    other bodies are dead code).  The block size is {{T}} when T is a knob
+    (one row per block).  Returns what fn returns for the first values
+    (the variant built without a GPU), with the tune declarations."""
+    args_names = {"rmsnorm": ("x", "w", "y"), "layernorm": ("x", "gamma", "beta", "y"),
+                  "softmax": ("x", "y"), "add_rmsnorm": ("x", "r", "w", "h", "y"),
+                  "rowreduce": ("x", "y"),
+                  "elementwise": ("x", "r" if p.get("op") == "add" else "b", "y")}[p["gen"]]
+    e = Emitter(args_names)
+    knobs = p["knobs"]
+    first = {}
+
+    def emit(level, q):
+        if level == len(knobs):
+            g, _, args, globs = fn(dict(q, _emitter=e))
+            if not first:
+                first.update(g=g, args=args, globals=globs)
+            elif globs and not first["globals"]:
+                first["globals"] = globs
+            return
+        name, key, values = knobs[level]
+        e.line("scf.index_switch %s" % e.sym_idx(name))
+        for v in values:
+            e.line("case %d {" % v)
+            e.indent += 2
+            emit(level + 1, dict(q, **{key: v}))
+            e.line("scf.yield")
+            e.indent -= 2
+            e.line("}")
+        e.line("default {")
+        e.line("  scf.yield")
+        e.line("}")
+    emit(0, dict(p))
+    g = first["g"]
+    g.tune = [(name, values, None) for name, _, values in knobs]
+    return g, e, first["args"], first["globals"]
+
+
 def header_comment(lines):
     return "".join("// " + l + "\n" if l else "//\n" for l in lines)
 
@@ -169,7 +211,8 @@ def module_text(comment, kname, args, block, grid, body_lines, globals_=(), extr
     out.append("gpu.module @kernels {\n")
     for name, values, require in tune:
         out.append("  // llm-fuse.tune %s = %s\n" % (name, ", ".join(str(v) for v in values)))
-        out.append("  // llm-fuse.tune-require %s\n" % require)
+        if require:
+            out.append("  // llm-fuse.tune-require %s\n" % require)
     for g in globals_:
         out.append("  " + g + "\n")
     out.append("  gpu.func @%s(%s) kernel\n" % (kname, ", ".join(args)))
@@ -240,6 +283,7 @@ def row_prologue(e, g):
         rpb = e.sym_idx("RPB") if g.tune else e.idx(g.rpb)
         r0 = e.op("arith.muli %s, %s : index" % (bid, rpb), "row0")
         row = e.op("arith.addi %s, %s : index" % (r0, wid), "row")
+    g.t = t
     col0 = e.op("arith.muli %s, %s : index" % (t, e.idx(g.V)), "col")
     cols = [col0]
     for k in range(1, g.C):
@@ -317,7 +361,7 @@ def red_ref(e):
 def gen_rmsnorm(p):
     """y = bf16((f32(x) * rsqrt(sum(f32(x)^2) / N + eps)) * f32(w))."""
     g = Row(p["R"], p["N"], p["et"], p["T"])
-    e = Emitter(("x", "w", "y"))
+    e = p.get("_emitter") or Emitter(("x", "w", "y"))
     tid, row, cols = row_prologue(e, g)
     red = red_ref(e) if g.nwarps > 1 else None
     xs = load_row(e, g, "%x", row, cols)
@@ -349,7 +393,7 @@ def gen_layernorm(p):
     y = ((x - mean) * rsqrt(var + eps)) * gamma + beta, two-pass from
     registers (the IR's own two-pass form)."""
     g = Row(p["R"], p["N"], p["et"], p["T"], p.get("rpb", 1))
-    e = Emitter(("x", "gamma", "beta", "y"))
+    e = p.get("_emitter") or Emitter(("x", "gamma", "beta", "y"))
     tid, row, cols = row_prologue(e, g)
     red = red_ref(e) if g.nwarps > 1 else None
     xs = load_row(e, g, "%x", row, cols)
@@ -390,7 +434,7 @@ def gen_softmax(p):
     """m = max(init, max(x)); e = exp(x - m); s = sum(e);
     y = e / s (div = "div") or e * (1 / s) (div = "recip", TOSA's form)."""
     g = Row(p["R"], p["N"], p["et"], p["T"])
-    e = Emitter(("x", "y"))
+    e = p.get("_emitter") or Emitter(("x", "y"))
     tid, row, cols = row_prologue(e, g)
     red = red_ref(e)
     xs = load_row(e, g, "%x", row, cols)
@@ -401,9 +445,16 @@ def gen_softmax(p):
     m = reduce_row(e, g, part, "max", red, 0, tid, "rowmax")
     mv = e.op("vector.broadcast %s : f32 to %s" % (m, ty), "rowmaxv")
     ex = []
+    if p.get("exp") in ("approx", 1):  # exp(d) = 2^(d log2 e): ex2.approx
+        l2e = e.op("vector.broadcast %s : f32 to %s"
+                   % (e.const("1.44269502", "f32", "log2e"), ty), "log2ev")
     for v in xs:
         d = e.op("arith.subf %s, %s : %s" % (v, mv, ty), "xm")
-        ex.append(e.op("math.exp %s : %s" % (d, ty), "ex"))
+        if p.get("exp") in ("approx", 1):
+            d2 = e.op("arith.mulf %s, %s : %s" % (d, l2e, ty), "xl")
+            ex.append(e.op("math.exp2 %s fastmath<afn> : %s" % (d2, ty), "ex"))
+        else:
+            ex.append(e.op("math.exp %s : %s" % (d, ty), "ex"))
     part2 = vsum(e, g, ex, hint="sum")
     s = reduce_row(e, g, part2, "add", red, 1, tid, "rowsum")
     outs = []
@@ -434,7 +485,7 @@ def gen_add_rmsnorm(p):
     + eps)) * f32(w)): the benchmark's residual add + RMSNorm, one subgraph
     with two results, h (the next residual) and y, in that order."""
     g = Row(p["R"], p["N"], p["et"], p["T"])
-    e = Emitter(("x", "r", "w", "h", "y"))
+    e = p.get("_emitter") or Emitter(("x", "r", "w", "h", "y"))
     tid, row, cols = row_prologue(e, g)
     red = red_ref(e) if g.nwarps > 1 else None
     xs = load_row(e, g, "%x", row, cols)
@@ -468,13 +519,13 @@ def gen_rowreduce(p):
     """y[r] = sum_j x[r, j] (op "add", from 0) or max_j x[r, j] (op "max",
     from -inf; arith.maximumf propagates NaN)."""
     g = Row(p["R"], p["N"], p["et"], p["T"])
-    e = Emitter(("x", "y"))
+    e = p.get("_emitter") or Emitter(("x", "y"))
     tid, row, cols = row_prologue(e, g)
     red = red_ref(e) if g.nwarps > 1 else None
     xs = load_row(e, g, "%x", row, cols)
     part = vsum(e, g, xs, kind=p["op"], hint="part")
     total = reduce_row(e, g, part, p["op"], red, 0, tid, "total")
-    first = e.op("arith.cmpi eq, %s, %s : index" % (tid, e.idx(0)), "t0")
+    first = e.op("arith.cmpi eq, %s, %s : index" % (g.t, e.idx(0)), "t0")
     e.line("scf.if %s {" % first)
     e.line("  memref.store %s, %%y[%s] : memref<%dxf32>" % (total, row, g.R))
     e.line("}")
@@ -491,7 +542,7 @@ def gen_elementwise(p):
     expf, div.rn)."""
     g = Row(p["R"], p["N"], p["et"], p["T"])
     second = "r" if p["op"] == "add" else "b"
-    e = Emitter(("x", second, "y"))
+    e = p.get("_emitter") or Emitter(("x", second, "y"))
     tid, row, cols = row_prologue(e, g)
     xs = load_row(e, g, "%x", row, cols)
     ty = vty(g.V, "f32")
@@ -963,20 +1014,24 @@ def gen_attention(p):
 KERNELS = [
     dict(sg="sg_07f0dc6cb70576f3", example="rmsnorm", gen="rmsnorm", kernel="rmsnorm_bf16_4096",
          R=16384, N=4096, et="bf16", T=256, mean="div", eps="9.99999997E-7",
+         knobs=[("T", "T", [256, 128]), ("WEARLY", "wearly", [0, 1])],
          math=["s = sum_j f32(x[r, j])^2 (f32)",
                "y[r, j] = bf16((f32(x[r, j]) * rsqrt(s / 4096.0 + 1e-6)) * f32(w[j]))"]),
     dict(sg="sg_5d00258a2473dc37", example="tosa/rmsnorm", gen="rmsnorm", kernel="rmsnorm_tosa_bf16_4096",
          R=16384, N=4096, et="bf16", T=256, mean="2.44140625E-4", eps="9.99999997E-7",
+         knobs=[("T", "T", [256, 128]), ("WEARLY", "wearly", [0, 1])],
          math=["s = sum_j f32(x[r, j]) * f32(x[r, j]) (f32)",
                "y[r, j] = bf16((f32(x[r, j]) * rsqrt(s * 2.44140625e-4 + 1e-6)) * f32(w[j]))",
                "(TOSA multiplies by 1/4096 = 2^-12, exactly the linalg form's divide by",
                "4096; the one rounding to bf16 is at the very end, as in the IR)"]),
     dict(sg="sg_ed978a54a6ae6b04", example="layernorm", gen="layernorm", kernel="layernorm_bf16_4096",
          R=16384, N=4096, et="bf16", T=128, eps="9.99999974E-6",
+         knobs=[("T", "T", [128, 256]), ("WEARLY", "wearly", [0, 1])],
          math=["mean = sum_j f32(x[r, j]) / 4096.0; var = sum_j (f32(x[r, j]) - mean)^2 / 4096.0",
                "y[r, j] = bf16(((f32(x[r, j]) - mean) * rsqrt(var + 1e-5)) * f32(gamma[j]) + f32(beta[j]))"]),
     dict(sg="sg_e2da8c8a3c5cd5d1", example="layernorm_f32", gen="layernorm", kernel="layernorm_f32_16384",
          R=4096, N=16384, et="f32", T=256, eps="9.99999974E-6",
+         knobs=[("T", "T", [256, 512])],
          math=["mean = sum_j x[r, j] / 16384.0; var = sum_j (x[r, j] - mean)^2 / 16384.0",
                "y[r, j] = ((x[r, j] - mean) * rsqrt(var + 1e-5)) * gamma[j] + beta[j]"]),
     dict(sg="sg_c77eec1dbd2dbb32", example="minigpt_block", gen="layernorm", kernel="layernorm_f32_768",
@@ -986,27 +1041,33 @@ KERNELS = [
                "(both LayerNorms of the block are this subgraph)"]),
     dict(sg="sg_36479e4312f16cf5", example="softmax", gen="softmax", kernel="softmax_bf16_8192",
          R=16384, N=8192, et="bf16", T=256, init="-inf", div="markstein",
+         knobs=[("T", "T", [256, 512])],
          math=["m = max_j f32(x[r, j]) (from -inf); e[j] = exp(f32(x[r, j]) - m); s = sum_j e[j]",
                "y[r, j] = bf16(e[j] / s)"]),
     dict(sg="sg_ff8348df2653ec41", example="tosa/softmax", gen="softmax", kernel="softmax_tosa_f32_16384",
          R=4096, N=16384, et="f32", T=512, init="-" + F32_MAX, div="recip",
+         knobs=[("T", "T", [512, 256]), ("EXP", "exp", [0, 1])],
          math=["m = max(-3.40282347e38, max_j x[r, j]); e[j] = exp(x[r, j] - m); s = sum_j e[j]",
                "y[r, j] = e[j] * (1.0 / s)   (TOSA's reciprocal, then multiply)"]),
     # The benchmark suite's models (examples/bench/, issue 8).
     dict(sg="sg_df3765b7ed777da2", example="bench/rowsum", gen="rowreduce", kernel="rowsum_f32_8192",
          R=16384, N=8192, et="f32", T=256, op="add",
+         knobs=[("T", "T", [256, 512, 1024])],
          math=["y[r] = sum_j x[r, j] (f32, from 0)"]),
     dict(sg="sg_21610200b192c108", example="bench/rowmax", gen="rowreduce", kernel="rowmax_f32_8192",
          R=16384, N=8192, et="f32", T=256, op="max",
+         knobs=[("T", "T", [256, 512, 1024])],
          math=["y[r] = max_j x[r, j] (arith.maximumf from -inf: NaN propagates)"]),
     dict(sg="sg_a4aae1dccd0231c2", example="bench/add_rmsnorm", gen="add_rmsnorm",
          kernel="add_rmsnorm_bf16_4096", R=16384, N=4096, et="bf16", T=256, eps="9.99999997E-7",
+         knobs=[("T", "T", [256, 128])],
          math=["h[r, j] = bf16(f32(x[r, j]) + f32(res[r, j])) (result 0, the next residual)",
                "s = sum_j f32(h[r, j])^2 (f32)",
                "y[r, j] = bf16((f32(h[r, j]) * rsqrt(s / 4096.0 + 1e-6)) * f32(w[j])) (result 1)"]),
     dict(sg="sg_d9d3a926eb8e438b", example="bench/bias_gelu", gen="elementwise",
          kernel="bias_gelu_bf16_8192", R=16384, N=8192, et="bf16", T=256, op="bias_gelu",
          gelu="approx",
+         knobs=[("T", "T", [256, 512])],
          math=["v = f32(x[r, j]) + f32(b[j])",
                "y[r, j] = bf16(0.5 v (1 + tanh(0.797884583 (v + 0.044715 v^3))))"]),
     dict(sg="sg_390ba1a6df9c30f8", example="bench/minigpt_mlp", gen="layernorm",
@@ -1178,16 +1239,26 @@ def generate(p):
             "register tiles, 64 FMAs per 8 16-byte shared loads)."]
         gp = None
     else:
-        g, e, args, globals_ = {"rmsnorm": gen_rmsnorm, "layernorm": gen_layernorm,
-                                "softmax": gen_softmax, "add_rmsnorm": gen_add_rmsnorm,
-                                "rowreduce": gen_rowreduce,
-                                "elementwise": gen_elementwise}[gen](p)
+        fn = {"rmsnorm": gen_rmsnorm, "layernorm": gen_layernorm,
+              "softmax": gen_softmax, "add_rmsnorm": gen_add_rmsnorm,
+              "rowreduce": gen_rowreduce, "elementwise": gen_elementwise}[gen]
+        if p.get("knobs"):
+            g, e, args, globals_ = gen_knobs(p, fn)
+        else:
+            g, e, args, globals_ = fn(p)
         block, grid = g.block, g.grid
         tune = g.tune
-        if tune:
+        if p.get("knobs"):
+            assert g.rpb == 1 and all(k in ("T", "wearly", "exp") for _, k, _ in p["knobs"])
+            if any(k == "T" for _, k, _ in p["knobs"]):
+                block = "{{T}}"
+        elif tune:
             block, grid = "{{32 * RPB}}", "{{%d / RPB}}" % g.R
         launch = g.launch_text() + ";"
-        if tune:
+        if p.get("knobs"):
+            launch += " tune knobs (the first values are the default): %s;" % "; ".join(
+                "%s = %s" % (n, ", ".join(str(v) for v in vs)) for n, _, vs in p["knobs"])
+        elif tune:
             launch += (" rows per block RPB = %s declared as tune variants (the first"
                        " is the default);" % ", ".join(str(v) for v in tune[0][1]))
         design = list(DESIGN[gen])
@@ -1266,7 +1337,11 @@ def main():
         kernels = [k for k in kernels if k["sg"] in a.only]
     stale = []
     for p in kernels:
-        text = generate(p)
+        # The files here are the kernels at their own sizes (the prompt's
+        # hand-written examples, the replay set's source): each its default
+        # variant. The tune knobs go to the pattern table's entries
+        # (kernels/table/build.py), where the pass times every variant.
+        text = generate({k: v for k, v in p.items() if k != "knobs"})
         path = os.path.join(a.out, p["sg"] + ".mlir")
         if a.check:
             old = open(path).read() if os.path.exists(path) else None

@@ -51,7 +51,7 @@ SMEM = "#gpu.address_space<workgroup>"
 # Rows per block: 256 / TPR for TPR <= 256 (blocks of 256 threads), one row
 # of 1024 threads for TPR = 1024 (long rows: with 256 threads a row, 1664
 # rows of 14336 make 1.6 waves on 132 SMs and the second wave runs 60% full).
-RPB = "256 / TPR + TPR / 1024"
+RPB = "(256 + TPR - 1) / TPR"
 NEG_INF = "0xFF800000"
 
 # name: (example, its dtype, its row count, its row length, whether the row
@@ -139,6 +139,8 @@ class Kernel:
         self.fam, self.t = fam, dtype
         self.inputs, self.outputs = inputs, outputs
         self.e = Emitter()
+        self.inside = None  # a remainder slot's `col < N` (chunks())
+        self.deferred = None  # the remainder slots' stores (chunks())
 
     # -- types
     def mem(self, role):
@@ -175,9 +177,22 @@ class Kernel:
         return self.to_f32(raw)
 
     def store(self, role, col, vf):
+        """A VT store at (row, col)."""
         v = self.from_f32(vf)
-        self.e.emit("vector.store %s, %%%s[%s, %s] : %s, %s" % (
-            v, role, self.row, col, self.mem(role), self.VT))
+        text = "vector.store %s, %%%s[%s, %s] : %s, %s" % (
+            v, role, self.row, col, self.mem(role), self.VT)
+        self.e.emit(text)  # in a remainder slot, chunks() moves it under `col < N`
+
+    def guarded(self, cond, text):
+        """`text` (a store) under scf.if cond; in the remainder slots
+        (chunks()) deferred until every slot's loads are issued, so that no
+        branch separates them."""
+        if self.deferred is not None:
+            self.deferred.append((cond, text))
+            return
+        self.e.emit("scf.if %s {" % cond)
+        self.e.emit("  " + text)
+        self.e.emit("}")
 
     def splat(self, value):
         return self.e.const("dense<%s>" % value, self.VF)
@@ -188,11 +203,18 @@ class Kernel:
     def chunks(self, carried, body, guard_store=False):
         """body(col, carried) -> new carried values (f32 scalars or VF
         vectors: (name, type) pairs) for every chunk of this thread's row:
-        first the N / (TPR V) chunks that every thread has in full, without
-        a guard, UNROLL per loop step (their loads independent, in flight
-        together), then one tail chunk under `col < N`. With guard_store
-        (passes that store y) all of it runs only for a valid row. Returns
-        the carried results."""
+        first the N / (TPR V) chunks that every thread has in full, UNROLL
+        per loop step without a guard (their loads independent, in flight
+        together), then the rest (fewer than UNROLL full chunks and the
+        tail chunk, `col < N`) as UNROLL slots, also issued together: each
+        slot loads at its column clamped into the row (min(col, N - V), a
+        valid address), its results are kept only where `col < N` (an
+        arith.select of the carried values) and its stores run only there
+        (self.inside). A remainder loop of one chunk per step would wait
+        for each load before issuing the next (rows of 3 chunks a thread
+        ran at 68% of the copy bandwidth). With guard_store (passes that
+        store y) all of it runs only for a valid row. Returns the carried
+        results."""
         e = self.e
         c0, c1 = e.const(0, "index"), e.const(1, "index")
         cF = e.const("{{N / (TPR * V)}}", "index")
@@ -202,49 +224,77 @@ class Kernel:
         if guard_store:
             e.emit("scf.if %s {" % self.rowok)
             e.indent += 2
-        # The full chunks, UNROLL at a time (the loads of a group are
-        # independent, issued together), then the rest one at a time.
         cU = e.const(UNROLL, "index")
         groups = e.op("arith.divui %s, %s : index" % (cF, cU), "ng")
         done = e.op("arith.muli %s, %s : index" % (groups, cU), "nd")
         acc = [v for v, _ in carried]
-        for lo, hi, step in ((c0, groups, UNROLL), (done, cF, 1)):
-            k = e.fresh("k")
-            res = e.fresh("res") if carried else None
-            iters = [e.fresh("a") for _ in carried]
-            if carried:
-                e.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-                    res, len(carried), k, lo, hi, c1,
-                    ", ".join("%s = %s" % (a, v) for a, v in zip(iters, acc)), types))
-            else:
-                e.emit("scf.for %s = %s to %s step %s {" % (k, lo, hi, c1))
-            e.indent += 2
-            cur = iters
-            for u in range(step):
-                kk = e.op("arith.muli %s, %s : index" % (k, cU), "kk") if step > 1 else k
-                if u:
-                    kk = e.op("arith.addi %s, %s : index" % (kk, e.const(u, "index")), "kk")
-                kk = e.op("arith.muli %s, %s : index" % (kk, stride), "kk")
-                col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
-                cur = body(col, cur)
-            if carried:
-                e.emit("scf.yield %s : %s" % (", ".join(cur), types))
-            e.indent -= 2
-            e.emit("}")
-            acc = ["%s#%d" % (res, i) for i in range(len(carried))]
-        # The tail: columns F * TPR * V .. N - 1 (none when TPR V divides N).
-        kk = e.op("arith.muli %s, %s : index" % (cF, stride), "kk")
-        col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
-        inside = e.op("arith.cmpi ult, %s, %s : index" % (col, cN), "in")
+        k = e.fresh("k")
+        res = e.fresh("res") if carried else None
+        iters = [e.fresh("a") for _ in carried]
+        if carried:
+            e.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
+                res, len(carried), k, c0, groups, c1,
+                ", ".join("%s = %s" % (a, v) for a, v in zip(iters, acc)), types))
+        else:
+            e.emit("scf.for %s = %s to %s step %s {" % (k, c0, groups, c1))
+        e.indent += 2
+        cur = iters
+        self.deferred = []
+        for u in range(UNROLL):
+            kk = e.op("arith.muli %s, %s : index" % (k, cU), "kk")
+            if u:
+                kk = e.op("arith.addi %s, %s : index" % (kk, e.const(u, "index")), "kk")
+            kk = e.op("arith.muli %s, %s : index" % (kk, stride), "kk")
+            col = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
+            cur = body(col, cur)
+        stores, self.deferred = self.deferred, None
+        for cond, text in stores:
+            self.guarded(cond, text)
+        if carried:
+            e.emit("scf.yield %s : %s" % (", ".join(cur), types))
+        e.indent -= 2
+        e.emit("}")
+        acc = ["%s#%d" % (res, i) for i in range(len(carried))]
+        # The rest: chunks done .. done + UNROLL - 1, those with col < N.
+        kk = e.op("arith.muli %s, %s : index" % (done, stride), "kk")
+        base = e.op("arith.addi %s, %s : index" % (self.col0, kk), "col")
+        any_left = e.op("arith.cmpi ult, %s, %s : index" % (base, cN), "left")
+        last = e.const("{{N - V}}", "index")
         if carried:
             r = e.fresh("r")
-            e.emit("%s:%d = scf.if %s -> (%s) {" % (r, len(carried), inside, types))
+            e.emit("%s:%d = scf.if %s -> (%s) {" % (r, len(carried), any_left, types))
         else:
-            e.emit("scf.if %s {" % inside)
+            e.emit("scf.if %s {" % any_left)
         e.indent += 2
-        new = body(col, acc)
+        cur = acc
+        self.deferred = []
+        for u in range(UNROLL):
+            col = base if u == 0 else e.op("arith.addi %s, %s : index" % (
+                base, e.op("arith.muli %s, %s : index" % (e.const(u, "index"), stride), "kk")),
+                "col")
+            inside = any_left if u == 0 else e.op("arith.cmpi ult, %s, %s : index" % (col, cN),
+                                                  "in")
+            cl = e.op("arith.minui %s, %s : index" % (col, last), "colc")
+            self.inside = inside
+            n0 = len(e.lines)
+            new = body(cl, cur)
+            self.inside = None
+            # The slot's plain stores (store(), a subclass's too) wait
+            # under `col < N` until every slot's loads are issued.
+            keep = []
+            for line in e.lines[n0:]:
+                if line.strip().startswith("vector.store "):
+                    self.deferred.append((inside, line.strip()))
+                else:
+                    keep.append(line)
+            e.lines[n0:] = keep
+            cur = [v if v == o else e.op("arith.select %s, %s, %s : %s" % (inside, v, o, t), "sel")
+                   for v, o, (_, t) in zip(new, cur, carried)]
+        stores, self.deferred = self.deferred, None
+        for cond, text in stores:
+            self.guarded(cond, text)
         if carried:
-            e.emit("scf.yield %s : %s" % (", ".join(new), types))
+            e.emit("scf.yield %s : %s" % (", ".join(cur), types))
             e.indent -= 2
             e.emit("} else {")
             e.indent += 2
@@ -326,11 +376,12 @@ class Kernel:
                     hs = e.op("arith.addf %s, %s : %s" % (self.load("x", col), self.load("r", col),
                                                           self.VF), "hs")
                     h = self.from_f32(hs)
-                    # h is an output: only valid rows store it.
-                    e.emit("scf.if %s {" % self.rowok)
-                    e.emit("  vector.store %s, %%h[%s, %s] : %s, %s" % (
+                    # h is an output: only valid rows (and, in a
+                    # remainder slot, columns inside the row) store it.
+                    ok = self.rowok if self.inside is None else e.op(
+                        "arith.andi %s, %s : i1" % (self.rowok, self.inside), "hok")
+                    self.guarded(ok, "vector.store %s, %%h[%s, %s] : %s, %s" % (
                         h, self.row, col, self.mem("h"), self.VT))
-                    e.emit("}")
                     x = self.to_f32(h)
                 else:
                     x = self.load("x", col)
@@ -495,6 +546,10 @@ class Kernel:
 
 
 def tune_lines(t):
+    """The knobs of importer_any.py's row templates (rows_any.py's kernel):
+    TPR, and V (the largest of VMAX[t], 4, 2, 1 dividing N, picked by a
+    requirement; importer_any.py makes it an expression where a template
+    would declare too many knobs)."""
     vmax = VMAX[t]
     vals = [v for v in (8, 4, 2, 1) if v <= vmax]
     return [
@@ -504,6 +559,26 @@ def tune_lines(t):
         "llm-fuse.tune V = %s" % ", ".join(str(v) for v in vals),
         "llm-fuse.tune-require N %% V == 0 && (V == %d || N %% (V * 2) != 0)" % vmax,
     ]
+
+
+def tune_lines_any(t):
+    """This module's templates: TPR only (V is v_expr(), not a knob, so
+    that TPR may take six values within the limit of 16 combinations)."""
+    return [
+        "llm-fuse.tune TPR = 32, 64, 128, 256, 512, 1024",
+        "llm-fuse.tune-require (TPR == 32 && N <= 2048) || (TPR == 64 && N >= 128 && "
+        "N <= 4096) || (TPR == 128 && N >= 256 && N <= 16384) || (TPR == 256 && N >= 512) || "
+        "(TPR == 512 && N >= 2048) || (TPR == 1024 && N >= 8192)",
+    ]
+
+
+def v_expr(t, n):
+    """V, the elements per load: the largest of VMAX[t] (8 or 4), 4, 2, 1
+    that divides the row length n (a symbol), as an expression of n (a
+    knob would count toward the limit of 16 tune combinations)."""
+    if VMAX[t] == 8:
+        return "(8 - 4 * (%s %% 8 != 0) - 2 * (%s %% 4 != 0) - (%s %% 2 != 0))" % (n, n, n)
+    return "(4 - 2 * (%s %% 4 != 0) - (%s %% 2 != 0))" % (n, n)
 
 
 def example_text(name, dtype, rows, n):
@@ -533,16 +608,19 @@ def _render(name, dtype, form):
             "R = %s rows, N = %s columns; TPR threads per row, V elements per load." % (
                 rsym, nsym),
         ] + ["llm-fuse.template-size %s" % s for s in free]
-        header += tune_lines(dtype)
+        header += tune_lines_any(dtype)
         if rows == 1:
-            header.append("llm-fuse.tune-require TPR != 128")
+            header.append("llm-fuse.tune-require TPR != 64 && TPR != 128")
         text = k.text("%s_%s" % (name, dtype), header)
         # The tokens become the pattern's symbols; placeholders and
         # requirements are evaluated by llm_client/tune.c.
         import re
 
+        vx = v_expr(dtype, nsym)
+
         def fix_placeholder(m):
-            return re.sub(r"\bN\b", nsym, re.sub(r"\bR\b", rsym, m.group(0)))
+            t = re.sub(r"\bN\b", nsym, re.sub(r"\bR\b", rsym, m.group(0)))
+            return re.sub(r"\bV\b", vx, t)
         text = re.sub(r"\{\{[^}]*\}\}", fix_placeholder, text)
         text = "\n".join(
             re.sub(r"\bN\b", nsym, re.sub(r"\bR\b", rsym, l)) if "tune-require" in l else l

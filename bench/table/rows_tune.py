@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""rows_tune.py - the row-kernel entries of the pattern table (gen_rows.py's
+size-specific kernels and rows_any.py's general templates) at the held-out
+sizes where they missed issue 15's targets, every tune variant of the
+entry before and after a generator change, against torch on one GPU.
+
+  rows_tune.py prepare STAGE [--build BUILD] [--old-rev REV] [--new-table DIR]
+      (build machine) For each case of CASES: outlines the held-out model
+      (.device/heldout/models, `heldout.py device-script`), builds its
+      default lowering (llm-fuse-reference --build: STAGE/<sg>/plan.json,
+      the verifier's reference) and every tune variant of the table entry
+      named there, as git revision REV has it ("old", default HEAD) and as
+      DIR has it ("new", default kernels/table/v1), each with
+      llm-fuse-build-kernel for sm_90a (STAGE/<sg>/v<i>/); writes
+      STAGE/cases.json (with the subgraph's torch translation from
+      .device/heldout/torch/manifest.json), the verification worker and
+      libllm_fuse_rt.so. Only cubins and JSON are kept (a few MB).
+  rows_tune.py run STAGE OUT.json [--budget-ms 60] [--no-verify]
+      (GPU machine) Per case: torch eager, torch.compile and a copy of the
+      same bytes (torch copy_ of a buffer of half the bytes moved), every
+      variant checked against eager (the verifier's rule, outputs poisoned
+      with NaN first) and verified by llm-fuse-verify (--no-timing, 1
+      trial; the same worker the pass runs), then all timed together by
+      bench/gpu/run.py's method (CUDA events around one call, a 256 MiB
+      memset before each, median of interleaved rounds). Prints one table:
+      old best, new best (with its variant), compile, ours/compile, % of
+      the 1 GiB copy's bandwidth and of the same-size copy's.
+
+bench/table/rows-tune-prepare.sh and rows-tune-device.sh wrap the two.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# (held-out model, the table entry that answered it: the file-name suffix
+# after the pattern key)
+CASES = [
+    ("027_rowmax_r512", "rowmax_f32_8192"),
+    ("028_rowmax_r634", "rowmax_f32_8192"),
+    ("025_rowsum_r488", "rowsum_f32_8192"),
+    ("036_rowmax_r1664_h14336", "zz-any-rowmax-f32-any"),
+    ("008_rmsnorm_r1024", "rmsnorm_bf16_4096"),
+    ("038_rmsnorm_r43", "rmsnorm_bf16_4096"),
+    ("033_minigpt_mlp_r128_d1000_f4000_f16", "zz-any-layernorm_gpt-f16-any"),
+    ("034_rmsnorm_r15784", "rmsnorm_bf16_4096"),
+    ("011_bias_gelu_r5632", "bias_gelu_bf16_8192"),
+    ("021_bias_gelu_r4288", "bias_gelu_bf16_8192"),
+    ("015_layernorm_f32_r1141", "layernorm_f32_16384"),
+    ("016_softmax_tosa_r1280", "softmax_tosa_f32_16384"),
+]
+
+
+# ------------------------------------------------------------- prepare ---
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def instantiate(template, sizes):
+    """The template with its free sizes bound (as the pass does:
+    docs/kernel-contract.md section 10)."""
+    def one(m):
+        k = m.group(2)
+        return "%s// llm-fuse.tune %s = %d" % (m.group(1), k, sizes[k])
+    return re.sub(r"^(\s*)// llm-fuse\.template-size (S\d+)\s*$", one, template, flags=re.M)
+
+
+def build_variants(tool, text, sig, out_base, first_index):
+    """Every tune variant of text: [(dir, label, ok, info)]."""
+    res = []
+    path = out_base + ".mlir"
+    with open(path, "w") as fh:
+        fh.write(text)
+    k = 0
+    while True:
+        d = "%s%d" % (out_base, k)
+        r = sh([tool, "--signature", sig, "--chip", "sm_90a", "--out-dir", d,
+                "--tune-variant", str(k), path])
+        if r.returncode == 2 and "--tune-variant" in r.stderr:
+            break
+        m = re.search(r"variant \d+ of \d+: (.*)", r.stderr)
+        label = m.group(1).strip() if m else "-"
+        try:
+            j = json.loads(r.stdout)
+        except ValueError:
+            j = {"ok": False, "message": r.stderr[-300:]}
+        res.append((d, label, bool(j.get("ok")), j.get("ptxas_info") or j.get("message", "")))
+        k += 1
+        if k > 16 or (r.returncode == 2):
+            break
+    os.remove(path)
+    return res
+
+
+def cmd_prepare(a):
+    stage = os.path.abspath(a.stage)
+    b = os.path.abspath(a.build)
+    opt, ref = os.path.join(b, "bin", "llm-fuse-opt"), os.path.join(b, "bin", "llm-fuse-reference")
+    tool = os.path.join(b, "bin", "llm-fuse-build-kernel")
+    os.makedirs(stage, exist_ok=True)
+    man = json.load(open(os.path.join(ROOT, ".device", "heldout", "torch", "manifest.json")))
+    torch_src = {s["name"]: s for s in man["subgraphs"]}
+    new_dir = a.new_table or os.path.join(ROOT, "kernels", "table", "v1")
+    cases = []
+    for model, entry in CASES:
+        if a.only and not re.search(a.only, model):
+            continue
+        src = os.path.join(ROOT, ".device", "heldout", "models", model + ".mlir")
+        outl = os.path.join(stage, model + ".mlir")
+        rep = os.path.join(stage, model + ".json")
+        r = sh([opt, "--llm-fuse-outline=remarks=false report=" + rep, src, "-o", outl])
+        if r.returncode:
+            sys.exit("rows_tune: %s does not outline: %s" % (model, r.stderr[-300:]))
+        groups = json.load(open(rep))
+        groups = groups.get("groups") or groups.get("subgraphs")
+        gs = [g for g in groups if g["class"] in ("reduction", "elementwise")]
+        if len(gs) != 1:
+            sys.exit("rows_tune: %s: %d row subgraphs" % (model, len(gs)))
+        g = gs[0]
+        sg = g["name"]
+        r = sh([ref, "--build", "--chip", "sm_90", "--out-dir", stage, outl])
+        if r.returncode:
+            sys.exit("rows_tune: %s: reference: %s" % (model, r.stderr[-300:]))
+        sig = "(%s) -> %s" % (", ".join(i["type"] for i in g["inputs"]),
+                              g["outputs"][0]["type"] if len(g["outputs"]) == 1 else
+                              "(%s)" % ", ".join(o["type"] for o in g["outputs"]))
+        fname = "%s-%s.json" % (g["pattern"][:16], entry)
+        variants = []
+        for which in ("old", "new"):
+            if which == "old":
+                r = sh(["git", "-C", ROOT, "show", "%s:kernels/table/v1/%s" % (a.old_rev, fname)])
+                if r.returncode:
+                    sys.exit("rows_tune: no %s at %s" % (fname, a.old_rev))
+                e = json.loads(r.stdout)
+            else:
+                e = json.load(open(os.path.join(new_dir, fname)))
+            text = instantiate(e["template"], g["pattern_sizes"])
+            base = os.path.join(stage, sg, "%s" % which)
+            for d, label, ok, info in build_variants(tool, text, sig, base, 0):
+                label = " ".join(x for x in label.split() if not re.match(r"S\d+=", x)) or "-"
+                print("prepare: %-40s %s %-22s %s %s" % (model, which, label,
+                                                         "built" if ok else "FAILED", info[:120]))
+                if ok:
+                    variants.append(dict(tag="%s %s" % (which, label), dir=os.path.relpath(d, stage),
+                                         which=which, info=info))
+        ts = torch_src.get(sg)
+        if not ts:
+            sys.exit("rows_tune: %s: no torch translation of %s" % (model, sg))
+        cases.append(dict(model=model, sg=sg, entry=entry, signature=sig,
+                          bytes=g["bytes_moved"], sizes=g["pattern_sizes"], source=ts["source"],
+                          args=ts["args"], results=ts["results"], variants=variants))
+    json.dump(dict(cases=cases), open(os.path.join(stage, "cases.json"), "w"), indent=1)
+    os.makedirs(os.path.join(stage, "bin"), exist_ok=True)
+    os.makedirs(os.path.join(stage, "lib"), exist_ok=True)
+    sh(["strip", "-o", os.path.join(stage, "bin", "llm-fuse-verify"),
+        os.path.join(b, "bin", "llm-fuse-verify")])
+    ldd = sh(["ldd", os.path.join(b, "bin", "llm-fuse-verify")]).stdout
+    cj = re.search(r"libcjson\S* => (\S+)", ldd)
+    if cj:
+        sh(["cp", "-L", cj.group(1), os.path.join(stage, "lib", "libcjson.so.1")])
+    sh(["cp", os.path.join(b, "lib", "libllm_fuse_rt.so"), stage])
+    for dp, _, fs in os.walk(stage):
+        for f in fs:
+            if f.endswith((".mlir", ".ptx")):
+                os.remove(os.path.join(dp, f))
+    n = sum(len(c["variants"]) for c in cases)
+    print("prepare: %d case(s), %d variant(s) in %s" % (len(cases), n, stage))
+
+
+# ----------------------------------------------------------------- run ---
+
+def cmd_run(a):
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+    from run import DT, Runtime, Timer, compare, launch_built, time_variants  # noqa: E402
+    stage = os.path.abspath(a.stage)
+    cases = json.load(open(os.path.join(stage, "cases.json")))["cases"]
+    rt = Runtime(os.path.join(stage, "libllm_fuse_rt.so"))
+    timer = Timer()
+    res = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, cases=[])
+    n = 1 << 30
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    t = time_variants(timer, {"copy": lambda: dst.copy_(src)}, 200)["copy"]["median"]
+    res["copy_GBps"] = copy_bw = 2 * n / (t * 1e-3) / 1e9
+    del src, dst
+    print("device %s, torch %s; copy bandwidth (1 GiB, read + write): %.0f GB/s"
+          % (res["device"], res["torch"], copy_bw), flush=True)
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.join(stage, "lib") + ":" + env.get("LD_LIBRARY_PATH", "")
+    import importlib.util
+    import tempfile
+    for i, c in enumerate(cases):
+        rec = dict(model=c["model"], sg=c["sg"], entry=c["entry"], bytes=c["bytes"],
+                   variants={})
+        res["cases"].append(rec)
+        try:
+            mpath = os.path.join(tempfile.gettempdir(), "lf_rt_%s.py" % c["sg"])
+            with open(mpath, "w") as fh:
+                fh.write("import torch\n" + c["source"])
+            spec = importlib.util.spec_from_file_location("lf_rt_" + c["sg"], mpath)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules["lf_rt_" + c["sg"]] = mod
+            spec.loader.exec_module(mod)
+            fn = mod.subgraph
+            g = torch.Generator(device="cuda").manual_seed(1000 + i)
+            ins = [(torch.rand(s, generator=g, dtype=torch.float32, device="cuda") * 2 - 1)
+                   .to(DT[e]) for s, e in c["args"]]
+            ref = fn(*ins)
+            outs = [torch.empty(s, dtype=DT[e], device="cuda") for s, e in c["results"]]
+            runs = {"eager": lambda: fn(*ins)}
+            try:
+                cf = torch.compile(fn)
+                cf(*ins)
+                runs["compile"] = lambda: cf(*ins)
+            except Exception as e:  # noqa: BLE001
+                rec["compile_error"] = str(e)[-300:]
+            half = c["bytes"] // 2
+            cs, cd = (torch.empty(half, dtype=torch.uint8, device="cuda").random_(),
+                      torch.empty(half, dtype=torch.uint8, device="cuda"))
+            runs["copy"] = lambda: cd.copy_(cs)
+            for v in c["variants"]:
+                d = os.path.join(stage, v["dir"])
+                vr = rec["variants"][v["tag"]] = dict(info=v["info"])
+                try:
+                    run = launch_built(rt, d, ins, outs)
+                    for o in outs:
+                        o.fill_(float("nan"))
+                    run()
+                    torch.cuda.synchronize()
+                    rt.check(v["tag"])
+                    oks = [compare(o, r) for o, r in zip(outs, ref)]
+                    vr["check"] = all(ok for ok, _, _ in oks)
+                    vr["worst"] = max(w for _, w, _ in oks)
+                    if vr["check"]:
+                        runs[v["tag"]] = run
+                except Exception as e:  # noqa: BLE001
+                    vr["error"] = str(e)[-300:]
+                if not a.no_verify:
+                    p = subprocess.run([os.path.join(stage, "bin", "llm-fuse-verify"), "--plan",
+                                        os.path.join(stage, c["sg"], "plan.json"), "--candidate",
+                                        os.path.join(d, "result.json"), "--no-timing",
+                                        "--trials", "1"],
+                                       capture_output=True, text=True, env=env, timeout=120)
+                    try:
+                        vj = json.loads(p.stdout)
+                    except ValueError:
+                        vj = {"accepted": False, "reason": p.stderr[-200:]}
+                    vr["verified"] = bool(vj.get("accepted"))
+                    if not vr["verified"]:
+                        vr["verify_reason"] = str(vj.get("reason", ""))[:200]
+                        runs.pop(v["tag"], None)
+            ts = time_variants(timer, runs, a.budget_ms)
+            for k, s in ts.items():
+                if k in rec["variants"]:
+                    rec["variants"][k]["ms"] = s["median"]
+                    rec["variants"][k]["stats"] = s
+                else:
+                    rec[k + "_ms"] = s["median"]
+            del cs, cd
+        except Exception as e:  # noqa: BLE001
+            import traceback
+            rec["error"] = traceback.format_exc()[-800:]
+        finally:
+            ins = outs = ref = fn = cf = runs = None
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        line = ["%s: eager %s compile %s copy %s" % (c["model"], fmt(rec.get("eager_ms")),
+                                                    fmt(rec.get("compile_ms")),
+                                                    fmt(rec.get("copy_ms")))]
+        for k, v in rec["variants"].items():
+            line.append("  %-26s %s%s%s  %s" % (
+                k, fmt(v.get("ms")), "" if v.get("check", False) else " CHECK-FAILED",
+                "" if v.get("verified", True) else " VERIFY-REJECTED " + v.get("verify_reason", ""),
+                v.get("error", "")[:100] or v.get("info", "")[55:100]))
+        print("\n".join(line), flush=True)
+        with open(a.out, "w") as fh:
+            json.dump(res, fh, indent=1)
+    table(res)
+
+
+def fmt(x):
+    return "%.4f" % x if isinstance(x, (int, float)) else "-"
+
+
+def table(res):
+    bw = res["copy_GBps"]
+    print()
+    print("| model | entry | MB | floor ms | old best ms | new best ms (variant) | compile ms "
+          "| new / compile | new bw % of copy | compile bw % | same-size copy % |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    for r in res["cases"]:
+        def best(which):
+            vs = [(v["ms"], k) for k, v in r["variants"].items()
+                  if k.startswith(which) and "ms" in v]
+            return min(vs) if vs else (None, "-")
+        o, _ = best("old")
+        nw, nk = best("new")
+        cm = r.get("compile_ms")
+        mb = r["bytes"] / 1e6
+        floor = r["bytes"] / (bw * 1e9) * 1e3
+
+        def pct(ms):
+            return "%.0f%%" % (100 * floor / ms) if ms else "-"
+        print("| %s | %s | %.1f | %.4f | %s | %s (%s) | %s | %s | %s | %s | %s |" % (
+            r["model"], r["entry"], mb, floor, fmt(o), fmt(nw), nk[4:], fmt(cm),
+            "%.2fx" % (nw / cm) if nw and cm else "-", pct(nw), pct(cm), pct(r.get("copy_ms"))))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("stage")
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--old-rev", default="HEAD")
+    p.add_argument("--new-table")
+    p.add_argument("--only")
+    p = sub.add_parser("run")
+    p.add_argument("stage")
+    p.add_argument("out")
+    p.add_argument("--budget-ms", type=float, default=60.0)
+    p.add_argument("--no-verify", action="store_true")
+    a = ap.parse_args()
+    return cmd_prepare(a) if a.cmd == "prepare" else cmd_run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
