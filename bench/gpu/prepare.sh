@@ -87,17 +87,17 @@ gr() { mkdir -p "$alt/$1"; python3 "$root/kernels/handwritten/gen_rows.py" --out
 gg() { local sub=$1 sg=$2; shift 2; mkdir -p "$alt/$sub"
        python3 "$root/kernels/handwritten/gen_gemm.py" --out-dir "$alt/$sub" --no-manifest --only "$sg" --set "$@"; }
 gr candidate-alt sg_d9d3a926eb8e438b gelu=div
-gg candidate-alt sg_ab992c66808cc4c2 BM=128 BN=128 BK=16 KS=1 minctasm=2
-gg candidate-alt sg_606c0e1c9184d8b4 BM=128 BN=128 BK=16 KS=1 minctasm=2
-gg candidate-alt sg_5beaf48efb3a6ac0 WX=16
+gg candidate-alt sg_ab992c66808cc4c2.mlir BM=128 BN=128 BK=16 KS=1 minctasm=2
+gg candidate-alt sg_606c0e1c9184d8b4.mlir BM=128 BN=128 BK=16 KS=1 minctasm=2
+gg candidate-alt sg_5beaf48efb3a6ac0.mlir WX=16
 gr candidate-alt sg_ed978a54a6ae6b04 T=256
 # The f32 GEMMs (gemm_epilogue, MiniGPT MLP at 65536) with the cp.async-fed
 # FMA kernel (kernels/handwritten/gemm_f32_cpasync.py): 128x128 tiles, 128
 # threads of 8x16 outputs, 4-stage ring, BK 8 (alt2). Slower than the
 # manifest's kernels on the H200, as were BK 4 and BK 16 (bench/NOTES.md, run 2).
-gg candidate-alt2 sg_5beaf48efb3a6ac0 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
-gg candidate-alt2 sg_ab992c66808cc4c2 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
-gg candidate-alt2 sg_606c0e1c9184d8b4 kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
+gg candidate-alt2 sg_5beaf48efb3a6ac0.mlir kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
+gg candidate-alt2 sg_ab992c66808cc4c2.mlir kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
+gg candidate-alt2 sg_606c0e1c9184d8b4.mlir kind=f32_cpasync BM=128 BN=128 BK=8 stages=4 minctasm=2
 # The two bf16 GEMMs of issue 8: the manifest's sm_90a kernel is the
 # TMA-fed one (kernels/handwritten/gemm_wgmma_tma.py; SwiGLU ping-pong
 # 128 x (2 x 64), GEMM+bias+GELU cooperative 128 x 256 with GROUP_M 16;

@@ -1,4 +1,5 @@
-"""TMA-fed warp-specialized bf16 wgmma GEMM (sm_90a), kind `bf16_wgmma_tma`.
+"""TMA-fed warp-specialized wgmma GEMM (sm_90a): kinds `bf16_wgmma_tma`,
+`tf32_wgmma_tma` (TF32 mode) and `f32x3_wgmma_tma` (3xTF32 mode: exact f32).
 
 Called from gen_gemm.generate() as generate(cfg, g) with g = the gen_gemm
 module.  The math, the 128-byte-swizzled shared-memory layouts and the wgmma
@@ -92,6 +93,58 @@ buffer: no shared-memory traffic at all), which needs a contract and
 runtime change (a map whose element type differs from its buffer's; the
 nvgpu descriptor type cannot say tf32: its 19-bit width fails the swizzle
 span check), noted in bench/tma/NOTES-draft.md.
+
+3xTF32 mode (kind `f32x3_wgmma_tma`: exact f32, the default precision; the
+suite's f32 GEMMs and the table's sm_90a f32 entries): C = A @ B in f32
+accuracy on TF32 tensor cores, as CUTLASS's "fast accurate FP32 via
+3xTF32". Each f32 operand x is split into big = rna_tf32(x) and small =
+rna_tf32(x - big) (x - big is exact in f32; |small| <= 2^-11 |x|), and
+a b ~ small_a big_b + big_a small_b + big_a big_b (the dropped small_a
+small_b is <= 2^-22 |a b|; small's own rounding adds <= 2^-22 |x| per
+cross term), so a product carries about 2^-21 relative error where an f32
+FMA carries 2^-24. The tensor cores' accumulation truncates (each wgmma
+adds its products into the accumulator with the low bits cut): with one
+accumulator over all of K the error grew with K (36x SGEMM's at K 8192).
+So the wgmmas of each k-tile (3 terms x BK/8 steps) start from a zeroed
+accumulator T, and after wgmma.wait_group 0 the consumers add T into the
+main accumulator M with f32 adds (round to nearest): a blocked summation
+(blocks of 32 k), which measured BELOW cuBLAS SGEMM's error (bench/NOTES.md
+"3xTF32": normwise 5.3e-7 against 2.3e-6 at 1024 x 8192 x 8192). Knob
+`promote` (1; 0 = one accumulator, a diagnostic), `terms` (3; 1 = big_a
+big_b only: TF32 with rna operands, a diagnostic that measures like cuBLAS
+TF32).
+* The split (the 256 consumer threads, after full[s]): per stage the TMA
+  lands [A | B] raw; each thread takes 16-byte chunks t, t + 256, ... of
+  the K-major tiles (A; B too when stored [N, K]), computes big and small
+  in integer arithmetic (big = (x + 0x1000) & ~0x1FFF: nearest, ties away,
+  as cvt.rna; small the same on x - big), stores big in place and small at
+  the same offset in the stage's second half [A_small | B_small] (so the
+  128B swizzle and the wgmma descriptors carry over with a constant
+  offset), then fence.proxy.async and named barrier 1 (256 threads).
+* B stored [K, N] (row-major weights): TF32 wgmma cannot transpose, so the
+  split transposes. The TMA lands B as BN/32 boxes [32 k][32 n] (32 f32 =
+  128 B, 128B swizzle: chunk c of k-row k at c ^ (k % 8)); warp w of the 8
+  takes k = 4w .. 4w + 3 and lane l the column n = 32 j + l of box j: four
+  4-byte loads, each warp-wide load one k-row of 32 consecutive n (32
+  distinct banks); the 4 k form one 16-byte chunk of B's K-major row n,
+  stored at chunk w ^ (n % 8) (each 8-lane store phase 8 distinct chunks:
+  conflict-free). All raw B loads come before a named barrier, the
+  (in-place, transposed) stores after it; A's chunks are split in place
+  between the two.
+* Special values: |x| >= 0x7F7FF000 (bits of |x|: Inf, NaN, and finite x
+  whose rounding would overflow) take big = (x - 0x2000 bits) & ~0x1FFF:
+  +-Inf becomes +-max TF32 and small = x - big = +-Inf, so the infinity
+  rides in small and a cross term never multiplies Inf by a zero small
+  part (Inf x 0 would be NaN where the reference has Inf); NaN stays NaN
+  (payloads in the low 13 bits only would read as Inf: no arithmetic makes
+  those); huge finite x split from two TF32 ulps below. Subnormal parts are
+  flushed by the tensor cores.
+* Cost and budget: a stage is [A raw/big | B raw/big | A small | B small] =
+  2 (128 + BN) 128 B (64 KiB at BN 128: 3 stages, 193 KiB of the 227); per
+  k-tile each consumer thread loads 64 B (A) + 64 B (B) and stores twice
+  that; 3 wgmmas m64nBNk8 per k8 step, 12 per k-tile; promotion waits for
+  the k-tile's wgmmas (wait_group 0) but the next stage's wait, split and
+  barrier run while they are in flight. Cooperative 128 x BN tiles only.
 """
 
 import math
@@ -121,11 +174,19 @@ def generate(cfg, g):
     ins, outs = g.parse_signature(cfg["signature"])
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     tf32 = cfg["kind"] == "tf32_wgmma_tma"
+    f32x3 = cfg["kind"] == "f32x3_wgmma_tma"     # exact f32 by the 3xTF32 split (docstring, "3xTF32 mode")
+    f32 = tf32 or f32x3
+    terms = cfg.get("terms", 3) if f32x3 else 1  # 1: big_a*big_b only (TF32 with rna operands; a diagnostic)
+    promote = cfg.get("promote", 1) if f32x3 else 0   # 1: per k-tile partial sums added in f32 (docstring)
     bnk = bool(cfg.get("b_nk"))
-    dt = "f32" if tf32 else "bf16"
-    esz = 4 if tf32 else 2
-    KW = 8 if tf32 else 16                       # k of one wgmma
-    if tf32:
+    dt = "f32" if f32 else "bf16"
+    esz = 4 if f32 else 2
+    KW = 8 if f32 else 16                        # k of one wgmma
+    if f32x3:
+        assert terms in (1, 3)
+        assert not cfg.get("pingpong", 0), "f32x3_wgmma_tma: cooperative tiles only"
+        assert len(cfg["b"]) == 1, "f32x3_wgmma_tma: one B operand"
+    elif tf32:
         # TF32 wgmma reads both operands K-major from shared memory (no
         # transpose for 32-bit types): B must be stored [N, K]
         assert bnk, "tf32_wgmma_tma: B stored [N, K] (b_nk) only"
@@ -148,7 +209,7 @@ def generate(cfg, g):
     if cfg.get("require"):   # an admission condition (a table entry's)
         em.require(cfg["require"])
     # sizes: ints, or (tf32 templates) expressions over the template's symbols
-    need = [(N, 128 // 16 if not tf32 else 4, 64 if not bnk else BN, "N"), (K, 16 // esz, BK, "K")]
+    need = [(N, 128 // 16 if not f32 else 4, 64 if not bnk else BN, "N"), (K, 16 // esz, BK, "K")]
     if g.is_sym(M):
         em.require("%s >= %d" % (M, BM))
     else:
@@ -171,7 +232,10 @@ def generate(cfg, g):
         grid = min(G, ntiles)
     a_bytes = BM * BK * esz
     b_bytes = BK * BN * esz
-    stage_bytes = a_bytes + nb * b_bytes            # stage-major: [A | B_0 | .. | B_nb-1] per stage
+    raw_bytes = a_bytes + nb * b_bytes              # what the TMA lands per stage: [A | B_0 | .. | B_nb-1]
+    # f32x3: the split's small halves follow, [A_small | B_small], at raw_bytes (same swizzled layouts)
+    stage_bytes = raw_bytes * (2 if f32x3 else 1)
+    BW = 128 // esz                                 # n of one B box of B [K, N] (one 128-byte swizzle row)
     smem = S * stage_bytes + 1024                   # + alignment slack
     assert smem <= 227 * 1024 - 16 * S, "stages do not fit"
     WGN = cfg.get("WGN", min(nb * BN, 256))
@@ -198,7 +262,7 @@ def generate(cfg, g):
     a_box = [1] * len(A.prefix) + [BM, BK]
     maps.append(("%map_a", cfg["a"], map_type(a_box, l2promo, dt), a_box, A))
     for j, bi in enumerate(cfg["b"]):
-        b_box = [1] * len(Bs[j].prefix) + ([BN, BK] if bnk else [BK, 64])
+        b_box = [1] * len(Bs[j].prefix) + ([BN, BK] if bnk else [BK, BW])
         maps.append(("%%map_b%d" % j, bi, map_type(b_box, l2promo, dt), b_box, Bs[j]))
 
     grp_ty = "!nvgpu.mbarrier.group<memorySpace = %s, num_barriers = %d>" % (WG, S)
@@ -224,7 +288,7 @@ def generate(cfg, g):
 
     empty_n = 4 if pp else 8
     em.comment("mbarriers: full[s] (1 arrival + the stage's %d transaction bytes), empty[s] (%d arrivals: "
-               "one per consumer warp%s)" % (stage_bytes, empty_n, " of the stage's owner" if pp else ""))
+               "one per consumer warp%s)" % (raw_bytes, empty_n, " of the stage's owner" if pp else ""))
     full = em.op("nvgpu.mbarrier.create -> %s" % grp_ty, "full")
     empty = em.op("nvgpu.mbarrier.create -> %s" % grp_ty, "empty")
     order = em.op("nvgpu.mbarrier.create -> %s" % ord_ty, "order") if pp else None
@@ -278,7 +342,7 @@ def generate(cfg, g):
     em.indent += 2
     for nm, _, ty, _, _ in maps:
         em.emit("nvgpu.tma.prefetch.descriptor %s : %s" % (nm, ty))
-    tx = em.idx(stage_bytes)
+    tx = em.idx(raw_bytes)
 
     def smem_tile(byte_off, box, hint):
         shape = "x".join(str(b) for b in box)
@@ -312,9 +376,9 @@ def generate(cfg, g):
                 em.emit("nvgpu.tma.async.load %s[%s], %s[%s] to %s : %s, %s -> %s" % (
                     nm, ", ".join(coords), full, st, dst, ty, grp_ty, dty))
                 continue
-            for a in range(BN // 64):
+            for a in range(BN // BW):
                 dst, dty = smem_tile(em.add(so, a_bytes + j * b_bytes + a * BK * 128), box, "sb")
-                coords = [em.v(em.add(n0, 64 * a)), em.v(k0)] + [em.idx(0)] * len(op.prefix)
+                coords = [em.v(em.add(n0, BW * a)), em.v(k0)] + [em.idx(0)] * len(op.prefix)
                 em.emit("nvgpu.tma.async.load %s[%s], %s[%s] to %s : %s, %s -> %s" % (
                     nm, ", ".join(coords), full, st, dst, ty, grp_ty, dty))
         em.indent -= 2
@@ -351,6 +415,40 @@ def generate(cfg, g):
         bar_id = (em.op("arith.index_cast %s : index to i32" % em.add(ci, 1), "bar") if pp
                   else em.const("1", "i32", "bar1"))
         bar_n = em.const(str(rn), "i32", "barn")
+    if f32x3:
+        # the 3xTF32 split (the docstring's "3xTF32 mode"): both consumer warpgroups, 256 threads; a flat f32 view
+        sf_ty = "memref<%dxf32, %s>" % ((smem - 1024) // 4, WG)
+        sf32 = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (dsm, pad, WG, sf_ty), "sf")
+        ct = em.rem(tid, 256)                         # 0..255 over the two consumer warpgroups
+        rt4 = em.mul(ct, 4)                           # f32 index of the thread's first chunk in a stage
+        kmaj_bytes = a_bytes + (b_bytes if bnk else 0)   # the K-major raw tiles: split chunk by chunk, in place
+        assert kmaj_bytes % (16 * 256) == 0
+        xper = kmaj_bytes // (16 * 256)
+        if not bnk:
+            # B [K, N]: the raw tile lands as BN/32 boxes [32 k][32 n] (128B swizzle: 16-byte chunk c of k-row k
+            # at c ^ (k % 8)); thread (warp w of the 8, lane l) takes, in box j, n = 32 j + l and k = 4 w .. 4 w + 3
+            # (four 4-byte loads, each warp-wide load conflict-free: one k-row, 32 n), and writes the 4 k as one
+            # 16-byte chunk of B's K-major row n: chunk w ^ (n % 8) (8 lanes per store phase: 8 distinct chunks)
+            bl = em.rem(tid, 32)
+            bw = em.div(ct, 32)
+            bl_hi = em.shr(bl, 2)
+            bl_lo4 = em.mul(em.band(bl, 3), 4)
+            bw_par = em.mul(em.band(bw, 1), 4)
+            b_rd = []                                 # per k in 0..3: byte offset in box 0 of raw (4 w + i, n = l)
+            for i in range(4):
+                kr = em.add(em.mul(bw, 4), i)         # the k-row
+                cx = em.op("arith.xori %s, %s : index" % (em.v(bl_hi), em.v(em.add(bw_par, i))), "cx")
+                b_rd.append(em.add(em.add(em.mul(kr, 128), em.mul(cx, 16)), bl_lo4))
+            cw = em.op("arith.xori %s, %s : index" % (em.v(bw), em.v(em.band(bl, 7))), "cw")
+            b_wr = em.add(em.mul(bl, 128), em.mul(cw, 16))   # byte offset of the thread's chunk in B's row block 0
+        v4i = "vector<4xi32>"
+        c_abs = em.const("dense<2147483647>", v4i, "x3abs")
+        c_thr = em.const("dense<2139090944>", v4i, "x3thr")   # 0x7F7FF000: the first |x| whose rounding overflows
+        c_half = em.const("dense<4096>", v4i, "x3half")       # 0x1000: half a TF32 ulp (13 dropped bits)
+        c_msk = em.const("dense<-8192>", v4i, "x3msk")        # 0xFFFFE000
+        c_m2 = em.const("dense<-8192>", v4i, "x3m2")        # -0x2000 (not ok: two TF32 ulps down, truncated)
+        bar_id = em.const("1", "i32", "bar1")
+        bar_n = em.const("256", "i32", "barn")
 
     acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
     undef = em.const_op("llvm.mlir.undef : %s" % acc_ty, "uacc")
@@ -374,18 +472,38 @@ def generate(cfg, g):
             em.indent -= 2
             em.emit("}")
 
-        def ktile(gk, accs, first):
+        def ktile(gk, accs, first, pre_mma=None):
             st = em.rem(gk, S)
             lap = em.div(gk, S)
             em.emit("nvgpu.mbarrier.try_wait.parity %s[%s], %s, %s : %s" % (
                 full, em.v(st), parity(lap, False), ticks, grp_ty))
             if tf32:
                 round_stage(st)
+            if f32x3:
+                split_stage(st)
+            if pre_mma:
+                pre_mma()
             stage = em.add(sbase, em.mul(st, stage_bytes))
             a_base = em.add(stage, row_off)
             b_base = em.add(stage, a_bytes)
             accs = list(accs)
             em.emit("nvvm.wgmma.fence.aligned")
+            if f32x3:
+                # small_a * big_b, big_a * small_b, big_a * big_b (small terms first) per k8 step
+                for kk in range(BK // KW):
+                    for sub in range(nsub):
+                        i = sub
+                        for t, (sa, sb) in enumerate([(raw_bytes, 0), (0, raw_bytes), (0, 0)][3 - terms:]):
+                            da = desc(em.add(a_base, sa + kk * 32), k_hi_a)
+                            db = desc(em.add(b_base, sb + kk * 32 + sub * WGN * 128), k_hi_a)
+                            accs[i] = em.op(("nvvm.wgmma.mma_async %s, %s, %s, #nvvm.shape<m = 64, n = %d, k = 8>, "
+                                             "D [<f32>, #nvvm.wgmma_scale_out<%s>], A [<tf32>, #nvvm.wgmma_scale_in<one>, "
+                                             "<row>], B [<tf32>, #nvvm.wgmma_scale_in<one>, <col>] : %s -> %s") % (
+                                                 da, db, accs[i], WGN,
+                                                 "zero" if (first or promote) and kk == 0 and t == 0 else "one",
+                                                 acc_ty, acc_ty), "w")
+                em.emit("nvvm.wgmma.commit.group.sync.aligned")
+                return accs
             for kk in range(BK // KW):
                 for mi in range(MB):
                     da = desc(em.add(a_base, mi * 64 * 128 + kk * 32), k_hi_a)
@@ -427,6 +545,57 @@ def generate(cfg, g):
             em.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}")
             em.emit("nvvm.barrier id = %s number_of_threads = %s" % (bar_id, bar_n))
 
+        def split_stage(st):
+            em.comment("3xTF32 split of the stage: x -> big = rna_tf32(x) (in place), small = rna_tf32(x - big) "
+                       "(at +%d B, the same swizzled layout)%s; then fence.proxy.async and named barrier 1 of the "
+                       "256 consumer threads" % (raw_bytes, "" if bnk else "; B [K, N] transposed into K-major rows "
+                                                 "(all raw loads first, barrier 1, then the stores)"))
+            base = em.add(em.mul(st, stage_bytes // 4), rt4)
+            bvals = []                               # B [K, N]: the raw loads, all before barrier 1
+            if not bnk:
+                sb = em.mul(st, stage_bytes)          # byte offset of the stage
+                for j in range(BN // 32):
+                    es = []
+                    for i in range(4):
+                        at = em.v(em.shr(em.add(em.add(sb, a_bytes + j * 4096), b_rd[i]), 2))
+                        es.append(em.op("memref.load %s[%s] : %s" % (sf32, at, sf_ty), "xb"))
+                    x = em.op("vector.from_elements %s : vector<4xf32>" % ", ".join(es), "x")
+                    wat = em.v(em.shr(em.add(em.add(sb, a_bytes + j * 32 * 128), b_wr), 2))
+                    bvals.append((wat, x))
+            for j0 in range(0, xper, 2):             # the K-major tiles in place, two chunks in flight
+                vals = []
+                for j in range(j0, min(j0 + 2, xper)):
+                    at = em.v(em.add(base, j * 256 * 4))
+                    vals.append((at, em.op("vector.load %s[%s] {alignment = 16} : %s, vector<4xf32>" % (
+                        sf32, at, sf_ty), "x")))
+                split_store(vals)
+            if not bnk:
+                em.emit("nvvm.barrier id = %s number_of_threads = %s" % (bar_id, bar_n))
+                split_store(bvals)
+            em.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}")
+            em.emit("nvvm.barrier id = %s number_of_threads = %s" % (bar_id, bar_n))
+
+        def split_store(vals):
+            for at, x in vals:
+                # big = rna_tf32(x) where |x| < 0x7F7FF000 (finite, no overflow), else (x - 0x2000 bits)
+                # truncated: +-Inf -> +-max TF32 (so that small = x - big = +-Inf carries the infinity), huge
+                # finite x stays finite, NaN stays NaN; small = rna_tf32(x - big)
+                xi = em.op("vector.bitcast %s : vector<4xf32> to %s" % (x, v4i), "xi")
+                ab = em.op("arith.andi %s, %s : %s" % (xi, c_abs, v4i), "xa")
+                ok = em.op("arith.cmpi ult, %s, %s : %s" % (ab, c_thr, v4i), "ok")
+                inc = em.op("arith.select %s, %s, %s : vector<4xi1>, %s" % (ok, c_half, c_m2, v4i), "inc")
+                r0 = em.op("arith.addi %s, %s : %s" % (xi, inc, v4i), "xr")
+                bi = em.op("arith.andi %s, %s : %s" % (r0, c_msk, v4i), "big")
+                big = em.op("vector.bitcast %s : %s to vector<4xf32>" % (bi, v4i), "big")
+                d = em.op("arith.subf %s, %s : vector<4xf32>" % (x, big), "d")
+                di = em.op("vector.bitcast %s : vector<4xf32> to %s" % (d, v4i), "di")
+                s0 = em.op("arith.addi %s, %s : %s" % (di, c_half, v4i), "sr")
+                si = em.op("arith.andi %s, %s : %s" % (s0, c_msk, v4i), "small")
+                sm = em.op("vector.bitcast %s : %s to vector<4xf32>" % (si, v4i), "small")
+                em.emit("vector.store %s, %s[%s] {alignment = 16} : %s, vector<4xf32>" % (big, sf32, at, sf_ty))
+                sat = em.v(em.add(at, raw_bytes // 4))
+                em.emit("vector.store %s, %s[%s] {alignment = 16} : %s, vector<4xf32>" % (sm, sf32, sat, sf_ty))
+
         def release(gk):
             em.emit("scf.if %s {" % lane0)
             em.indent += 2
@@ -434,42 +603,91 @@ def generate(cfg, g):
             em.indent -= 2
             em.emit("}")
 
-        em.comment("k-tile 0 of the tile (peeled: scale-d 0 starts the accumulators)")
-        first = ktile(g0, [undef] * nst, True)
-        res_names = em.fresh("acc")
-        kt = em.fresh("kt")
-        iter_args = ", ".join("%%a%d = %s" % (j, first[j]) for j in range(nst))
-        em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-            res_names, nst, kt, em.idx(1), em.v(KTv), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
-        em.indent += 2
-        gk = em.add(g0, kt)
-        accs = ktile(gk, ["%%a%d" % j for j in range(nst)], False)
-        em.emit("nvvm.wgmma.wait.group.sync.aligned 1")
-        em.comment("k-tile gk-1's wgmmas are retired: lane 0 of each warp releases its stage")
-        release(em.add(gk, S - 1))
-        em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nst)))
-        em.indent -= 2
-        em.emit("}")
-        if pp:
-            em.comment("every wgmma of this tile is issued: the other consumer's mainloop may start")
-            em.emit("scf.if %s {" % lane0)
+        def acc_add(x, y):
+            """x + y, element by element (f32 adds, round to nearest)"""
+            for e in range(nacc):
+                u = em.op("llvm.extractvalue %s[%d] : %s" % (x, e, acc_ty), "u")
+                w = em.op("llvm.extractvalue %s[%d] : %s" % (y, e, acc_ty), "u")
+                x = em.op("llvm.insertvalue %s, %s[%d] : %s" % (em.op("arith.addf %s, %s : f32" % (u, w), "u"), x, e,
+                                                                  acc_ty), "m")
+            return x
+
+        def promoted_mainloop(g0):
+            em.comment("3xTF32 with promotion: each k-tile's wgmmas accumulate from zero into T (the tensor cores' "
+                       "accumulation truncates), then after wgmma.wait_group 0 the main accumulators M += T in f32 "
+                       "(round to nearest); k-tile kt + 1's wait, split and barrier run while kt's wgmmas are in flight")
+            t0 = ktile(g0, [undef] * nst, True)
+            zero = em.const_op("llvm.mlir.zero : %s" % acc_ty, "zacc")
+            res_names = em.fresh("acc")
+            kt = em.fresh("kt")
+            iter_args = ", ".join(["%%m%d = %s" % (j, zero) for j in range(nst)] +
+                                  ["%%t%d = %s" % (j, t0[j]) for j in range(nst)])
+            em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
+                res_names, 2 * nst, kt, em.idx(1), em.v(KTv), em.idx(1), iter_args, ", ".join([acc_ty] * (2 * nst))))
             em.indent += 2
-            em.op("nvgpu.mbarrier.arrive %s[%s] : %s -> %s" % (order, other, ord_ty, tok_ty), "tok")
+            gk = em.add(g0, kt)
+            ms = []
+
+            def pre():
+                em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+                em.comment("k-tile gk-1's wgmmas are retired: release its stage, add its partial sums")
+                release(em.add(gk, S - 1))
+                for j in range(nst):
+                    ms.append(acc_add("%%m%d" % j, "%%t%d" % j))
+            ts = ktile(gk, ["%%t%d" % j for j in range(nst)], True, pre_mma=pre)
+            em.emit("scf.yield %s : %s" % (", ".join(ms + ts), ", ".join([acc_ty] * (2 * nst))))
             em.indent -= 2
             em.emit("}")
-        em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
-        em.comment("release the last k-tile's stage (the producer may fill it for the next tile)")
-        release(em.add(g0, em.sub(KTv, 1)))
+            em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+            em.comment("release the last k-tile's stage (the producer may fill it for the next tile)")
+            release(em.add(g0, em.sub(KTv, 1)))
+            return [acc_add("%s#%d" % (res_names, j), "%s#%d" % (res_names, nst + j)) for j in range(nst)]
+
+        def plain_mainloop(g0):
+            em.comment("k-tile 0 of the tile (peeled: scale-d 0 starts the accumulators)")
+            first = ktile(g0, [undef] * nst, True)
+            res_names = em.fresh("acc")
+            kt = em.fresh("kt")
+            iter_args = ", ".join("%%a%d = %s" % (j, first[j]) for j in range(nst))
+            em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
+                res_names, nst, kt, em.idx(1), em.v(KTv), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
+            em.indent += 2
+            gk = em.add(g0, kt)
+            accs = ktile(gk, ["%%a%d" % j for j in range(nst)], False)
+            em.emit("nvvm.wgmma.wait.group.sync.aligned 1")
+            em.comment("k-tile gk-1's wgmmas are retired: lane 0 of each warp releases its stage")
+            release(em.add(gk, S - 1))
+            em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nst)))
+            em.indent -= 2
+            em.emit("}")
+            if pp:
+                em.comment("every wgmma of this tile is issued: the other consumer's mainloop may start")
+                em.emit("scf.if %s {" % lane0)
+                em.indent += 2
+                em.op("nvgpu.mbarrier.arrive %s[%s] : %s -> %s" % (order, other, ord_ty, tok_ty), "tok")
+                em.indent -= 2
+                em.emit("}")
+            em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+            em.comment("release the last k-tile's stage (the producer may fill it for the next tile)")
+            release(em.add(g0, em.sub(KTv, 1)))
+            return ["%s#%d" % (res_names, j) for j in range(nst)]
+
+        if promote:
+            fin = promoted_mainloop(g0)
+        else:
+            fin = plain_mainloop(g0)
 
         em.comment("epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8")
 
         def pair(j, mi, ni, h):
             sub, nl = divmod(j * (BN // 8) + ni, WGN // 8)
             st_i = mi * nsub + sub
-            e0 = em.op("llvm.extractvalue %s#%d[%d] : %s" % (res_names, st_i, nl * 4 + 2 * h, acc_ty), "c")
-            e1 = em.op("llvm.extractvalue %s#%d[%d] : %s" % (res_names, st_i, nl * 4 + 2 * h + 1, acc_ty), "c")
+            e0 = em.op("llvm.extractvalue %s[%d] : %s" % (fin[st_i], nl * 4 + 2 * h, acc_ty), "c")
+            e1 = em.op("llvm.extractvalue %s[%d] : %s" % (fin[st_i], nl * 4 + 2 * h + 1, acc_ty), "c")
             return em.op("vector.from_elements %s, %s : vector<2xf32>" % (e0, e1), "c")
+        epilogue(m0, n0, pair)
 
+    def epilogue(m0, n0, pair):
         gq = em.shr(lane, 2)
         t2 = em.mul(em.band(lane, 3), 2)
         row_base = em.add(em.add(em.add(m0, 0 if pp else em.mul(ci, 64)), em.mul(wq, 16)), gq)
@@ -513,7 +731,32 @@ def generate(cfg, g):
     else:
         what = ("cooperative: 2 consumer warpgroups of 64 rows of the %dx%d tile (setmaxnreg %d), each %d x %d "
                 "wgmma.mma_async m64n%dk%d per k-tile" % (BM, BN, REGC, BK // KW, nsub, WGN, KW))
-    if tf32:
+    if f32x3:
+        header = [
+            "precision: exact f32 by 3xTF32 (%s): each f32 operand x is split into big = rna_tf32(x) and small = "
+            "rna_tf32(x - big) in shared memory after its stage lands (the 256 consumer threads: ld.shared, integer "
+            "rounding, st.shared of big in place and of small %d B further on, fence.proxy.async, named barrier 1), "
+            "then per k8 step wgmma.mma_async m64n%dk8 .tf32 small_a*big_b, big_a*small_b, big_a*big_b into one f32 "
+            "accumulator; relative error per product about 2^-21 against f32's 2^-24 (docstring)" % (
+                "3 terms" if terms == 3 else "DIAGNOSTIC: big_a*big_b only", raw_bytes, WGN),
+            "TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg %d) issues per stage "
+            "mbarrier.arrive.expect_tx(%d B) + 1 A box [%d,%d] + %s (nvgpu.tma.async.load, 128B swizzle); %s" % (
+                REGP, raw_bytes, BM, BK, "1 B box [%d,%d] (B [N, K], K-major)" % (BN, BK) if bnk else
+                "%d B boxes [%d k,%d n] (B [K, N]; the split transposes them into K-major rows)" % (BN // BW, BK, BW),
+                what),
+            "pipeline: %d-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after "
+            "wgmma.wait_group 1); %s k-tiles of %d per tile" % (S, KT, BK),
+            "smem: per stage [A %dx%d | B %dx%d | A_small | B_small] f32 = %d B, 128B-swizzled K-major layouts "
+            "(SBO 1024), base aligned to 1024 B; %d stages = %d B" % (BM, BK, BN, BK, stage_bytes, S, smem),
+            "tensor maps (trailing arguments, llm_fuse.tensor_maps): %s" % "; ".join(
+                "%s views argument %d, box [%s]" % (nm, p, ", ".join(str(b) for b in box))
+                for nm, p, _, box, _ in maps),
+            "launch: grid (%s,1,1)%s over %s x %s tiles (grouped raster, GROUP_M=%d by default, a tune knob), "
+            "block (%d,1,1), dynamic smem %d B" % (
+                g.sgrid(grid), " persistent CTAs striding" if persistent else " = one CTA per tile", gm, gn,
+                GROUP_M, T, smem),
+        ]
+    elif tf32:
         header = [
             "precision: TF32 (tf32=1 only): wgmma.mma_async .tf32, f32 accumulation; both operands rounded to TF32 "
             "as PyTorch's allow_tf32 does (cvt.rna: nearest, ties away), in shared memory after each stage lands: the "

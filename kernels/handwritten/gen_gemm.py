@@ -1718,6 +1718,19 @@ WGMMA_VARIANTS = [
     ("sg_6c02d079e63ba7a7", dict(WGS=2, BN=256, stages=4, group_m=8)),
     ("sg_e0d727355adf3ba8", dict(WGS=2, BN=64, stages=4, group_m=8)),
     ("sg_89b05da5eb3c1a6b", dict(kind="bf16_wgmma_tma", BN=256, stages=4, pingpong=0, persistent=1, group_m=16)),
+    # The suite's exact f32 GEMMs (GEMM+ReLU, the MiniGPT MLP's two): 3xTF32 on
+    # TMA-fed wgmma (gemm_wgmma_tma.py "3xTF32 mode"), cooperative 128x128,
+    # 3 stages, per k-tile promotion. On the H200 (bench/tma/f32x3-device.sh,
+    # 2026-11-24) 1.512 / 3.616 / 3.442 ms against cuBLAS SGEMM's 2.723 /
+    # 11.141 (GEMM + torch's GELU) / 6.797, with an error against float64
+    # below SGEMM's (normwise 5.3e-7 against 2.3e-6 at K 8192). The SIMT
+    # kernels stay the sm_90 / sm_80 ones.
+    ("sg_5beaf48efb3a6ac0", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
+                                 product="A[1024,8192] @ B[8192,8192] (exact f32: 3xTF32 wgmma)")),
+    ("sg_ab992c66808cc4c2", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
+                                 product="A[65536,768] @ B[768,3072] (exact f32: 3xTF32 wgmma)")),
+    ("sg_606c0e1c9184d8b4", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
+                                 product="A[65536,3072] @ B[3072,768] (exact f32: 3xTF32 wgmma)")),
 ]
 
 
@@ -1759,8 +1772,9 @@ def all_configs():
 
 def generate(cfg):
     pct = lambda lst: [a.replace("%%", "%") for a in lst]
-    assert not cfg.get("b_nk") or cfg["kind"] in ("f32_simt", "tf32_mma", "tf32_wgmma_tma"), \
-        "b_nk: f32_simt, tf32_mma, tf32_wgmma_tma only"
+    assert not cfg.get("b_nk") or cfg["kind"] in ("f32_simt", "tf32_mma", "tf32_wgmma_tma",
+                                                      "f32x3_wgmma_tma"), \
+        "b_nk: f32_simt, tf32_mma, tf32_wgmma_tma, f32x3_wgmma_tma only"
     if cfg["kind"] == "bf16_mma":
         cfg.setdefault("assumptions", pct(BF16_ASSUME))
         return gen_bf16_mma(cfg)
@@ -1796,6 +1810,17 @@ def generate(cfg):
             "B stored [N, K] (nn.Linear's weight): TF32 wgmma reads both operands K-major",
             "any M; N and K multiples of 4 (16-byte rows for the tensor maps), M >= BM, N >= BN, K >= 32; "
             "TMA zero-fills the out-of-bounds parts of the boxes, the epilogue masks partial tiles",
+            "buffers 16-byte aligned (contract guarantee) for the tensor maps and the 8-byte stores"])
+        return gemm_wgmma_tma.generate(cfg, sys.modules[__name__])
+    if cfg["kind"] == "f32x3_wgmma_tma":
+        # exact f32 on sm_90a: the 3xTF32 split on TMA-fed wgmma (B [N, K] or [K, N]): gemm_wgmma_tma.py
+        import gemm_wgmma_tma
+        cfg.setdefault("assumptions", [
+            "sm_90a (wgmma, TMA); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)",
+            "B stored [N, K] (b_nk) or [K, N]; the split pass leaves both operands K-major in shared memory",
+            "any M; N and K multiples of 4 (16-byte rows for the tensor maps), M >= 128, N >= %s, K >= 32; "
+            "TMA zero-fills the out-of-bounds parts of the boxes (zeros split into zeros), the epilogue masks "
+            "partial tiles" % ("BN" if cfg.get("b_nk") else "64"),
             "buffers 16-byte aligned (contract guarantee) for the tensor maps and the 8-byte stores"])
         return gemm_wgmma_tma.generate(cfg, sys.modules[__name__])
     if cfg["kind"] == "f32_cpasync":

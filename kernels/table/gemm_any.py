@@ -124,6 +124,13 @@ TMA = {
 }
 TMA_BM = 128  # every TMA form's rows per tile: the requirement M >= 128
 
+# sm_90a exact f32 forms (the *_0x3tma entries): gen_gemm.py's
+# f32x3_wgmma_tma kernel (gemm_wgmma_tma.py "3xTF32 mode", the suite's
+# shipped f32 kernels: cooperative 128 x 128, 3 stages, per k-tile
+# promotion; bench/NOTES.md "3xTF32"), M, N and K masked by TMA's zero fill
+# and the partial tiles' epilogue. Tried before the SIMT entries on sm_90a.
+F32X3 = dict(BN=128, stages=3, pingpong=0, persistent=1, group_m=8)
+
 # sm_90a forms: gen_gemm.py's plain wgmma kernel (the SwiGLU's shipped sm_90a
 # kernel is the warp-specialized persistent one of gemm_wgmma_ws.py, which is
 # not templated; its plain-wgmma tiling is used here).
@@ -181,6 +188,17 @@ def tma_cfg(sg, dtype="bf16"):
     cfg.update(kind="bf16_wgmma_tma", chips=["sm_90a"])
     cfg.update(TMA[tiling])
     assert cfg.get("BM", TMA_BM) == TMA_BM
+    return cfg
+
+
+def f32x3_cfg(sg):
+    """The f32x3_wgmma_tma form of an f32 family's base subgraph (F32X3)."""
+    cfg = base_cfg(sg, False, "f32")
+    for k in TILE_KEYS + ("KS", "WX", "WGS"):
+        cfg.pop(k, None)
+    cfg.update(kind="f32x3_wgmma_tma", chips=["sm_90a"])
+    cfg.update(F32X3)
+    cfg["product"] = cfg["product"].replace("(f32 FMA)", "(exact f32: 3xTF32 wgmma)")
     return cfg
 
 
@@ -332,6 +350,9 @@ def _render(name, dtype, cfg, small=(), single=None, nk=False):
         tma = c["kind"] == "bf16_wgmma_tma"
         what = ("M = 1 (a single row: the tile's other rows read row 0 and are never stored)" if single else
                 "M, N and K are masked by TMA's zero fill and the partial tiles' epilogue (M >= %d; N and K "
+                "multiples of 4, N >= 64, K >= 32); exact f32 by the 3xTF32 split" % TMA_BM
+                if c["kind"] == "f32x3_wgmma_tma" else
+                "M, N and K are masked by TMA's zero fill and the partial tiles' epilogue (M >= %d; N and K "
                 "multiples of 8, at least 64)" % TMA_BM if tma else
                 "M, N and K are masked (N and K multiples of %d, used where the unmasked entry refuses them)" % (
                     NK_ALIGN[c["kind"]]) if nk else
@@ -376,6 +397,10 @@ def templates():
                 # the TMA form: tried first on sm_90a (0tma sorts before 1wgmma)
                 entry(name, dtype, "0tma", tma_cfg(sg, dtype), ["sm_90a"],
                       "masked M, N and K by TMA, M >= %d" % TMA_BM)
+            if dtype == "f32" and not tma_refused:
+                # exact f32 on sm_90a: the 3xTF32 TMA form, tried before the SIMT entries (0x3tma sorts first)
+                entry(name, dtype, "0x3tma", f32x3_cfg(sg), ["sm_90a"],
+                      "exact f32 by 3xTF32, masked M, N and K by TMA, M >= %d" % TMA_BM)
             forms = [("1wgmma", True), ("2mma", False)] if tc and has_wgmma else [("simt", False)]
             for tag, wg in forms:
                 cfg = base_cfg(sg, wg, dtype)
