@@ -161,12 +161,12 @@ typedef struct job_s {
   bool synth_answered; /* request 1 was the synthesized kernel */
   /* Next entries: the table's kernel failed, so the next entry that
    * admits the sizes answers the next request (lf_table_instantiate_nth). */
-  bool table_answered;      /* the last request was the table's */
-  size_t table_tries;       /* table entries that answered a request */
-  int table_extra;          /* of which after the first (not in
-                               max_attempts) */
-  lf_table_match_t table_next; /* the pending next entry; text NULL: none */
-  char *table_failure;         /* the first entry's failure (adapt) */
+  bool table_answered;          /* the last request was the table's */
+  size_t table_tries;           /* table entries that answered a request */
+  int table_extra;              /* of which after the first (not in
+                                   max_attempts) */
+  lf_table_match_t table_next;  /* the pending next entry; text NULL: none */
+  char *table_failure;          /* the first entry's failure (adapt) */
   size_t table_failure_attempt; /* 1 + index of its attempt */
 } job_t;
 
@@ -1320,8 +1320,7 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
       finish_best(c, j, LF_BUDGET_NONE, "verification stopped working");
     } else {
       kept_t k = {0};
-      kept_set(c, &k, j->res, text, line_offset, attempt_index, artifact,
-               &ev);
+      kept_set(c, &k, j->res, text, line_offset, attempt_index, artifact, &ev);
       kept_to_result(&k, j->res);
       finish(c, j, LF_ACQUIRE_OK, LF_BUDGET_NONE, "unjudged");
     }

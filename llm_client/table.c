@@ -452,6 +452,15 @@ lf_status_t lf_table_instantiate_precision(const lf_table_t *table,
                                            const char *precision,
                                            const int64_t *sizes, size_t count,
                                            lf_table_match_t *out) {
+  return lf_table_instantiate_nth(table, pattern, arch, precision, sizes, count,
+                                  0, out);
+}
+
+lf_status_t lf_table_instantiate_nth(const lf_table_t *table,
+                                     const char *pattern, const char *arch,
+                                     const char *precision,
+                                     const int64_t *sizes, size_t count,
+                                     size_t skip, lf_table_match_t *out) {
   memset(out, 0, sizeof(*out));
   if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
     return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
@@ -459,7 +468,7 @@ lf_status_t lf_table_instantiate_precision(const lf_table_t *table,
     precision = "";
   lf_strbuf_t why;
   lf_strbuf_init(&why, 4096);
-  size_t seen = 0;
+  size_t seen = 0, admitted = 0;
   /* The bucket is in specificity order (lf_table_add_dir). */
   for (int round = precision[0] ? 0 : 1; round < 2; ++round)
     for (const entry_t *e = table->buckets[bucket_of(pattern)]; e;
@@ -472,25 +481,32 @@ lf_status_t lf_table_instantiate_precision(const lf_table_t *table,
       lf_strbuf_t bound;
       lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
       entry_refusal(e, sizes, count, &bound, reason, sizeof(reason));
-      if (!reason[0]) {
+      if (!reason[0] && admitted++ >= skip) {
         out->text = lf_strbuf_take(&bound);
         snprintf(out->id, sizeof(out->id), "%s", e->id);
         snprintf(out->source, sizeof(out->source), "%s", e->source);
         snprintf(out->precision, sizeof(out->precision), "%s", e->precision);
+        out->rank = admitted;
         lf_strbuf_free(&why);
         return out->text ? LF_OK : oom();
       }
       lf_strbuf_free(&bound);
-      lf_strbuf_appendf(&why, "%s%s: %s", why.len ? "; " : "", e->id, reason);
+      if (reason[0])
+        lf_strbuf_appendf(&why, "%s%s: %s", why.len ? "; " : "", e->id, reason);
     }
   lf_status_t st =
-      seen ? LF_STATUS(LF_STATUS_FAILED_PRECONDITION,
-                       "the pattern table's %zu template(s) for this pattern "
-                       "refuse these sizes: %s",
-                       seen, why.data ? why.data : "")
-           : LF_STATUS(LF_STATUS_NOT_FOUND,
-                       "no template for pattern %.16s on %s%s%s", pattern, arch,
-                       precision[0] ? " in precision " : "", precision);
+      admitted ? LF_STATUS(LF_STATUS_OUT_OF_RANGE,
+                           "%zu of the pattern table's %zu template(s) for "
+                           "this pattern admit these sizes; none after the "
+                           "first %zu",
+                           admitted, seen, skip)
+      : seen   ? LF_STATUS(LF_STATUS_FAILED_PRECONDITION,
+                             "the pattern table's %zu template(s) for this "
+                             "pattern refuse these sizes: %s",
+                           seen, why.data ? why.data : "")
+               : LF_STATUS(LF_STATUS_NOT_FOUND,
+                           "no template for pattern %.16s on %s%s%s", pattern,
+                           arch, precision[0] ? " in precision " : "", precision);
   lf_strbuf_free(&why);
   return st;
 }

@@ -100,6 +100,8 @@ typedef struct lf_table_match_s {
   char id[96];     /* which entry: "<pattern[0:16]>/<file name>" */
   char source[256]; /* the entry's provenance, one line */
   char precision[8]; /* the entry's precision: "" exact, "tf32" */
+  size_t rank;       /* 1 + its place among the entries that admit the sizes,
+                        in lookup order (lf_table_instantiate_nth) */
 } lf_table_match_t;
 
 /// Finds the first entry for `pattern` (64 hex) and `arch` that admits
@@ -124,6 +126,20 @@ lf_status_t lf_table_instantiate_precision(const lf_table_t *table,
                                            const char *precision,
                                            const int64_t *sizes, size_t count,
                                            lf_table_match_t *out);
+
+/// The next answer when an entry's kernel fails (acquire.h): skips the
+/// first `skip` entries that admit the sizes, in the order
+/// lf_table_instantiate_precision tries them (most specific first, then
+/// load order; in tf32, the tf32 entries, then the exact ones), and
+/// instantiates the one after them; out->rank is skip + 1. With skip 0 it
+/// is lf_table_instantiate_precision. OUT_OF_RANGE when some entries admit
+/// the sizes but no more than `skip` (the message counts them); otherwise
+/// NOT_FOUND or FAILED_PRECONDITION as lf_table_instantiate says.
+lf_status_t lf_table_instantiate_nth(const lf_table_t *table,
+                                     const char *pattern, const char *arch,
+                                     const char *precision,
+                                     const int64_t *sizes, size_t count,
+                                     size_t skip, lf_table_match_t *out);
 
 /// Frees the match's text.
 void lf_table_match_clear(lf_table_match_t *match);

@@ -20,20 +20,9 @@
 set -uo pipefail
 root=$(pwd)
 out=$(mkdir -p "${1:?usage: synth-device.sh OUT}" && cd "$1" && pwd)
-stage=${STAGE:-$root/.device/loop}
-[ -x "$stage/bin/llm-fuse-opt" ] || { echo "no stage in $stage (bench/loop/prepare.sh)" >&2; exit 2; }
-# bench/loop/device-env.sh, with the stage folder a variable
-mkdir -p /tmp/lf && { [ -x /tmp/lf/bin ] || tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf; }
-if ! ls "$root"/kernels/table/v1/*.json >/dev/null 2>&1 && [ -f "$stage/table-v1.tar.xz" ]; then
-  tar -xJf "$stage/table-v1.tar.xz" -C "$root/kernels/table"  # see device-env.sh
-fi
-export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$stage/bin:/tmp/lf/bin:$PATH
-export LLM_FUSE_PROMPTS_DIR=$root/llm_client/prompts
-export LLM_FUSE_REPLAY_DIR=$root/kernels/replay
-export LLM_FUSE_TABLE_DIR=${TABLE:-$root/kernels/table}
-export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export LLM_FUSE_VERIFY=${LLM_FUSE_VERIFY:-$stage/bin/llm-fuse-verify}
+[ -x "${STAGE:-$root/.device/loop}/bin/llm-fuse-opt" ] || { echo "no stage in ${STAGE:-$root/.device/loop} (bench/loop/prepare.sh)" >&2; exit 2; }
+ld0=${LD_LIBRARY_PATH:-}  # torch runs with the machine's own libraries
+. "$root/bench/loop/device-env.sh"   # the runtime, PATH, data folders; honours STAGE and TABLE
 arch=${ARCH:-sm_90a}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 rm -rf "$out/cache"
@@ -42,7 +31,7 @@ llm-fuse-opt --llm-fuse="offline=true arch=$arch max-refinements=0 min-speedup=0
   "$root/examples/importer/ew_any.mlir" -o "$out/ew_any.fused.mlir" 2> "$out/pass.log"
 echo "== llm-fuse: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 grep -E "synth:|verified in|rejected in|not judged" "$out/pass.log" | cut -c1-220
-NO_COMPILE=${NO_COMPILE:-0} python3 - "$out/report.json" "$out/torch.json" <<'EOF'
+LD_LIBRARY_PATH=$ld0 NO_COMPILE=${NO_COMPILE:-0} python3 - "$out/report.json" "$out/torch.json" <<'EOF'
 import json, os, re, sys
 rep = json.load(open(sys.argv[1]))
 subs = rep.get("subgraphs", [])

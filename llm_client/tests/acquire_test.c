@@ -1088,6 +1088,265 @@ LF_TEST(adapt_request_after_the_table_kernel_fails_verification) {
   lf_table_close(t);
 }
 
+/* ---- The table's next entry after its kernel fails ----------------------*/
+
+#define NEXT_ID(name) "abcd000000000000/abcd000000000000-" name ".json"
+
+/* Writes entries of ADAPT_KEY for sm_90 under <tmp_root>/<dir_name>/v1/,
+ * entry k named names[k], fixed to fixed[k] (S0 -1: free), its kernel
+ * holding markers[k] (WRONG: rejected; BROKEN: does not build; FAKE_MS X:
+ * verified at X ms), and opens that folder as a table. */
+static lf_table_t *next_table_precision(const char *dir_name, size_t n,
+                                        const char *const *names,
+                                        const int64_t (*fixed)[2],
+                                        const char *const *markers,
+                                        const char *const *precisions) {
+  char dir[512];
+  snprintf(dir, sizeof(dir), "%s/%s", tmp_root, dir_name);
+  for (size_t k = 0; k < n; ++k) {
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "gpu.module @k {\n  // llm-fuse.template-size S0\n  gpu.func "
+             "@rows_any() kernel attributes {known_block_size = array<i32: 1, "
+             "1, 1>, known_grid_size = array<i32: {{S0 / 2048}}, 1, 1>} {\n "
+             "   // %s\n    gpu.return\n  }\n}\n",
+             markers[k]);
+    const char *precision = precisions ? precisions[k] : NULL;
+    lf_table_new_entry_t e = {ADAPT_KEY,      "sm_90",  "reduction",
+                              fixed[k],       2,        text,
+                              "acquire_test", names[k], precision};
+    lf_status_t s = lf_table_write_entry(dir, &e, NULL);
+    LF_EXPECT(!s);
+    lf_status_free(s);
+  }
+  lf_table_t *t = NULL;
+  lf_status_t s = lf_table_open(dir, &t);
+  LF_EXPECT(!s && t && lf_table_size(t) == n);
+  lf_status_free(s);
+  return t;
+}
+
+/* next_table_precision with exact entries only. */
+static lf_table_t *next_table(const char *dir_name, size_t n,
+                              const char *const *names,
+                              const int64_t (*fixed)[2],
+                              const char *const *markers) {
+  return next_table_precision(dir_name, n, names, fixed, markers, NULL);
+}
+
+/* Offline options (an empty replay set: the table answers) with the fake
+ * verifier. */
+static lf_acquire_options_t next_offline_options(const lf_table_t *table) {
+  static char empty[512];
+  snprintf(empty, sizeof(empty), "%s/empty-replay", tmp_root);
+  mkdir(empty, 0755);
+  lf_acquire_options_t o = loop_options(0);
+  o.provider = LF_PROVIDER_REPLAY;
+  o.replay_dir = empty;
+  o.offline = true;
+  o.table = table;
+  return o;
+}
+
+static lf_acquire_report_t *run_next(const lf_acquire_options_t *o) {
+  make_tasks(1);
+  tasks[0].pattern = ADAPT_KEY;
+  tasks[0].pattern_sizes = adapt_sizes;
+  tasks[0].num_pattern_sizes = 2;
+  atomic_store(&builds, 0);
+  return run(1, o);
+}
+
+LF_TEST(table_next_entry_after_the_first_fails_verification) {
+  /* The entry made for 2048 x 1000 (tried first: the most specific) is
+   * wrong there; the general template of the same key is right. */
+  const char *entry[2] = {"n1_specific", "n2_general"};
+  const int64_t fixed[2][2] = {{2048, 1000}, {-1, 1000}};
+  const char *markers[2] = {"WRONG N1", "FAKE_MS 3 N2"};
+  lf_table_t *t = next_table("next-verifies", 2, entry, fixed, markers);
+  lf_acquire_options_t o = next_offline_options(t);
+  o.max_attempts = 1; /* the table's next entries are not model attempts */
+  lf_acquire_report_t *r = run_next(&o);
+  const lf_acquire_result_t *res = r ? &r->results[0] : NULL;
+  LF_EXPECT(res && res->outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(res && res->requests == 2 && res->attempt_count == 2);
+  LF_EXPECT(res && r->requests == 2);
+  LF_EXPECT(atomic_load(&evals) == 2);
+  LF_EXPECT(res && res->attempts[0].outcome == LF_ATTEMPT_REJECTED &&
+            res->attempts[0].kind == LF_REQUEST_FIRST &&
+            !res->attempts[0].kept);
+  LF_EXPECT(res && strcmp(res->attempts[0].provider, "table") == 0);
+  LF_EXPECT_STREQ(res ? res->attempts[0].model : "", NEXT_ID("n1_specific"));
+  LF_EXPECT(res && strcmp(res->attempts[0].verify_reason, "mismatch") == 0);
+  /* Nothing went to a model: no feedback. */
+  LF_EXPECT(res && res->attempts[0].feedback[0] == '\0');
+  LF_EXPECT(res && res->attempts[1].outcome == LF_ATTEMPT_VERIFIED &&
+            res->attempts[1].kind == LF_REQUEST_FIRST &&
+            res->attempts[1].request == 2 && res->attempts[1].kept);
+  LF_EXPECT_STREQ(res ? res->attempts[1].model : "", NEXT_ID("n2_general"));
+  LF_EXPECT(res && strcmp(res->provider, "table") == 0);
+  LF_EXPECT_STREQ(res ? res->model : "", NEXT_ID("n2_general"));
+  LF_EXPECT(res && res->eval.accepted && res->eval.time_ms == 3);
+  LF_EXPECT(strstr(kept_text(r), "FAKE_MS 3 N2"));
+  LF_EXPECT(res && res->first_request[0] == '\0');
+  char *json = NULL;
+  if (r)
+    lf_status_free(lf_acquire_report_to_json(r, tasks, false, &json));
+  LF_EXPECT(json && strstr(json, "\"model\":\t\"" NEXT_ID("n1_specific")));
+  LF_EXPECT(json && strstr(json, "\"verify_reason\":\t\"mismatch\""));
+  free(json);
+  lf_acquire_report_destroy(r);
+
+  /* With openai the next entry answers before the model: nobody is asked. */
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"replies\":"
+                         "[\"ms:1\"]}]}"));
+  o = loop_options(0);
+  o.table = t;
+  r = run_next(&o);
+  stop_server();
+  cJSON *log = server_log();
+  LF_EXPECT(cJSON_GetArraySize(log) == 0);
+  LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK &&
+            r->results[0].requests == 2);
+  LF_EXPECT_STREQ(r ? r->results[0].model : "", NEXT_ID("n2_general"));
+  LF_EXPECT(r && strcmp(r->results[0].first_request, "") == 0);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+  lf_table_close(t);
+}
+
+LF_TEST(table_next_entries_stop_at_the_bound) {
+  /* Four entries admit the sizes; the first three fail (a mismatch, a
+   * build error, a mismatch), and the fourth, right, is never tried. */
+  const char *entry[4] = {"n1_specific", "n2_broken", "n3_wrong", "n4_right"};
+  const int64_t fixed[4][2] = {
+      {2048, 1000}, {-1, 1000}, {-1, 1000}, {-1, 1000}};
+  const char *markers[4] = {"WRONG N1", "BROKEN N2", "WRONG N3",
+                            "FAKE_MS 2 N4"};
+  lf_table_t *t = next_table("next-bound", 4, entry, fixed, markers);
+  lf_acquire_options_t o = next_offline_options(t);
+  lf_acquire_report_t *r = run_next(&o);
+  const lf_acquire_result_t *res = r ? &r->results[0] : NULL;
+  /* Then today's course offline: the replay set has no repair, and the
+   * last rejection is the result, named for its own entry. */
+  LF_EXPECT(res && res->outcome == LF_ACQUIRE_REJECTED);
+  LF_EXPECT(res && res->requests == LF_ACQUIRE_TABLE_TRIES + 1);
+  LF_EXPECT(res && res->attempt_count == 4);
+  LF_EXPECT(atomic_load(&builds) == 3 && atomic_load(&evals) == 2);
+  static const lf_acquire_attempt_outcome_t want[3] = {
+      LF_ATTEMPT_REJECTED, LF_ATTEMPT_BUILD_FAILED, LF_ATTEMPT_REJECTED};
+  for (size_t k = 0; res && k < 3; ++k) {
+    LF_EXPECT(res->attempts[k].outcome == want[k]);
+    LF_EXPECT(res->attempts[k].kind == LF_REQUEST_FIRST);
+    LF_EXPECT(strcmp(res->attempts[k].provider, "table") == 0);
+    LF_EXPECT(strstr(res->attempts[k].model, entry[k]) != NULL);
+  }
+  LF_EXPECT(res && strstr(res->attempts[1].message, "E_MARKER_42"));
+  LF_EXPECT(res && res->attempts[3].outcome == LF_ATTEMPT_PROVIDER_ERROR &&
+            res->attempts[3].kind == LF_REQUEST_REPAIR);
+  for (size_t k = 0; res && k < res->attempt_count; ++k)
+    LF_EXPECT(!strstr(res->attempts[k].model, "n4_right"));
+  LF_EXPECT(res && res->kernel && strstr(res->kernel, "WRONG N3"));
+  LF_EXPECT(res && res->attempts[2].kept);
+  LF_EXPECT(res && strcmp(res->provider, "table") == 0);
+  LF_EXPECT_STREQ(res ? res->model : "", NEXT_ID("n3_wrong"));
+  LF_EXPECT(res && strstr(res->message, "the replay set has no request 4"));
+  lf_acquire_report_destroy(r);
+  /* A request budget counts the table's requests: two allow two entries. */
+  o = next_offline_options(t);
+  o.max_requests = 2;
+  r = run_next(&o);
+  res = r ? &r->results[0] : NULL;
+  LF_EXPECT(res && res->requests == 2 && atomic_load(&builds) == 2);
+  LF_EXPECT(res && res->outcome == LF_ACQUIRE_BUDGET &&
+            res->budget == LF_BUDGET_REQUESTS);
+  lf_acquire_report_destroy(r);
+  lf_table_close(t);
+}
+
+LF_TEST(table_next_entry_in_tf32_mode_is_the_exact_one) {
+  /* TF32 mode (KernelBench L3 P44): the tf32 entry answers first and is
+   * rejected at these sizes; the exact entry of the same key is a right
+   * answer in TF32 mode, so it answers next. */
+  const char *entry[2] = {"n1_exact", "t1_tf32"};
+  const int64_t fixed[2][2] = {{-1, 1000}, {-1, 1000}};
+  const char *markers[2] = {"FAKE_MS 3 EXACT", "WRONG TF32"};
+  const char *precisions[2] = {NULL, "tf32"};
+  lf_table_t *t =
+      next_table_precision("next-tf32", 2, entry, fixed, markers, precisions);
+  lf_acquire_options_t o = next_offline_options(t);
+  make_tasks(1);
+  tasks[0].pattern = ADAPT_KEY;
+  tasks[0].pattern_sizes = adapt_sizes;
+  tasks[0].num_pattern_sizes = 2;
+  tasks[0].precision = "tf32";
+  tasks[0].tf32_k = 1000;
+  lf_acquire_report_t *r = run(1, &o);
+  const lf_acquire_result_t *res = r ? &r->results[0] : NULL;
+  LF_EXPECT(res && res->outcome == LF_ACQUIRE_OK && res->requests == 2);
+  LF_EXPECT_STREQ(res ? res->attempts[0].model : "", NEXT_ID("t1_tf32"));
+  LF_EXPECT(res && res->attempts[0].outcome == LF_ATTEMPT_REJECTED);
+  LF_EXPECT_STREQ(res ? res->attempts[1].model : "", NEXT_ID("n1_exact"));
+  LF_EXPECT(res && res->attempts[1].outcome == LF_ATTEMPT_VERIFIED &&
+            res->attempts[1].kept);
+  LF_EXPECT_STREQ(res ? res->model : "", NEXT_ID("n1_exact"));
+  lf_acquire_report_destroy(r);
+  /* An exact request never sees the tf32 entry: the exact one answers
+   * request 1. */
+  r = run_next(&o);
+  res = r ? &r->results[0] : NULL;
+  LF_EXPECT(res && res->outcome == LF_ACQUIRE_OK && res->requests == 1);
+  LF_EXPECT_STREQ(res ? res->model : "", NEXT_ID("n1_exact"));
+  lf_acquire_report_destroy(r);
+  lf_table_close(t);
+}
+
+LF_TEST(adapt_request_after_every_table_entry_fails) {
+  /* Two entries admit the sizes and both are wrong: then the model's first
+   * request adapts the first one tried, with its failure, as when the
+   * table had one entry. */
+  const char *entry[2] = {"n1_specific", "n2_general"};
+  const int64_t fixed[2][2] = {{2048, 1000}, {-1, 1000}};
+  const char *markers[2] = {"WRONG N1", "WRONG N2"};
+  lf_table_t *t = next_table("next-adapt", 2, entry, fixed, markers);
+  LF_EXPECT(start_server("{\"rules\":[{\"match\":\"*\",\"replies\":"
+                         "[\"ms:4\"]}]}"));
+  lf_acquire_options_t o = loop_options(0);
+  o.table = t;
+  o.max_attempts = 2; /* the table's first request and the model's */
+  lf_acquire_report_t *r = run_next(&o);
+  stop_server();
+  cJSON *log = server_log();
+  const lf_acquire_result_t *res = r ? &r->results[0] : NULL;
+  LF_EXPECT(res && res->outcome == LF_ACQUIRE_OK);
+  LF_EXPECT(res && res->requests == 3 && res->attempt_count == 3);
+  LF_EXPECT(res && res->attempts[0].outcome == LF_ATTEMPT_REJECTED &&
+            res->attempts[1].outcome == LF_ATTEMPT_REJECTED);
+  LF_EXPECT_STREQ(res ? res->attempts[1].model : "", NEXT_ID("n2_general"));
+  LF_EXPECT(res && res->attempts[2].kind == LF_REQUEST_FIRST &&
+            res->attempts[2].kept &&
+            strcmp(res->attempts[2].provider, "openai") == 0);
+  LF_EXPECT(res && strcmp(res->provider, "openai") == 0);
+  /* The failure went to the model on the first entry's attempt. */
+  LF_EXPECT(res && strstr(res->attempts[0].feedback, "E_VERIFY_77"));
+  LF_EXPECT(res && res->attempts[1].feedback[0] == '\0');
+  LF_EXPECT(requests_of(log, "*") == 1);
+  const char *first = first_user_of(log, "*", 0);
+  LF_EXPECT(strncmp(first, "Adapt a verified GPU kernel", 27) == 0);
+  LF_EXPECT(strstr(first, "- From: pattern table entry " NEXT_ID(
+                              "n1_specific") " (acquire_test)"));
+  LF_EXPECT(strstr(first, "WRONG N1") && !strstr(first, "WRONG N2"));
+  LF_EXPECT(strstr(first, "E_VERIFY_77"));
+  static const char adapt_from[] =
+      "adapt from " NEXT_ID("n1_specific") " (verified at S0=2048, S1=1000; "
+                                           "failed: ";
+  LF_EXPECT(res && strncmp(res->first_request, adapt_from,
+                           sizeof(adapt_from) - 1) == 0);
+  cJSON_Delete(log);
+  lf_acquire_report_destroy(r);
+  lf_table_close(t);
+}
+
 LF_TEST(bad_options_are_refused) {
   make_tasks(1);
   lf_acquire_options_t o = options();
@@ -1148,6 +1407,10 @@ int main(void) {
   LF_RUN(adapt_request_from_an_entry_that_refuses_the_sizes);
   LF_RUN(blank_request_without_an_entry_for_the_key);
   LF_RUN(adapt_request_after_the_table_kernel_fails_verification);
+  LF_RUN(table_next_entry_after_the_first_fails_verification);
+  LF_RUN(table_next_entries_stop_at_the_bound);
+  LF_RUN(table_next_entry_in_tf32_mode_is_the_exact_one);
+  LF_RUN(adapt_request_after_every_table_entry_fails);
   LF_RUN(bad_options_are_refused);
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);

@@ -270,6 +270,85 @@ LF_TEST(nearest_refusing_entry_for_an_adapt_request) {
   lf_table_close(t);
 }
 
+/* When an entry's kernel fails, the acquire loop asks for the next entry
+ * that admits the sizes (lf_table_instantiate_nth): in the order of the
+ * first lookup (most specific, then file names; tf32 requests: the tf32
+ * entries, then the exact ones), skipping refusing and corrupt entries. */
+LF_TEST(nth_admitting_entry_after_a_failed_kernel) {
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/t_nth", root);
+  write_entry(dir, "a_general.json", P1, -1, TEMPLATE, false);
+  write_entry(dir, "b_other.json", P1, 1024, TEMPLATE, false); /* refuses */
+  write_entry(dir, "c_broken.json", P1, 768, TEMPLATE, true);  /* corrupt */
+  write_entry(dir, "z_specific.json", P1, 768, TEMPLATE, false);
+  const int64_t any[2] = {-1, -1};
+  lf_table_new_entry_t tf = {P1,       "sm_90", "reduction",    any,   2,
+                             TEMPLATE, "test",  "tf32_general", "tf32"};
+  lf_status_t s = lf_table_write_entry(dir, &tf, NULL);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  lf_table_t *t = NULL;
+  LF_EXPECT(lf_table_open(dir, &t) == LF_OK);
+  LF_EXPECT(lf_table_size(t) == 4 && lf_table_skipped(t) == 1);
+  const int64_t at768[2] = {2048, 768};
+  lf_table_match_t m;
+  /* Exact: the specific entry, then the general one, then none. */
+  s = lf_table_instantiate_nth(t, P1, "sm_90", NULL, at768, 2, 0, &m);
+  LF_EXPECT(!s && strstr(m.id, "z_specific.json") && m.rank == 1);
+  LF_EXPECT(m.text && strstr(m.text, "// llm-fuse.tune S0 = 2048"));
+  lf_table_match_clear(&m);
+  s = lf_table_instantiate_nth(t, P1, "sm_90", NULL, at768, 2, 1, &m);
+  LF_EXPECT(!s && strstr(m.id, "a_general.json") && m.rank == 2);
+  LF_EXPECT(m.precision[0] == '\0');
+  lf_table_match_clear(&m);
+  s = lf_table_instantiate_nth(t, P1, "sm_90", "", at768, 2, 2, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_OUT_OF_RANGE && !m.text);
+  LF_EXPECT(s && strstr(lf_status_message(s),
+                        "2 of the pattern table's 3 template(s) for this "
+                        "pattern admit these sizes; none after the first 2"));
+  lf_status_free(s);
+  /* TF32: the tf32 entry, then the exact ones in the same order. */
+  const char *want[3] = {"tf32_general.json", "z_specific.json",
+                         "a_general.json"};
+  for (size_t k = 0; k < 3; ++k) {
+    s = lf_table_instantiate_nth(t, P1, "sm_90", "tf32", at768, 2, k, &m);
+    LF_EXPECT(!s && strstr(m.id, want[k]) && m.rank == k + 1);
+    LF_EXPECT(strcmp(m.precision, k == 0 ? "tf32" : "") == 0);
+    lf_table_match_clear(&m);
+    lf_status_free(s);
+  }
+  s = lf_table_instantiate_nth(t, P1, "sm_90", "tf32", at768, 2, 3, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_OUT_OF_RANGE);
+  lf_status_free(s);
+  /* Skip 0 is lf_table_instantiate_precision. */
+  s = lf_table_instantiate_precision(t, P1, "sm_90", "tf32", at768, 2, &m);
+  LF_EXPECT(!s && strstr(m.id, "tf32_general.json") && m.rank == 1);
+  lf_table_match_clear(&m);
+  /* At 1000 only the general entry admits the sizes. */
+  const int64_t at1000[2] = {2048, 1000};
+  s = lf_table_instantiate_nth(t, P1, "sm_90", NULL, at1000, 2, 0, &m);
+  LF_EXPECT(!s && strstr(m.id, "a_general.json"));
+  lf_table_match_clear(&m);
+  s = lf_table_instantiate_nth(t, P1, "sm_90", NULL, at1000, 2, 1, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_OUT_OF_RANGE);
+  lf_status_free(s);
+  /* None admits an odd S0 (the requirement): the refusals, whatever the
+   * skip; another pattern: NOT_FOUND. */
+  const int64_t odd[2] = {2047, 768};
+  for (size_t k = 0; k < 2; ++k) {
+    s = lf_table_instantiate_nth(t, P1, "sm_90", NULL, odd, 2, k, &m);
+    LF_EXPECT(lf_status_code(s) == LF_STATUS_FAILED_PRECONDITION);
+    LF_EXPECT(s && strstr(lf_status_message(s), "S0 % RPB == 0"));
+    lf_status_free(s);
+  }
+  static const char *p2 =
+      "abcdef0000000000000000000000000000000000000000000000000000000000";
+  s = lf_table_instantiate_nth(t, p2, "sm_90", NULL, at768, 2, 1, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND);
+  lf_status_free(s);
+  lf_table_close(t);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(root, sizeof(root), "%s/lf-table-test-XXXXXX",
@@ -278,6 +357,7 @@ int main(void) {
     return 1;
   LF_RUN(instantiates_and_refuses_with_reasons);
   LF_RUN(most_specific_entry_first);
+  LF_RUN(nth_admitting_entry_after_a_failed_kernel);
   LF_RUN(missing_folder_is_an_empty_table);
   LF_RUN(nearest_refusing_entry_for_an_adapt_request);
   LF_RUN(ten_thousand_entries);
