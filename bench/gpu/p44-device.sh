@@ -19,7 +19,9 @@
 # .device/loop/bin and libllm_fuse_rt.so in .device/loop/lib (prepare.sh
 # stages both), or a build/ with bin/ and lib/ (LF_BUILD=build).
 # Inputs and weights are made on the device (seeded). The TF32 variant is
-# compiled for sm_90a, where the table's TF32 GEMMs are wgmma kernels.
+# compiled for sm_90a, where the table's TF32 GEMMs are wgmma kernels; the
+# exact one for $P44_CHIP (default sm_90: the SIMT GEMMs; P44_CHIP=sm_90a:
+# the table's exact f32 3xTF32 wgmma GEMMs, importer_any.py *-f32-0x3tma).
 #
 #   bash bench/gpu/p44-device.sh OUT [BATCHES]     (BATCHES "32 128")
 set -euo pipefail
@@ -43,7 +45,7 @@ for b in $batches; do
   m=p44_b$b
   python3 "$root/examples/kernelbench_l3_p44/gen_p44.py" "$b" -o "$work/$m.mlir"
   for v in ours ours_tf32; do
-    chip=sm_90
+    chip=${P44_CHIP:-sm_90}
     [ $v = ours_tf32 ] && chip=sm_90a
     opts="arch=$chip offline=true cache-dir=$work/cache-$v report=$out/$m-$v.report.json"
     [ $v = ours_tf32 ] && opts="$opts tf32=true"

@@ -33,6 +33,20 @@ form like gemm_any.py's; the nn.Linear weight is read as stored, N x K
 f32 only: 16-bit forms of the LayerNorm and softmax (whose rewrites sum in
 16 bits, judged by the opmath reference like rows_any.py's) are not made
 yet, and the 16-bit GEMMs need an N x K form of the tensor-core kernels.
+
+On sm_90a every GEMM family has an exact f32 entry first (`*-f32-0x3tma`,
+which sorts before `*-f32-simt`): gen_gemm.py's f32x3_wgmma_tma kernel
+(gemm_wgmma_tma.py "3xTF32 mode": each f32 operand split into big and small
+TF32 parts, three wgmmas per k8, per-k-tile promotion in f32; gemm_any.py's
+f32x3_cfg: cooperative 128 x 128, 3 stages, persistent, GROUP_M a knob),
+W read as stored (the nn.Linear [N, K] is K-major like A; TOSA's [K, N] is
+transposed by the split), the *_bt forms' C and residual viewed [B, T, N]
+as in the SIMT entries. Its requirements: M >= 128, N and K multiples of 4,
+K >= 32, N >= 128 for W [N, K] (a box of BN rows may not exceed W) and
+N >= 64 for W [K, N]; a size they refuse (M < 128 first: the SIMT small-M
+tilings serve those) falls to the SIMT entries. sm_80 and sm_90 keep the
+SIMT entries alone. KernelBench L3 P44's GEMMs measured on the H100:
+bench/NOTES.md "P44's GEMMs on 3xTF32".
 """
 import os
 import re
@@ -300,6 +314,41 @@ def _render_gemm(name, nk=False):
     return render
 
 
+def _render_gemm_f32x3(name):
+    """the sm_90a exact f32 form: gen_gemm.py's f32x3_wgmma_tma kernel
+    (gemm_any.py's f32x3_cfg knobs and requirements) over the family's
+    operands, W read as stored ([N, K] for nn.Linear, [K, N] for TOSA: the
+    kernel's split transposes it), C and the residual viewed [B, T, N] in
+    the *_bt forms like the SIMT entries"""
+    src, sig, ex = GEMMS[name][:3]
+    x3 = gemm_any.f32x3_cfg(GEMMS[name][8])
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        sym = {r: by_value[v] for r, v in ex.items()}
+        c = _gemm_cfg(name, {r: sym[r] for r in ("M", "N", "K")}, sym)
+        for k in gemm_any.TILE_KEYS + ("KS", "WX", "WGS"):
+            c.pop(k, None)
+        c.update({k: x3[k] for k in ("kind", "chips") + tuple(gemm_any.F32X3)})
+        c["product"] = c["product"].replace("f32 FMA", "exact f32: 3xTF32 wgmma")
+        _, text, _ = gen_gemm.generate(c)
+        text = text[text.index("gpu.module"):]
+        free = sorted(_used_symbols(text), key=lambda k: int(k[1:]))
+        lines = text.split("\n")
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K", "B", "T") if r in sym)
+        head = [lines[0],
+                "  // Pattern-table template: kernels/table/importer_any.py %s f32 (gen_gemm.py "
+                "f32x3_wgmma_tma, cooperative 128 x %d, %d stages, B read as stored %s)." % (
+                    name, c["BN"], c["stages"], "N x K" if c.get("b_nk") else "K x N"),
+                "  // %s; M, N and K are masked by TMA's zero fill and the partial tiles' epilogue "
+                "(M >= %d; N and K multiples of 4, N >= %d, K >= 32); exact f32 by the 3xTF32 split." % (
+                    roles, gemm_any.TMA_BM, c["BN"] if c.get("b_nk") else 64)] + \
+               ["  // llm-fuse.template-size %s" % k for k in free]
+        return "\n".join(head + lines[1:]), [None] * len(ps)
+    return render
+
+
 def _used_symbols(text):
     """the size symbols the placeholders and requirements of text use"""
     used = set()
@@ -355,8 +404,21 @@ def templates():
         archs=ARCHS,
         source="kernels/table/importer_any.py softmax4 f32 (rows_any.py softmax kernel; from %s "
                "at 1 x 4 x 128 x 128)" % GPT))
+    tma_refused = gemm_any.tma_symbolic()
     for name in GEMMS:
         src = GEMMS[name][0]
+        if not tma_refused:
+            # exact f32 on sm_90a, tried before the SIMT entries of the same key ("-0x3tma" sorts
+            # before "-simt"); the sizes its requirements refuse (M < 128 first) fall to them
+            out.append(dict(
+                name="importer-any-%s-f32-0x3tma" % name.replace("_", ""),
+                example=_read(src), pick=_gemm_pick(name), render=_render_gemm_f32x3(name),
+                archs=["sm_90a"],
+                source="kernels/table/importer_any.py %s f32 0x3tma (gen_gemm.py f32x3_wgmma_tma, "
+                       "exact f32 by 3xTF32, masked M, N and K by TMA, M >= %d, W read as stored %s; "
+                       "from %s at M = %d)" % (
+                           name, gemm_any.TMA_BM, "N x K" if GEMMS[name][9] else "K x N", src,
+                           GEMMS[name][2]["M"])))
         for nk in (False, True):
             out.append(dict(
                 name="importer-any-%s-f32-%s" % (name.replace("_", ""), "simt_nk" if nk else "simt"),
