@@ -1872,11 +1872,17 @@ def generate_alternatives(alts, knob="TILE", group_m=None):
     group_m: the default tiling's GROUP_M values to time (a sublist of the
     kernel's, its configured value first); None: all of them."""
     parts = []
+    maps = []
     for cfg, admit in alts:
         c = dict(cfg)
         c["_parts"] = {}
-        generate(c)
+        _, text, _ = generate(c)
         parts.append((c, c["_parts"], admit))
+        # TMA kinds: the tensor-map arguments and attribute the generator
+        # adds after finish(); one kernel, so every alternative's must match
+        maps.append((re.findall(r"(%\w+): (!nvgpu\.tensormap\.descriptor<tensor = memref<[^>]*>[^>]*>)", text),
+                     re.findall(r"llm_fuse\.tensor_maps = array<i32: [^>]*>", text)))
+    assert all(m == maps[0] for m in maps), "alternatives with different tensor maps: %s" % maps
     c0, p0, _ = parts[0]
     for _, p, _ in parts:
         assert all(k == "GROUP_M" for k, _, _ in p["em"].tune), p["em"].tune
@@ -1939,13 +1945,18 @@ def generate_alternatives(alts, knob="TILE", group_m=None):
         bodies.append(body)
     ins, outs, names = p0["ins"], p0["outs"], p0["names"]
     args = ", ".join("%s: %s" % (nm, memref_ty(shape, dt)) for (shape, dt), nm in zip(ins + outs, names))
+    args += "".join(", %s: %s" % m for m in maps[0][0])
     lines.append("  gpu.func @%s(%s) kernel" % (p0["kname"], args))
     L = [p["launch"] for _, p, _ in parts]
     selp = "%s / 100" % knob
     block = [_choose(selp, [l["block"][d] for l in L]) for d in range(3)]
     grid = [_choose(selp, [l["grid"][d] for l in L]) for d in range(3)]
     smem = _choose(selp, [l["smem"] for l in L])
-    lines.append("      attributes {known_block_size = array<i32: %s, %s, %s>," % tuple(block))
+    if maps[0][1]:
+        lines.append("      attributes {%s," % maps[0][1][0])
+        lines.append("                  known_block_size = array<i32: %s, %s, %s>," % tuple(block))
+    else:
+        lines.append("      attributes {known_block_size = array<i32: %s, %s, %s>," % tuple(block))
     lines.append("                  known_grid_size = array<i32: %s, %s, %s>," % tuple(grid))
     mins = [c.get("minctasm") or 0 for c, _, _ in parts]
     extra = ""

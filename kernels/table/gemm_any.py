@@ -60,7 +60,8 @@ zero-fills the parts of a box past M, N or K, and the epilogue of a partial
 tile masks its rows and columns. The constraints, stated as the template's
 requirements: M >= BM (128: a box may not exceed the tensor), N and K
 multiples of 8 (16-byte rows, the tensor map's rule), N >= 64, K >= 64.
-Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
+At M <= 1024 a cooperative 128 x 64 tiling (SMALL_M below) is timed beside
+the default where the default's grid is under one wave. Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
 entries are the better kernels there anyway; N = 1000 is admitted, N = 1001
 not), the next entry is tried. f16 (the generator is bf16 only) and B
 stored [N, K] (nn.Linear, kernels/table/importer_any.py; the generator
@@ -158,15 +159,55 @@ WGMMA = {
 #   bf16_mma: 32 x 64 tiles (8 warps of 16 x 16; 16 x 32 warp tiles spilled
 #     8 bytes in the SwiGLU kernel), 4 stages.
 #   bf16_wgmma: one warpgroup (64 rows) x 64 columns.
+#   bf16_wgmma_tma (the *_0tma entries; persistent grid min(132, tiles)):
+#     the defaults are cooperative 128 x 128 (N = 768: 6 CTAs per 128 rows,
+#     12 at M = 256 and 24 at 512 on 132 SMs), 128 x 256 (N = 3072: 12 per
+#     128 rows) and SwiGLU's ping-pong 128 x (2 x 64) (under 132 tiles one
+#     of its two consumers idles). Cooperative 128 x 64, 8 stages (fewer
+#     where a stage does not fit: SwiGLU's two B tiles, 7): 2x the CTAs of
+#     128 x 128 and 4x of 128 x 256 (N = 768: 24 at M = 256, 48 at 512, 96
+#     at 1024; at most one wave up to M = 1408); admitted at M <= 1024.
+#     A ping-pong 64 x 64 tiling (4x the CTAs of 128 x 128) cannot be one
+#     of these alternatives: all of them are one kernel with one set of
+#     tensor-map arguments, and its A box is [64, 64] where the others' is
+#     [128, 64] (the box is in the argument's type and in the kernel's
+#     llm_fuse.tensor_maps; _alternatives checks it).
+#   f32x3_wgmma_tma (the *_0x3tma entries; cooperative tiles only, 128
+#     rows): cooperative 128 x 64, 4 stages (48 KiB a stage with the small
+#     halves: 193 KiB), 2x the CTAs of the default 128 x 128 (N = 768: 12
+#     per 128 rows); admitted at M <= 1024.
 # With GROUP_M fixed for the alternatives and the default's GROUP_M values
 # other than the configured one kept only below its row-tile count, at most
-# 4 variants survive at any size.
+# 4 variants survive at any size (the default's GROUP_M values: at most
+# three up to M = 2048, where the TMA kinds' one alternative stops).
 SMALL_M = {
     "f32_simt": [(dict(BM=16, BN=32, BK=8, KS=16, group_m=8), ("WX", "minctasm"), 128),
                  (dict(BM=32, BN=64, BK=8, KS=4, group_m=8), ("WX", "minctasm"), 1024)],
     "bf16_mma": [(dict(BM=32, BN=64, BK=64, WM=16, WN=16, stages=4, group_m=8), ("minctasm",), 256)],
     "bf16_wgmma": [(dict(WGS=1, BN=64, stages=4, group_m=8), (), 256)],
+    "bf16_wgmma_tma": [(dict(BN=64, stages=8, pingpong=0, persistent=1, group_m=8), ("BM",), 1024)],
+    "f32x3_wgmma_tma": [(dict(BN=64, stages=4, pingpong=0, persistent=1, group_m=8), ("BM",), 1024)],
 }
+TMA_KINDS = ("bf16_wgmma_tma", "f32x3_wgmma_tma")
+
+
+def tma_max_stages(cfg):
+    """The most stages of a TMA kind's tiling that fit gemm_wgmma_tma.py's
+    shared-memory budget (its assert: S * stage + 1 KiB <= 227 KiB - 16 S)."""
+    x3 = cfg["kind"] == "f32x3_wgmma_tma"
+    esz = 4 if x3 else 2
+    bk = 128 // esz
+    bm = cfg.get("BM", 128) if cfg.get("pingpong", 0) else 128
+    stage = (bm * bk + len(cfg["b"]) * bk * cfg["BN"]) * esz * (2 if x3 else 1)
+    return (227 * 1024 - 1024) // (stage + 16)
+
+
+def tma_a_box_rows(cfg):
+    """The rows of a TMA kind's A box (its tile's rows: BM under ping-pong,
+    128 cooperative), part of the kernel's tensor-map argument type."""
+    return cfg.get("BM", 128) if cfg.get("pingpong", 0) else 128
+
+
 # M = 1 (a unit dimension: its own pattern key, the entries *_row): the
 # small tilings alone, M the literal 1 (masked: rows 1.. of the tile are
 # row 0 again, never stored). f32: 16 x 32 x 16 slices, and 8 x 64 x 16
@@ -271,11 +312,17 @@ def _pick(cfg, m=EX_M):
 def _alternatives(c, small, m_sym, extra=None):
     """[(cfg, admit)] for gen_gemm.generate_alternatives: c first (the
     default), then each small-M tiling of `small` [(overrides, dropped keys,
-    M bound)]; extra: a condition every alternative is admitted under too."""
+    M bound)]; extra: a condition every alternative is admitted under too.
+    A TMA tiling's stages are capped at what fits (tma_max_stages)."""
     alts = [(c, extra)]
     for ov, drop, bound in small:
         a = {k: v for k, v in c.items() if k not in drop}
         a.update(ov)
+        if a["kind"] in TMA_KINDS:
+            a["stages"] = min(a["stages"], tma_max_stages(a))
+            assert tma_a_box_rows(a) == tma_a_box_rows(c), \
+                "TMA alternatives share the kernel's tensor-map arguments: A box rows %d, the default's %d" % (
+                    tma_a_box_rows(a), tma_a_box_rows(c))
         alts.append((a, "%s <= %d" % (m_sym, bound) + (" && (%s)" % extra if extra else "")))
     return alts
 
@@ -395,12 +442,15 @@ def templates():
             tc = dtype != "f32"
             if dtype == "bf16" and has_wgmma and not tma_refused:
                 # the TMA form: tried first on sm_90a (0tma sorts before 1wgmma)
+                small = SMALL_M["bf16_wgmma_tma"]
                 entry(name, dtype, "0tma", tma_cfg(sg, dtype), ["sm_90a"],
-                      "masked M, N and K by TMA, M >= %d" % TMA_BM)
+                      "masked M, N and K by TMA, M >= %d" % TMA_BM + small_note(small), small=small)
             if dtype == "f32" and not tma_refused:
                 # exact f32 on sm_90a: the 3xTF32 TMA form, tried before the SIMT entries (0x3tma sorts first)
+                small = SMALL_M["f32x3_wgmma_tma"]
                 entry(name, dtype, "0x3tma", f32x3_cfg(sg), ["sm_90a"],
-                      "exact f32 by 3xTF32, masked M, N and K by TMA, M >= %d" % TMA_BM)
+                      "exact f32 by 3xTF32, masked M, N and K by TMA, M >= %d" % TMA_BM + small_note(small),
+                      small=small)
             forms = [("1wgmma", True), ("2mma", False)] if tc and has_wgmma else [("simt", False)]
             for tag, wg in forms:
                 cfg = base_cfg(sg, wg, dtype)
