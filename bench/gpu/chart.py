@@ -92,7 +92,11 @@ def draw(results, path, meta=None):
         if "mlir_default" in v and "fraction" in v["mlir_default"]:
             top.bar(j, 100 * v["mlir_default"]["fraction"], 0.08, color=COLOR["mlir_default"])
     top.set_xlim(-0.6, n - 0.4)
-    top.set_ylim(0, 118)
+    # Room for the tallest bar and its label: the exact f32 GEMMs (3xTF32 on
+    # tensor cores) run well past the f32 SIMT rate that is their ceiling.
+    fr = [100 * c["variants"][k]["fraction"] for c in cases
+          for k in (ours_key(c), best_torch_key(c)) if k and "fraction" in c["variants"][k]]
+    top.set_ylim(0, max([118] + [f * 1.15 + 8 for f in fr]))
     top.axhline(100, color="black", lw=0.6, ls=":")
     top.set_xticks(range(n))
     top.set_xticklabels(names, rotation=25, ha="right", fontsize=8)

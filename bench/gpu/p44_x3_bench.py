@@ -135,7 +135,10 @@ def run_case(d, case, rt, timer, budget, log, skip=None, stress=20, sanitize=Fal
         res["errors"]["cuBLAS TF32"] = errors(fn(*ins), ref)
         torch.cuda.synchronize()
         torch.backends.cuda.matmul.allow_tf32 = False
-    del ref, outs
+    # The launch closures hold the raw device addresses of outs' tensors:
+    # outs must outlive the timing (freeing them and emptying the cache is
+    # what made the qkv case fault with an illegal address in this phase).
+    del ref
     torch.cuda.empty_cache()
     variants["cuBLAS SGEMM"] = lambda: fn(*ins)
     print("PHASE timing", flush=True)
