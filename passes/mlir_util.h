@@ -10,6 +10,7 @@
 
 #include "base/strbuf.h"
 #include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/IR.h"
 
 #ifdef __cplusplus
@@ -24,6 +25,23 @@ static inline MlirStringRef lf_str(const char *s) {
 static inline bool lf_op_is(MlirOperation op, const char *name) {
   MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
   return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
+}
+
+/// True when shaped types `a` and `b` have the same dimensions once their
+/// size-1 dimensions are dropped ([1, 8, 1, 4] and [8, 4]); neither null.
+static inline bool lf_same_shape_mod_units(MlirType a, MlirType b) {
+  intptr_t i = 0, j = 0, ra = mlirShapedTypeGetRank(a),
+           rb = mlirShapedTypeGetRank(b);
+  for (;;) {
+    while (i < ra && mlirShapedTypeGetDimSize(a, i) == 1)
+      ++i;
+    while (j < rb && mlirShapedTypeGetDimSize(b, j) == 1)
+      ++j;
+    if (i == ra || j == rb)
+      return i == ra && j == rb;
+    if (mlirShapedTypeGetDimSize(a, i++) != mlirShapedTypeGetDimSize(b, j++))
+      return false;
+  }
 }
 
 /// An MlirStringCallback appending to the lf_strbuf_t in `user_data`. The

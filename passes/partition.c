@@ -97,6 +97,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "base/strbuf.h"
+#include "passes/mlir_util.h"
 
 /* ---- Op classification. ---- */
 
@@ -370,20 +371,8 @@ static const struct {
  * [1, 4096, 768] and [4096, 768], index the same elements in the same
  * order. */
 static bool same_shape_mod_units(MlirType a, MlirType b) {
-  if (mlirTypeIsNull(a) || mlirTypeIsNull(b))
-    return false;
-  intptr_t i = 0, j = 0, ra = mlirShapedTypeGetRank(a),
-           rb = mlirShapedTypeGetRank(b);
-  for (;;) {
-    while (i < ra && mlirShapedTypeGetDimSize(a, i) == 1)
-      ++i;
-    while (j < rb && mlirShapedTypeGetDimSize(b, j) == 1)
-      ++j;
-    if (i == ra || j == rb)
-      return i == ra && j == rb;
-    if (mlirShapedTypeGetDimSize(a, i++) != mlirShapedTypeGetDimSize(b, j++))
-      return false;
-  }
+  return !mlirTypeIsNull(a) && !mlirTypeIsNull(b) &&
+         lf_same_shape_mod_units(a, b);
 }
 
 /* A reshape that only adds or drops size-1 dimensions: free, the elements

@@ -369,18 +369,7 @@ static bool is_unit_reshape(MlirOperation op) {
   MlirType b = mlirValueGetType(mlirOperationGetResult(op, 0));
   if (!good_tensor(a) || !good_tensor(b))
     return false;
-  intptr_t ra = mlirShapedTypeGetRank(a), rb = mlirShapedTypeGetRank(b);
-  intptr_t i = 0, j = 0;
-  for (;;) {
-    while (i < ra && mlirShapedTypeGetDimSize(a, i) == 1)
-      ++i;
-    while (j < rb && mlirShapedTypeGetDimSize(b, j) == 1)
-      ++j;
-    if (i == ra || j == rb)
-      return i == ra && j == rb;
-    if (mlirShapedTypeGetDimSize(a, i++) != mlirShapedTypeGetDimSize(b, j++))
-      return false;
-  }
+  return lf_same_shape_mod_units(a, b);
 }
 
 /* Coordinates of a unit reshape's source from its result's. */
