@@ -22,33 +22,14 @@ mkdir -p "$out/verify"
 subs="x3"
 [ "${P44X3_SIMT_VERIFY:-0}" = 1 ] && subs="x3 simt"
 ok=0 bad=0
+. "$root/bench/tma/verify-candidate.sh"
 for d in "$stage"/b*/sg_*/; do
   d=${d%/}
   for sub in $subs; do
     [ -f "$d/$sub/result.json" ] || continue
     b=$(basename "$(dirname "$d")") sg=$(basename "$d")
-    t0=$EPOCHREALTIME
-    "$stage/bin/llm-fuse-verify" --plan "$d/plan.json" --candidate "$d/$sub/result.json" \
-      --no-timing --trials "${P44X3_VERIFY_TRIALS:-3}" --pretty \
-      > "$out/verify/$b.$sg.$sub.json" 2> "$out/verify/$b.$sg.$sub.err"
-    rc=$?
-    [ $rc = 0 ] && ok=$((ok + 1)) || bad=$((bad + 1))
-    python3 - "$out/verify/$b.$sg.$sub.json" "$b $sg $sub" "$rc" "$t0" "$EPOCHREALTIME" <<'PY'
-import json, sys
-path, what, rc, t0, t1 = sys.argv[1:6]
-try:
-    v = json.load(open(path))
-except Exception as e:
-    v = {"accepted": False, "reason": "no verdict (%s)" % e}
-worst = [float(o["max_err_over_tol"]) for t in v.get("trials") or [] for o in t.get("outputs") or []
-         if "max_err_over_tol" in o]
-print("verify %-30s exit %s %s %s%s [%.1f s]" % (
-    what, rc, "ACCEPTED" if v.get("accepted") else "REJECTED", v.get("reason", ""),
-    " max err/tol %.3g (trials: %s)" % (max(worst), " ".join("%.3g" % w for w in worst)) if worst else "",
-    float(t1) - float(t0)))
-if not v.get("accepted"):
-    print("  " + str(v.get("message", ""))[:300])
-PY
+    lf_verify_candidate "$stage/bin/llm-fuse-verify" "$d/plan.json" "$d/$sub" \
+      "$out/verify/$b.$sg.$sub" "$b $sg $sub" "${P44X3_VERIFY_TRIALS:-3}"
   done
 done
 echo "verify: $ok accepted, $bad rejected"

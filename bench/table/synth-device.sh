@@ -31,7 +31,7 @@ llm-fuse-opt --llm-fuse="offline=true arch=$arch max-refinements=0 min-speedup=0
   "$root/examples/importer/ew_any.mlir" -o "$out/ew_any.fused.mlir" 2> "$out/pass.log"
 echo "== llm-fuse: exit $? in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 grep -E "synth:|verified in|rejected in|not judged" "$out/pass.log" | cut -c1-220
-LD_LIBRARY_PATH=$ld0 NO_COMPILE=${NO_COMPILE:-0} python3 - "$out/report.json" "$out/torch.json" <<'EOF'
+LF_ROOT=$root LD_LIBRARY_PATH=$ld0 NO_COMPILE=${NO_COMPILE:-0} python3 - "$out/report.json" "$out/torch.json" <<'EOF'
 import json, os, re, sys
 rep = json.load(open(sys.argv[1]))
 subs = rep.get("subgraphs", [])
@@ -52,16 +52,10 @@ try:
         if name == "silu_gate": return lambda g, u: (F.silu(g.float()) * u.float()).to(torch.bfloat16)
         if name == "residual_scale": return lambda r, s, h: h + (r * s) * 0.9  # the subgraph's operand order
         if name == "cast_bf16": return lambda x: x.to(torch.bfloat16)
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    def bench(f, budget_ms=100):
-        f(); torch.cuda.synchronize()
-        ts = []
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        total = 0.0
-        while len(ts) < 3 or (total < budget_ms and len(ts) < 200):
-            flush.zero_(); s.record(); f(); e.record(); torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e)); total += ts[-1]
-        ts.sort(); return ts[len(ts) // 2]
+    sys.path.insert(0, os.path.join(os.environ["LF_ROOT"], "bench", "table"))
+    from event_time import median_ms  # the small device scripts' one timer
+    def bench(f):
+        return median_ms(f, n=50)
     for g, name in zip(subs, names):
         sh = shapes(g["signature"])
         args = [torch.empty(d, dtype=dt[t], device="cuda").uniform_(-1, 1) for d, t in sh[:-1]]

@@ -22,32 +22,13 @@ export LD_LIBRARY_PATH=$stage/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader || true
 mkdir -p "$out/verify"
 ok=0 bad=0
+. "$root/bench/tma/verify-candidate.sh"
 for cand in "$stage"/sg_*/tma-*/ "$stage"/sg_*/candidate-sm90a/; do
   [ -f "$cand/result.json" ] || continue
   cand=${cand%/}
   sg=$(basename "$(dirname "$cand")") tag=$(basename "$cand")
-  t0=$EPOCHREALTIME
-  "$stage/bin/llm-fuse-verify" --plan "$stage/$sg/plan.json" --candidate "$cand/result.json" \
-    --no-timing --trials "${F32X3_VERIFY_TRIALS:-3}" --pretty \
-    > "$out/verify/$sg.$tag.json" 2> "$out/verify/$sg.$tag.err"
-  rc=$?
-  [ $rc = 0 ] && ok=$((ok + 1)) || bad=$((bad + 1))
-  python3 - "$out/verify/$sg.$tag.json" "$sg" "$tag" "$rc" "$t0" "$EPOCHREALTIME" <<'PY'
-import json, sys
-path, sg, tag, rc, t0, t1 = sys.argv[1:7]
-try:
-    v = json.load(open(path))
-except Exception as e:
-    v = {"accepted": False, "reason": "no verdict (%s)" % e}
-worst = [float(o["max_err_over_tol"]) for t in v.get("trials") or [] for o in t.get("outputs") or []
-         if "max_err_over_tol" in o]
-print("verify %s %-16s exit %s %s %s%s [%.1f s]" % (
-    sg, tag, rc, "ACCEPTED" if v.get("accepted") else "REJECTED", v.get("reason", ""),
-    " max err/tol %.3g (trials: %s)" % (max(worst), " ".join("%.3g" % w for w in worst)) if worst else "",
-    float(t1) - float(t0)))
-if not v.get("accepted"):
-    print("  " + str(v.get("message", ""))[:300])
-PY
+  lf_verify_candidate "$stage/bin/llm-fuse-verify" "$stage/$sg/plan.json" "$cand" \
+    "$out/verify/$sg.$tag" "$sg $tag" "${F32X3_VERIFY_TRIALS:-3}"
 done
 echo "verify: $ok accepted, $bad rejected"
 cd "$root"
