@@ -226,6 +226,17 @@ KERNEL void lf_special(void *p, u64 n, int dt, int mode, u64 seed, u64 salt,
     store(p, i, dt, v);
 }
 
+/* dst[i] = src[i]^2 in the element type of both (floats only): the inputs
+ * of the TF32 mode's scale run (lf_compare's `scale`). An f32 element whose
+ * square overflows becomes +Inf, which makes the scale of the outputs it
+ * reaches non-finite: those are judged by the ordinary bound alone. */
+KERNEL void lf_square(const void *src, void *dst, u64 n, int dt) {
+  for (u64 i = gtid(); i < n; i += gstride()) {
+    double v = load(src, i, dt);
+    store(dst, i, dt, v * v);
+  }
+}
+
 /* Order-independent 64-bit checksum of `bytes` bytes: the sum over 8-byte
  * words of mix(word + index), the tail zero-padded. Added to out[0]. */
 KERNEL void lf_checksum(const u8 *p, u64 bytes, u64 *out) {
@@ -319,21 +330,29 @@ typedef struct {
   u64 worst_ord; /* ordered() of the largest |c-r| / tol */
   u64 differ;    /* elements whose bits differ from `other` */
   u64 relaxed;   /* non-finite reference, finite candidate, let pass */
+  u64 by_scale;  /* passed only by the TF32 bound stol * sqrt(scale) */
 } compare_t;
 
 /* Compares candidate `c` with reference `r`: an element is good when
  *   integers: the bits are equal;
  *   floats:   both NaN, or equal (infinities of one sign), or
- *             |c - r| <= rtol*|r| + atol, written so that NaN fails.
+ *             |c - r| <= max(rtol*|r| + atol, stol*sqrt(scale[i])),
+ *             written so that NaN fails.
+ * `scale` (may be NULL; same element type as `r`) is the TF32 mode's
+ * per-element error scale: the reference plan run on the squared inputs,
+ * sum (a_k b_k)^2 for a contraction (docs/verification.md, "TF32 mode");
+ * where it is not finite only the first bound applies. Elements that pass
+ * by the second bound alone are counted in `by_scale`.
  * `other` (may be NULL) is the candidate's second run: elements whose bits
  * differ from `c` are counted (the determinism check). With `lenient`, an
  * element whose reference is NaN or infinite passes whatever the candidate
  * holds there, provided it is finite (counted in `relaxed`). */
 KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
                        int dt, double rtol, double atol, u64 poison,
-                       int lenient, compare_t *out) {
+                       int lenient, const void *scale, double stol,
+                       compare_t *out) {
   u64 bad = 0, unwritten = 0, first = ~0ull, worst = ordered(0.0), differ = 0;
-  u64 relaxed = 0;
+  u64 relaxed = 0, by_scale = 0;
   int is_float = dt <= F64;
   for (u64 i = gtid(); i < n; i += gstride()) {
     u64 cb = bits(c, i, dt);
@@ -360,6 +379,16 @@ KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
       } else {
         double d = __builtin_fabs(a - b);
         double tol = rtol * __builtin_fabs(a) + atol;
+        if (scale) {
+          double sq = load(scale, i, dt);
+          double st = __builtin_isfinite(sq) && sq > 0.0
+                          ? stol * __nvvm_sqrt_rn_d(sq)
+                          : 0.0;
+          if (st > tol) {
+            by_scale += d > tol && d <= st;
+            tol = st;
+          }
+        }
         ok = d <= tol; /* false for NaN and for infinities that differ */
         ratio = tol > 0 ? d / tol : __builtin_inf();
         if (__builtin_isnan(ratio))
@@ -384,5 +413,7 @@ KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
     __atomic_fetch_add(&out->differ, differ, __ATOMIC_RELAXED);
   if (relaxed)
     __atomic_fetch_add(&out->relaxed, relaxed, __ATOMIC_RELAXED);
+  if (by_scale)
+    __atomic_fetch_add(&out->by_scale, by_scale, __ATOMIC_RELAXED);
   __atomic_fetch_max(&out->worst_ord, worst, __ATOMIC_RELAXED);
 }

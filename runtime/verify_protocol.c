@@ -230,10 +230,22 @@ lf_vtolerance_t lf_vtolerance_tf32(int64_t k) {
   return (lf_vtolerance_t){t, t};
 }
 
+double lf_vtf32_scale_tol(int64_t k) {
+  if (k <= 0)
+    return 0.0;
+  return 8.0 * ldexp(1.0, -11) + (double)k * ldexp(1.0, -23);
+}
+
 bool lf_vclose(double ref, double cand, double rtol, double atol,
                double *out_ratio) {
+  return lf_vclose_scaled(ref, cand, rtol, atol, NAN, 0.0, out_ratio, NULL);
+}
+
+bool lf_vclose_scaled(double ref, double cand, double rtol, double atol,
+                      double scale, double stol, double *out_ratio,
+                      bool *out_by_scale) {
   double ratio = 0;
-  bool ok;
+  bool ok, by_scale = false;
   if (isnan(ref) || isnan(cand)) {
     ok = isnan(ref) && isnan(cand);
     ratio = ok ? 0 : INFINITY;
@@ -245,6 +257,11 @@ bool lf_vclose(double ref, double cand, double rtol, double atol,
   } else {
     double d = fabs(cand - ref);
     double tol = rtol * fabs(ref) + atol;
+    double st = isfinite(scale) && scale > 0 ? stol * sqrt(scale) : 0.0;
+    if (st > tol) {
+      by_scale = d > tol && d <= st;
+      tol = st;
+    }
     ok = d <= tol;
     ratio = tol > 0 ? d / tol : INFINITY;
     if (isnan(ratio))
@@ -252,6 +269,8 @@ bool lf_vclose(double ref, double cand, double rtol, double atol,
   }
   if (out_ratio)
     *out_ratio = ratio;
+  if (out_by_scale)
+    *out_by_scale = ok && by_scale;
   return ok;
 }
 

@@ -107,6 +107,15 @@ lf_vtolerance_t lf_vtolerance_for(lf_vdtype_t dt);
 /// tolerance; k <= 0 gives the f32 tolerance.
 lf_vtolerance_t lf_vtolerance_tf32(int64_t k);
 
+/// The TF32 mode's componentwise bound (docs/verification.md, "TF32
+/// mode"): an f32 output element also passes when |c - r| <= stol *
+/// sqrt(s), s the reference plan's output on the squared inputs (sum
+/// (a_k b_k)^2 for a contraction), stol = 8 * 2^-11 + k * 2^-23: ten
+/// standard deviations of the error that rounding both operands of each
+/// product to TF32 makes (about 0.82 * 2^-11 * sqrt(s)), plus a truncating
+/// k-term f32 accumulation. k <= 0 gives 0 (no such bound).
+double lf_vtf32_scale_tol(int64_t k);
+
 /// The comparison rule, NaN-aware: true when `cand` passes against `ref`.
 /// Both NaN pass; equal values (infinities of one sign included) pass; an
 /// infinity against anything else fails; otherwise the element fails when
@@ -115,6 +124,14 @@ lf_vtolerance_t lf_vtolerance_tf32(int64_t k);
 /// when failing with zero tolerance or on NaN/Inf).
 bool lf_vclose(double ref, double cand, double rtol, double atol,
                double *out_ratio);
+
+/// lf_vclose with the TF32 bound (the lf_compare kernel's rule): the
+/// tolerance of a finite element is max(rtol*|r| + atol, stol*sqrt(scale))
+/// where `scale` is finite and positive, else the first. `*out_by_scale`
+/// (may be NULL) says whether the element passed by the second alone.
+bool lf_vclose_scaled(double ref, double cand, double rtol, double atol,
+                      double scale, double stol, double *out_ratio,
+                      bool *out_by_scale);
 
 /// A poison pattern: what a memset writes into an output before a launch.
 /// `bits` is one element's bit pattern (to recognize unwritten elements);
@@ -170,6 +187,7 @@ typedef struct lf_vstats_s {
 /// Result of one comparison, as the GPU kernel lf_compare fills it.
 typedef struct lf_vcompare_s {
   uint64_t bad, unwritten, first_bad, worst_ord, differ, relaxed;
+  uint64_t by_scale; ///< passed only by the TF32 bound (lf_vclose_scaled)
 } lf_vcompare_t;
 
 /// Orders doubles as unsigned integers (monotonic), and back.

@@ -88,7 +88,8 @@ typedef struct worker_s {
   int cc_major, cc_minor, sms, clock_khz, l2_bytes, smem_optin;
   /* helpers */
   CUmodule helpers;
-  CUfunction f_fill, f_special, f_checksum, f_count_not, f_stats, f_compare;
+  CUfunction f_fill, f_special, f_checksum, f_count_not, f_stats, f_compare,
+      f_square;
   /* subgraph */
   char *signature, *subgraph;
   lf_voperand_t *ins, *outs;
@@ -118,6 +119,12 @@ typedef struct worker_s {
   CUdeviceptr *in, *ref_out, *arena[2], *cand[2];
   CUdeviceptr *up_out; /* the upstream plan's outputs when a truth judges */
   unsigned char (*scalar)[8];
+  /* TF32 mode (--tf32-k): the inputs squared (float buffers; the others
+   * alias `in`) and the reference plan's outputs on them, the per-element
+   * error scale sum (a_k b_k)^2 of lf_compare (docs/verification.md,
+   * "TF32 mode") */
+  CUdeviceptr *sq_in, *scale_out;
+  unsigned char (*sq_scalar)[8];
   CUdeviceptr scratch;
   scratch_t *host_scratch;
   size_t num_scratch;
@@ -489,10 +496,17 @@ static lf_status_t setup_device(worker_t *w) {
   LF_RETURN_IF_ERROR(get_fn(w, &w->f_count_not, "lf_count_not"));
   LF_RETURN_IF_ERROR(get_fn(w, &w->f_stats, "lf_stats"));
   LF_RETURN_IF_ERROR(get_fn(w, &w->f_compare, "lf_compare"));
+  LF_RETURN_IF_ERROR(get_fn(w, &w->f_square, "lf_square"));
   return LF_OK;
 }
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* TF32 mode: whether input i has a squared copy of its own (a float
+ * buffer); the others are used as they are in the scale run. */
+static bool sq_owned(const worker_t *w, size_t i) {
+  return !w->ins[i].is_scalar && lf_vdtype_is_float(w->ins[i].dtype);
+}
 
 static lf_status_t alloc_buffers(worker_t *w) {
   w->in = calloc(w->nin + 1, sizeof(*w->in));
@@ -525,6 +539,21 @@ static lf_status_t alloc_buffers(worker_t *w) {
                              w->stream));
       w->cand[r][o] = w->arena[r][o] + RED_ZONE;
     }
+  }
+  if (w->opt->tf32_k > 0) {
+    w->sq_in = calloc(w->nin + 1, sizeof(*w->sq_in));
+    w->sq_scalar = calloc(w->nin + 1, sizeof(*w->sq_scalar));
+    w->scale_out = calloc(w->nout, sizeof(*w->scale_out));
+    if (!w->sq_in || !w->sq_scalar || !w->scale_out)
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    for (size_t i = 0; i < w->nin; ++i) {
+      if (sq_owned(w, i))
+        CU_TRY(cuMemAlloc(&w->sq_in[i], round_up(w->ins[i].bytes, 256)));
+      else
+        w->sq_in[i] = w->in[i];
+    }
+    for (size_t o = 0; o < w->nout; ++o)
+      CU_TRY(cuMemAlloc(&w->scale_out[o], round_up(w->outs[o].bytes, 256)));
   }
   CU_TRY(cuMemAlloc(&w->scratch, w->num_scratch * sizeof(scratch_t)));
   return LF_OK;
@@ -630,6 +659,46 @@ static lf_status_t run_plan(worker_t *w, const ref_plan_t *p,
     }
   }
   return LF_OK;
+}
+
+/* TF32 mode: enqueues the plan that gave the expected values (the truth
+ * when one judges) on the squared inputs, into scale_out: per output
+ * element, sum (a_k b_k)^2 for a contraction, the scale of the TF32
+ * rounding error (lf_compare). The inputs are swapped in for the run and
+ * restored. */
+static lf_status_t run_scale_plan(worker_t *w) {
+  for (size_t i = 0; i < w->nin; ++i) {
+    const lf_voperand_t *op = &w->ins[i];
+    if (op->is_scalar) {
+      memcpy(w->sq_scalar[i], w->scalar[i], 8);
+      if (op->dtype == LF_VDT_F32) {
+        float f;
+        memcpy(&f, w->scalar[i], 4);
+        f *= f;
+        memcpy(w->sq_scalar[i], &f, 4);
+      } else if (op->dtype == LF_VDT_F64) {
+        double d;
+        memcpy(&d, w->scalar[i], 8);
+        d *= d;
+        memcpy(w->sq_scalar[i], &d, 8);
+      }
+      continue;
+    }
+    if (!sq_owned(w, i))
+      continue;
+    unsigned long long n = op->count;
+    int dt = op->dtype;
+    void *a[] = {&w->in[i], &w->sq_in[i], &n, &dt};
+    LF_RETURN_IF_ERROR(helper(w, w->f_square, n, a));
+  }
+  CUdeviceptr *in = w->in;
+  unsigned char(*scalar)[8] = w->scalar;
+  w->in = w->sq_in;
+  w->scalar = w->sq_scalar;
+  lf_status_t s = run_plan(w, w->up_out ? &w->truth : &w->ref, w->scale_out);
+  w->in = in;
+  w->scalar = scalar;
+  return s;
 }
 
 /* Encodes the candidate's tensor maps on the buffers of a launch into
@@ -876,6 +945,12 @@ static lf_vtolerance_t out_tolerance(const worker_t *w, size_t o) {
   return lf_vtolerance_for(w->outs[o].dtype);
 }
 
+/* Output o's TF32 error scale (lf_compare's `scale`): the scale run's
+ * output for an f32 output in TF32 mode, else none (0). */
+static CUdeviceptr out_scale(const worker_t *w, size_t o) {
+  return w->scale_out && w->outs[o].dtype == LF_VDT_F32 ? w->scale_out[o] : 0;
+}
+
 /* ---- One trial ----------------------------------------------------------- */
 
 static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
@@ -959,6 +1034,11 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     return LF_OK;
   }
 
+  /* TF32 mode: the error scale of every output element, from the inputs
+   * of this trial (before the candidate runs: it may corrupt anything). */
+  if (w->scale_out)
+    LF_RETURN_IF_ERROR(run_scale_plan(w));
+
   /* Two candidate runs: outputs poisoned with NaN, then a finite sentinel. */
   double limit =
       fmax(opt->launch_floor_ms, opt->launch_factor * w->ref_ms_estimate);
@@ -1022,14 +1102,17 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     int dt = w->outs[o].dtype;
     lf_vtolerance_t tol = out_tolerance(w, o);
     double rtol = tol.rtol;
+    CUdeviceptr scale = out_scale(w, o);
+    double stol = scale ? lf_vtf32_scale_tol(opt->tf32_k) : 0.0;
     for (int run = 0; run < 2; ++run) {
       unsigned long long pbits = lf_vpoison_for(w->outs[o].dtype, run).bits;
       CUdeviceptr other = run == 0 ? w->cand[1][o] : 0;
       CUdeviceptr res = scratch_at(
           w, o, offsetof(scratch_t, cmp) + run * sizeof(lf_vcompare_t));
       int lenient = trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite;
-      void *a[] = {&w->ref_out[o], &w->cand[run][o], &other, &n,       &dt,
-                   &rtol,          &atol[o],         &pbits, &lenient, &res};
+      void *a[] = {&w->ref_out[o], &w->cand[run][o], &other, &n,
+                   &dt,            &rtol,            &atol[o], &pbits,
+                   &lenient,       &scale,           &stol,    &res};
       LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
     }
     if (w->up_out) { /* how far the upstream plan is from the truth */
@@ -1038,8 +1121,11 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
       CUdeviceptr res =
           scratch_at(w, w->nout + w->nin + o, offsetof(scratch_t, cmp));
       int lenient = trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite;
-      void *a[] = {&w->ref_out[o], &w->up_out[o], &other, &n,       &dt,
-                   &rtol,          &atol[o],      &pbits, &lenient, &res};
+      CUdeviceptr no_scale = 0;
+      double no_stol = 0.0;
+      void *a[] = {&w->ref_out[o], &w->up_out[o], &other,    &n,
+                   &dt,            &rtol,         &atol[o],  &pbits,
+                   &lenient,       &no_scale,     &no_stol,  &res};
       LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
     }
   }
@@ -1073,6 +1159,13 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     cJSON_AddStringToObject(rec, "dtype", lf_vdtype_name(w->outs[o].dtype));
     add_num(rec, "rtol", tol.rtol);
     add_num(rec, "atol", atol[o]);
+    if (out_scale(w, o)) { /* TF32 mode: the componentwise bound */
+      add_num(rec, "tf32_scale_tol", lf_vtf32_scale_tol(opt->tf32_k));
+      cJSON_AddNumberToObject(
+          rec, "passed_by_tf32_bound",
+          (double)(s->cmp[0].by_scale > s->cmp[1].by_scale ? s->cmp[0].by_scale
+                                                           : s->cmp[1].by_scale));
+    }
     add_num(rec, "reference_mean_abs",
             s->stats.finite ? s->stats.sum_abs / (double)s->stats.finite : 0);
     cJSON_AddNumberToObject(rec, "reference_nonfinite",
@@ -1135,9 +1228,13 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
           fail(out, "mismatch",
                "%s: %llu of %zu element(s) out of tolerance (first at flat "
                "index %llu: reference %.6g, candidate %.6g; tolerance "
-               "%.3g*|ref| + %.3g; worst error/tolerance %.3g)",
+               "%.3g*|ref| + %.3g%s; worst error/tolerance %.3g)",
                where, (unsigned long long)s->cmp[run].bad, w->outs[o].count,
-               (unsigned long long)idx, rv, cv, tol.rtol, atol[o], worst);
+               (unsigned long long)idx, rv, cv, tol.rtol, atol[o],
+               out_scale(w, o) ? " or the TF32 bound "
+                                 "(docs/verification.md, \"TF32 mode\")"
+                               : "",
+               worst);
       }
     }
     if (!s->cmp[0].bad && !s->cmp[1].bad && s->cmp[0].differ && !w->atomics)
@@ -1404,7 +1501,12 @@ static void worker_release(worker_t *w) {
     for (size_t i = 0; i < w->nin; ++i)
       if (w->in && w->in[i])
         w->drv->cuMemFree(w->in[i]);
+    for (size_t i = 0; i < w->nin; ++i)
+      if (w->sq_in && w->sq_in[i] && sq_owned(w, i))
+        w->drv->cuMemFree(w->sq_in[i]);
     for (size_t o = 0; o < w->nout; ++o) {
+      if (w->scale_out && w->scale_out[o])
+        w->drv->cuMemFree(w->scale_out[o]);
       if (w->ref_out && w->ref_out[o])
         w->drv->cuMemFree(w->ref_out[o]);
       if (w->up_out && w->up_out[o])
@@ -1509,6 +1611,7 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   if (w->opt->tf32_k > 0) {
     cJSON_AddStringToObject(proto, "precision", "tf32");
     cJSON_AddNumberToObject(proto, "tf32_k", (double)w->opt->tf32_k);
+    add_num(proto, "tf32_scale_tol", lf_vtf32_scale_tol(w->opt->tf32_k));
   }
   cJSON_AddStringToObject(proto, "nonfinite",
                           opt->lenient_nonfinite ? "lenient" : "strict");
@@ -1592,6 +1695,9 @@ out:
   free(w->up_out);
   free(w->in);
   free(w->scalar);
+  free(w->sq_in);
+  free(w->sq_scalar);
+  free(w->scale_out);
   free(w->ref_out);
   for (int r = 0; r < 2; ++r) {
     free(w->arena[r]);

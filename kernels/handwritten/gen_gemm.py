@@ -1731,6 +1731,19 @@ WGMMA_VARIANTS = [
                                  product="A[65536,768] @ B[768,3072] (exact f32: 3xTF32 wgmma)")),
     ("sg_606c0e1c9184d8b4", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
                                  product="A[65536,3072] @ B[3072,768] (exact f32: 3xTF32 wgmma)")),
+    # The MiniGPT block's four f32 GEMMs (1024 rows): the same kernel kind.
+    # Their SIMT entries, N and K fixed, outranked the 3xTF32 templates on
+    # sm_90a at other row counts (held-out 017_minigpt_mlp_r512: 2.45x /
+    # 1.21x slower than torch.compile, bench/NOTES.md, session 23); their
+    # sm_90a table entries (build.py, M free) now come from these.
+    ("sg_775f56ec869d4b28", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
+                                 product="A[1024,768] @ B[768,2304] (exact f32: 3xTF32 wgmma)")),
+    ("sg_1c6bf422e56f7cc7", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
+                                 product="A[1024,768] @ B[768,768] (exact f32: 3xTF32 wgmma)")),
+    ("sg_208fdd59011a4518", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
+                                 product="A[1024,768] @ B[768,3072] (exact f32: 3xTF32 wgmma)")),
+    ("sg_36d4248ce34e0c94", dict(kind="f32x3_wgmma_tma", BN=128, stages=3, pingpong=0, persistent=1, group_m=8,
+                                 product="A[1024,3072] @ B[3072,768] (exact f32: 3xTF32 wgmma)")),
 ]
 
 

@@ -120,6 +120,141 @@ LF_TEST(tf32_tolerance_rule) {
                        NULL));
 }
 
+/* The TF32 mode's componentwise bound, on emulated GEMMs: the operands
+ * rounded to TF32 (cvt.rna: 10 mantissa bits, ties away) or to bf16 (round
+ * to nearest even, 7 bits), products accumulated in f32, against the f32
+ * reference (FMA) and the scale run (the reference on squared inputs), on
+ * the worker's normal, heavy-tailed and spike draws. */
+static float round_bits(float x, int drop, bool ties_away) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  uint32_t half = 1u << (drop - 1), mask = (1u << drop) - 1;
+  if (ties_away)
+    u += half;
+  else
+    u += half - 1 + ((u >> drop) & 1);
+  u &= ~mask;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+static double test_normal(uint64_t *st) {
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+  double u1 = ((double)(*st >> 11) + 0.5) / 9007199254740992.0;
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+  double u2 = ((double)(*st >> 11) + 0.5) / 9007199254740992.0;
+  return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static void draw(float *v, size_t n, int dist, uint64_t seed) {
+  uint64_t st = seed;
+  for (size_t i = 0; i < n; ++i) {
+    double x = test_normal(&st);
+    if (dist == 1) { /* N(0, 1) * u^-0.4 */
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      x *= pow(((double)(st >> 11) + 0.5) / 9007199254740992.0, -0.4);
+    }
+    v[i] = (float)x;
+  }
+  if (dist == 2) /* 8 spikes of +-1000 */
+    for (int s = 0; s < 8; ++s) {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      v[(st >> 17) % n] = (st >> 16) & 1 ? 1000.0f : -1000.0f;
+    }
+}
+
+/* Elements of an M x N GEMM (K terms) that fail: `mode` 0 TF32, 1 bf16
+ * operands. `scaled`: with the TF32 bound, else the per-element rule
+ * alone. */
+static size_t gemm_failures(const float *a, const float *b, int m, int n, int k,
+                            int mode, bool scaled, double *worst) {
+  lf_vtolerance_t t = lf_vtolerance_tf32(k);
+  double stol = lf_vtf32_scale_tol(k);
+  double *ref = malloc(sizeof(double) * (size_t)m * n);
+  double *cand = malloc(sizeof(double) * (size_t)m * n);
+  double *scale = malloc(sizeof(double) * (size_t)m * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float r = 0, c = 0, s = 0;
+      for (int p = 0; p < k; ++p) {
+        float x = a[(size_t)i * k + p], y = b[(size_t)p * n + j];
+        r = fmaf(x, y, r);
+        s = fmaf(x * x, y * y, s);
+        c += mode == 0 ? round_bits(x, 13, true) * round_bits(y, 13, true)
+                       : round_bits(x, 16, false) * round_bits(y, 16, false);
+      }
+      ref[(size_t)i * n + j] = r;
+      cand[(size_t)i * n + j] = c;
+      scale[(size_t)i * n + j] = s;
+    }
+  lf_vstats_t st;
+  lf_vstats_of(ref, (size_t)m * n, &st);
+  double atol = lf_vatol(&st, t);
+  size_t bad = 0;
+  for (size_t e = 0; e < (size_t)m * n; ++e) {
+    double ratio;
+    bad += !lf_vclose_scaled(ref[e], cand[e], t.rtol, atol,
+                             scaled ? scale[e] : NAN, stol, &ratio, NULL);
+    *worst = fmax(*worst, ratio);
+  }
+  free(ref);
+  free(cand);
+  free(scale);
+  return bad;
+}
+
+LF_TEST(tf32_componentwise_bound) {
+  /* the bound: 8 TF32 units of the root sum of squares plus a truncating
+   * f32 accumulation; none outside TF32 mode */
+  LF_EXPECT(lf_vtf32_scale_tol(0) == 0 && lf_vtf32_scale_tol(-1) == 0);
+  LF_EXPECT(fabs(lf_vtf32_scale_tol(768) - (8.0 / 2048 + 768.0 / 8388608)) <
+            1e-15);
+  /* the cancellation the per-element rule cannot take: two products of
+   * +-1000 whose TF32 roundings differ by 0.5, a result of 0.3 */
+  lf_vtolerance_t t = lf_vtolerance_tf32(768);
+  double atol = t.atol_scale * 1.0, ratio;
+  bool by;
+  LF_EXPECT(!lf_vclose(0.3, 0.8, t.rtol, atol, NULL));
+  LF_EXPECT(lf_vclose_scaled(0.3, 0.8, t.rtol, atol, 2e6, 4e-3, &ratio, &by));
+  LF_EXPECT(by && ratio > 0.08 && ratio < 0.1);
+  /* an error 10x the bound still fails; a non-finite or missing scale
+   * leaves the per-element rule alone */
+  LF_EXPECT(!lf_vclose_scaled(0.3, 60.0, t.rtol, atol, 2e6, 4e-3, NULL, &by));
+  LF_EXPECT(!lf_vclose_scaled(0.3, 0.8, t.rtol, atol, INFINITY, 4e-3, NULL,
+                              NULL));
+  LF_EXPECT(!lf_vclose_scaled(0.3, 0.8, t.rtol, atol, NAN, 4e-3, NULL, NULL));
+  LF_EXPECT(lf_vclose_scaled(0.3, 0.3 + 1e-4, t.rtol, atol, 2e6, 4e-3, NULL,
+                             &by) &&
+            !by);
+  /* emulated GEMMs, 48 x 48, K = 768: the TF32 one passes every element of
+   * every draw with a wide margin; the bf16-operand one (8x TF32's unit)
+   * fails elements of every normal draw (a verification of millions of
+   * elements fails it) */
+  enum { M = 48, N = 48, K = 768 };
+  float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+  double tf_worst = 0;
+  size_t bf_total = 0;
+  for (int dist = 0; dist < 3; ++dist)
+    for (uint64_t seed = 1; seed <= 2; ++seed) {
+      draw(a, (size_t)M * K, dist, seed * 7919 + (uint64_t)dist);
+      draw(b, (size_t)K * N, dist, seed * 104729 + (uint64_t)dist);
+      double bf_worst = 0;
+      size_t tf = gemm_failures(a, b, M, N, K, 0, true, &tf_worst);
+      size_t bf = gemm_failures(a, b, M, N, K, 1, true, &bf_worst);
+      LF_EXPECT(tf == 0);
+      LF_EXPECT(dist != 0 || bf > 10);
+      LF_EXPECT(dist != 0 || bf_worst > 1.5);
+      bf_total += bf;
+    }
+  LF_EXPECT(tf_worst < 0.5);
+  LF_EXPECT(bf_total > 50);
+  fprintf(stderr, "tf32 bound: TF32 worst error/tolerance %.3f; bf16 %zu of "
+                  "%d elements fail\n",
+          tf_worst, bf_total, 6 * M * N);
+  free(a);
+  free(b);
+}
+
 LF_TEST(poisons) {
   for (int dt = 0; dt < LF_VDT_COUNT_; ++dt) {
     lf_vpoison_t a = lf_vpoison_for((lf_vdtype_t)dt, false);
@@ -478,6 +613,7 @@ int main(void) {
   LF_RUN(nan_aware_comparison);
   LF_RUN(tolerances_per_dtype);
   LF_RUN(tf32_tolerance_rule);
+  LF_RUN(tf32_componentwise_bound);
   LF_RUN(poisons);
   LF_RUN(trial_schedule);
   LF_RUN(degenerate_reference_is_detected);
