@@ -250,7 +250,7 @@ def spec_entries(opt, module):
     return out
 
 
-SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any", "tf32_any"]
+SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any", "tf32_any", "skinny_any"]
 
 
 def main():

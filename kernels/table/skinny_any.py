@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""skinny_any.py - the table's skinny-M f32 GEMM templates: the f32 GEMM +
+epilogue families of gemm_any.py and importer_any.py at few rows (M <=
+BOUND, and M = 1), where the product is bound by reading W once (K * N * 4
+bytes) or by the f32 FMA rate, and the tiled kernels leave most SMs idle
+(the 3xTF32 entries refuse M < 128; the SIMT tilings make few CTAs).
+
+kernels/table/build.py imports this module (SPEC_MODULES) and writes one entry
+per template that `templates()` yields. The kernel is
+kernels/handwritten/gemm_skinny.py's (kind f32_skinny, exact f32 FMA): a CTA
+owns NB columns and MT rows, its threads split K and read W in 16-byte loads
+along its contiguous dimension (W [K, N] as gemm_any.py's and TOSA's, W
+[N, K] as nn.Linear stores it), the partial sums reduced in a fixed order
+(deterministic, no atomics); tilings (MT, NB, U) are the tune knob ALT,
+each admitted where it suits M, so the pass times them and keeps the
+fastest. Requirements: M <= BOUND, K % 4 == 0, N % 8 == 0 (the smallest
+NB); N % NB for each tiling.
+
+Entries (file names start with `0skinny`, so they sort before gemm_any's
+and importer_any's entries of the same key, and the table tries them first
+at the sizes they admit; docs/pattern-table.md "Skinny GEMMs"):
+
+  0skinny-<family>-f32       gemm_any.py's f32 families (qkv, attn_proj,
+                             fc, proj, gemm_relu) and importer_any.py's
+                             GEMMs (nn.Linear W [N, K]; TOSA W [K, N]; the
+                             [B, T, N] views), every size free;
+  0skinny-<family>-f32-row   M = 1 (a unit dimension: its own pattern key,
+                             gemm_any.py's *_row entries);
+  0skinny-<sg>-f32           gen_gemm.py's f32 SIMT kernels as build.py's
+                             sentinel entries have them (M free, N and K
+                             fixed): those entries are more specific than
+                             any template, so the table would try them
+                             first; these have the same fixed sizes and
+                             sort before them.
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
+import gemm_any  # noqa: E402
+import gemm_skinny  # noqa: E402
+import gen_gemm  # noqa: E402
+import importer_any  # noqa: E402
+
+ARCHS = ["sm_80", "sm_90", "sm_90a"]
+# M <= BOUND. Measured on the H200 (2026-11-25, bench/table/skinny-device.sh,
+# bench/NOTES.md): at M = 1 and 17 these kernels run at 0.69-0.93x torch's
+# time on the MiniGPT MLP and P44 shapes (1.2-2.8x faster than the SIMT and
+# 3xTF32 entries), at M = 64 within 6% of torch (0.98x, 1.06x), at M = 127
+# 1.31-2.64x slower than torch, where the 128-row tilings win: 64 it is.
+BOUND = 64
+
+# (MT rows, NB columns, U steps per thread and chunk), admission over M (a
+# format with {M}); the first is the default (a build without a GPU uses it)
+ALTS = [(dict(MT=8, NB=16, U=2), None),
+        (dict(MT=16, NB=16, U=1), "{M} > 8"),
+        (dict(MT=4, NB=8, U=2), "{M} <= 16"),
+        (dict(MT=16, NB=32, U=1), "{M} > 32")]
+ROW_ALTS = [(dict(MT=1, NB=16, U=2), None),
+            (dict(MT=1, NB=8, U=2), None),
+            (dict(MT=1, NB=32, U=2), None),
+            (dict(MT=1, NB=16, U=4), None)]
+
+
+def _alts(m_sym):
+    return [(a, c.format(M=m_sym) if c else None) for a, c in ALTS]
+
+
+def _text(cfg, alts, admit, what):
+    c = dict(cfg)
+    c["kind"] = "f32_skinny"
+    for k in gemm_any.TILE_KEYS + ("KS", "WX", "WGS", "fingerprint", "math_notes", "assumptions"):
+        c.pop(k, None)
+    c["product"] = re.sub(r"\((.*)f32 FMA", r"(\1exact f32 FMA, skinny M", c["product"])
+    _, text, _ = gemm_skinny.generate(c, gen_gemm, alts, admit)
+    body = text[text.index("gpu.module"):]
+    free = sorted(importer_any._used_symbols(body), key=lambda k: int(k[1:]))
+    lines = body.split("\n")
+    head = [lines[0], "  // Pattern-table template: kernels/table/skinny_any.py %s (gemm_skinny.py f32_skinny)." % c["sg"],
+            "  // %s" % what] + ["  // llm-fuse.template-size %s" % k for k in free]
+    return "\n".join(head + lines[1:])
+
+
+def _sig_syms(sig, base, one=None):
+    """the gen_gemm signature with the base sizes -> {{Sk}} (one: the
+    base row count written as the literal 1)"""
+    def sub(m):
+        v = int(m.group(1))
+        if one is not None and v == one:
+            return "1"
+        return "{{%s}}" % base[v] if v in base else m.group(1)
+    return re.sub(r"(?<=[<x])(\d+)(?=x)", sub, sig)
+
+
+def _render_gemm_any(name, single):
+    sg = gemm_any.FAMILIES[name][3]
+    cfg = gemm_any.base_cfg(sg, False, "f32")
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        ex = {"N": cfg["N"], "K": cfg["K"]} if single else {"M": gemm_any.EX_M, "N": cfg["N"], "K": cfg["K"]}
+        sym = {r: by_value[v] for r, v in ex.items()}
+        base = {cfg["N"]: sym["N"], cfg["K"]: sym["K"]}
+        if not single:
+            base[cfg["M"]] = sym["M"]
+        c = dict(cfg)
+        c.update(M=1 if single else sym["M"], N=sym["N"], K=sym["K"],
+                 signature=_sig_syms(cfg["signature"], base, cfg["M"] if single else None),
+                 sg="sk_%s_f32%s" % (name, "_row" if single else ""))
+        c["product"] = re.sub(r"\d+", lambda m: ("1" if single and int(m.group(0)) == cfg["M"] else
+                                                 base.get(int(m.group(0)), m.group(0))), cfg["product"])
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K") if r in sym)
+        if single:
+            text = _text(c, ROW_ALTS, [], "%s, M = 1 (a single row); K %% 4 == 0, N %% NB == 0." % roles)
+        else:
+            text = _text(c, _alts(sym["M"]), ["%s <= %d" % (sym["M"], BOUND)],
+                         "%s; M <= %d (masked), K %% 4 == 0, N %% NB == 0." % (roles, BOUND))
+        return text, [None] * len(ps)
+    return render
+
+
+def _render_importer(name):
+    ex = importer_any.GEMMS[name][2]
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        sym = {r: by_value[v] for r, v in ex.items()}
+        c = importer_any._gemm_cfg(name, {r: sym[r] for r in ("M", "N", "K")}, sym)
+        c["sg"] = "sk_%s_f32" % name
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K", "B", "T") if r in sym)
+        text = _text(c, _alts(sym["M"]), ["%s <= %d" % (sym["M"], BOUND)],
+                     "%s; M <= %d (masked), K %% 4 == 0, N %% NB == 0; W read as stored %s." % (
+                         roles, BOUND, "N x K" if c.get("b_nk") else "K x N"))
+        return text, [None] * len(ps)
+    return render
+
+
+def _render_sentinel(cfg):
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        sym = {r: by_value[cfg[r]] for r in ("M", "N", "K")}
+        assert sym["M"] == "S0", (cfg["sg"], sym)
+        base = {cfg[r]: sym[r] for r in ("M", "N", "K")}
+        c = dict(cfg)
+        c.update(M=sym["M"], N=sym["N"], K=sym["K"], signature=_sig_syms(cfg["signature"], base),
+                 sg="sk_%s_f32" % cfg["sg"][3:])
+        c["product"] = re.sub(r"\d+", lambda m: base.get(int(m.group(0)), m.group(0)), cfg["product"])
+        text = _text(c, _alts("S0"), ["S0 <= %d" % BOUND],
+                     "M = S0 <= %d (masked); the other sizes fixed as in the entry %s (gen_gemm.py), "
+                     "which this one precedes." % (BOUND, cfg["sg"]))
+        return text, [None] + [ps["S%d" % i] for i in range(1, len(ps))]
+    return render
+
+
+def _fp_pick(fp):
+    def pick(groups):
+        hit = [g for g in groups if g.get("fingerprint") == fp]
+        return hit[0] if len(hit) == 1 else None
+    return pick
+
+
+def templates():
+    out = []
+    for name in sorted(gemm_any.FAMILIES):
+        src, sdt, rows, sg, dtypes, _ = gemm_any.FAMILIES[name]
+        if "f32" not in dtypes:
+            continue
+        cfg = gemm_any.base_cfg(sg, False, "f32")
+        for single in (False, True):
+            m = 1 if single else gemm_any.EX_M
+            out.append(dict(
+                name="0skinny-%s-f32%s" % (name.replace("_", ""), "-row" if single else ""),
+                example=gemm_any.example_text(name, "f32", m), pick=gemm_any._pick(cfg, m),
+                render=_render_gemm_any(name, single), archs=ARCHS,
+                source="kernels/table/skinny_any.py %s f32%s (gemm_skinny.py f32_skinny, %s; from %s at M = %d)" % (
+                    name, " row" if single else "", "M = 1" if single else "masked M <= %d" % BOUND, src, m)))
+    for name in importer_any.GEMMS:
+        src = importer_any.GEMMS[name][0]
+        out.append(dict(
+            name="0skinny-imp-%s-f32" % name.replace("_", ""),
+            example=importer_any._read(src), pick=importer_any._gemm_pick(name),
+            render=_render_importer(name), archs=ARCHS,
+            source="kernels/table/skinny_any.py %s f32 (gemm_skinny.py f32_skinny, masked M <= %d, W read as "
+                   "stored %s; from %s at M = %d)" % (name, BOUND, "N x K" if importer_any.GEMMS[name][9] else
+                                                       "K x N", src, importer_any.GEMMS[name][2]["M"])))
+    seen = set()
+    for cfg in gen_gemm.SUBGRAPHS:
+        if cfg["kind"] != "f32_simt":
+            continue
+        key = (re.sub(r"tensor<%d" % cfg["M"], "tensor<M", cfg["signature"]), cfg["epilogue"])
+        if key in seen:   # the same pattern and fixed sizes as an earlier one (sg_ab99... is sg_208f...'s)
+            continue
+        seen.add(key)
+        path = os.path.join(ROOT, "examples", cfg["example"] + ".mlir")
+        out.append(dict(
+            name="0skinny-%s-f32" % cfg["sg"],
+            example=open(path).read(), pick=_fp_pick(cfg["fingerprint"]),
+            render=_render_sentinel(cfg), archs=ARCHS,
+            source="kernels/table/skinny_any.py %s f32 (gemm_skinny.py f32_skinny, masked M <= %d, N and K of "
+                   "gen_gemm.py's %s; from examples/%s.mlir)" % (cfg["sg"], BOUND, cfg["sg"], cfg["example"])))
+    return out
