@@ -24,6 +24,7 @@
 
 #define ATTR_DYNAMIC_SMEM "llm_fuse.dynamic_shared_memory"
 #define ATTR_TENSOR_MAPS "llm_fuse.tensor_maps"
+#define ATTR_TENSOR_MAPS_TF32 "llm_fuse.tensor_maps_tf32"
 #define MAX_KERNEL_NAME 128
 
 static MlirStringRef str(const char *s) {
@@ -764,6 +765,57 @@ static void check_map(checker_t *c, MlirLocation loc, size_t j, size_t arg,
   }
 }
 
+/* llm_fuse.tensor_maps_tf32: the maps (indices among the `count` tensor
+ * maps) over f32 buffers whose elements the TMA unit rounds to TF32 as
+ * they land in shared memory (round to nearest, ties to even;
+ * CU_TENSOR_MAP_DATA_TYPE_TFLOAT32): their dtype becomes "tf32". */
+static void check_tf32_maps(checker_t *c, MlirOperation kernel, size_t count) {
+  lf_contract_info_t *info = c->info;
+  MlirLocation loc = mlirOperationGetLocation(kernel);
+  MlirAttribute attr =
+      mlirOperationGetAttributeByName(kernel, str(ATTR_TENSOR_MAPS_TF32));
+  if (mlirAttributeIsNull(attr))
+    return;
+  if (!mlirAttributeIsADenseI32Array(attr)) {
+    violation(info, loc, "tensor-map",
+              ATTR_TENSOR_MAPS_TF32 " must be array<i32: ...>: the indices "
+                                    "(among the tensor maps, from 0) of the "
+                                    "maps TMA rounds to TF32");
+    return;
+  }
+  size_t n = (size_t)mlirDenseArrayGetNumElements(attr);
+  bool seen[LF_MAX_TENSOR_MAPS] = {false};
+  for (size_t i = 0; i < n; ++i) {
+    int32_t j = mlirDenseI32ArrayGetElement(attr, (intptr_t)i);
+    if (j < 0 || (size_t)j >= count || (size_t)j >= LF_MAX_TENSOR_MAPS) {
+      violation(info, loc, "tensor-map",
+                ATTR_TENSOR_MAPS_TF32 " entry %zu is %d, out of range: the "
+                                      "kernel takes %zu tensor map(s), "
+                                      "numbered from 0",
+                i, (int)j, count);
+      continue;
+    }
+    if (seen[j]) {
+      violation(info, loc, "tensor-map",
+                ATTR_TENSOR_MAPS_TF32 " lists tensor map #%d twice", (int)j);
+      continue;
+    }
+    seen[j] = true;
+    lf_tensor_map_spec_t *m = &info->maps[j];
+    if (m->param < 0)
+      continue; /* already reported */
+    if (strcmp(m->dtype, "f32") != 0) {
+      violation(info, loc, "tensor-map",
+                "tensor map #%d is listed in " ATTR_TENSOR_MAPS_TF32
+                " but views a buffer of element type %s; TMA rounds f32 "
+                "buffers to TF32 only",
+                (int)j, m->dtype);
+      continue;
+    }
+    snprintf(m->dtype, sizeof(m->dtype), "tf32");
+  }
+}
+
 /* The trailing !nvgpu.tensormap.descriptor arguments from `first` on
  * (`count` of them) against the llm_fuse.tensor_maps attribute. */
 static void check_tensor_maps(checker_t *c, MlirOperation kernel, MlirType ft,
@@ -810,6 +862,7 @@ static void check_tensor_maps(checker_t *c, MlirOperation kernel, MlirType ft,
     check_map(c, loc, j, first + j, mlirDenseI32ArrayGetElement(attr, j),
               mlirFunctionTypeGetInput(ft, (intptr_t)(first + j)));
   info->num_maps = count;
+  check_tf32_maps(c, kernel, count);
 }
 
 static void check_signature(checker_t *c, MlirOperation kernel) {

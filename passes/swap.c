@@ -85,8 +85,8 @@ static lf_status_t binary_name(MlirOperation module, const char *base,
 
 /* The LF_RT_DTYPE_* code of a tensor map's element type; -1 if none. */
 static int tmap_dtype_code(const char *dtype) {
-  static const char *const names[] = {"f32", "f16", "bf16", "f64",
-                                      "i8",  "i16", "i32",  "i64"};
+  static const char *const names[] = {"f32", "f16", "bf16", "f64", "i8",
+                                      "i16", "i32", "i64",  "tf32"};
   for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); ++i)
     if (!strncmp(dtype, names[i], sizeof(((lf_tensor_map_spec_t *)0)->dtype)))
       return i;

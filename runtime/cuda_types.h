@@ -51,6 +51,7 @@ typedef int CUtensorMapDataType;
 #define CU_TENSOR_MAP_DATA_TYPE_FLOAT32 7
 #define CU_TENSOR_MAP_DATA_TYPE_FLOAT64 8
 #define CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
+#define CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 11
 typedef int CUtensorMapInterleave;
 #define CU_TENSOR_MAP_INTERLEAVE_NONE 0
 typedef int CUtensorMapSwizzle;

@@ -10,7 +10,8 @@ uint32_t lf_tensor_map_dtype_bytes(const char *dtype) {
     const char *name;
     uint32_t bytes;
   } table[] = {{"bf16", 2}, {"f16", 2}, {"f32", 4}, {"f64", 8},
-               {"i8", 1},   {"i16", 2}, {"i32", 4}, {"i64", 8}};
+               {"i8", 1},   {"i16", 2}, {"i32", 4}, {"i64", 8},
+               {"tf32", 4}};
   for (size_t i = 0; dtype && i < sizeof(table) / sizeof(table[0]); ++i)
     if (!strcmp(dtype, table[i].name))
       return table[i].bytes;
@@ -24,6 +25,8 @@ static CUtensorMapDataType data_type(const char *dtype) {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   if (!strcmp(dtype, "f32"))
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  if (!strcmp(dtype, "tf32")) /* f32 in memory, rounded to TF32 by TMA */
+    return CU_TENSOR_MAP_DATA_TYPE_TFLOAT32;
   if (!strcmp(dtype, "f64"))
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
   if (!strcmp(dtype, "i8"))
@@ -146,7 +149,8 @@ lf_status_t lf_tensor_map_args(const lf_tensor_map_spec_t *spec,
                "64, 128 or 256)",
                spec->param, spec->l2promo_bytes);
   }
-  if (spec->oob_nan && dtype[0] != 'f' && strcmp(dtype, "bf16"))
+  if (spec->oob_nan && dtype[0] != 'f' && strcmp(dtype, "bf16") &&
+      strcmp(dtype, "tf32"))
     return BAD("tensor map of parameter %d: NaN out-of-bounds fill needs a "
                "floating-point element type, not %s",
                spec->param, dtype);

@@ -567,7 +567,11 @@ lf_status_t lf_vtensor_map_check_operand(const lf_tensor_map_spec_t *spec,
   if (op->is_scalar)
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "the tensor map views operand %d, a scalar", spec->param);
-  if (strncmp(spec->dtype, lf_vdtype_name(op->dtype), sizeof(spec->dtype)))
+  /* a "tf32" map views an f32 buffer (TMA rounds as it loads) */
+  bool tf32_over_f32 = !strncmp(spec->dtype, "tf32", sizeof(spec->dtype)) &&
+                       op->dtype == LF_VDT_F32;
+  if (!tf32_over_f32 &&
+      strncmp(spec->dtype, lf_vdtype_name(op->dtype), sizeof(spec->dtype)))
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "the tensor map of operand %d has element type %.8s, the "
                      "operand %s",

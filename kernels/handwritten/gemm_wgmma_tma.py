@@ -94,6 +94,17 @@ runtime change (a map whose element type differs from its buffer's; the
 nvgpu descriptor type cannot say tf32: its 19-bit width fails the swizzle
 span check), noted in bench/tma/NOTES-draft.md.
 
+That last one is now the default (session 24, `tma_round` 1): the contract
+gained `llm_fuse.tensor_maps_tf32` (docs/kernel-contract.md, "Tensor
+maps"), which marks maps over f32 buffers that the runtime encodes as
+CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 while the descriptor type keeps saying
+f32. On the H200 (bench/tma/tma_tf32_probe.cu) such a map rounds every
+element to nearest, ties to even, as it lands in shared memory: the stage
+needs no pass at all, and the consumers go from the wait on full[s]
+straight to their wgmmas, as in the bf16 kernels. `tma_round` 0 keeps the
+cvt.rna pass described above (ties away instead of to even: the two differ
+only on exact ties).
+
 3xTF32 mode (kind `f32x3_wgmma_tma`: exact f32, the default precision; the
 suite's f32 GEMMs and the table's sm_90a f32 entries): C = A @ B in f32
 accuracy on TF32 tensor cores, as CUTLASS's "fast accurate FP32 via
@@ -174,6 +185,9 @@ def generate(cfg, g):
     ins, outs = g.parse_signature(cfg["signature"])
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     tf32 = cfg["kind"] == "tf32_wgmma_tma"
+    # TF32 mode's rounding (docstring, "TF32 mode"): 1 (default): by the TMA unit (maps of data type TFLOAT32,
+    # llm_fuse.tensor_maps_tf32: round to nearest even as the tiles land); 0: cvt.rna in shared memory
+    tma_round = bool(tf32 and cfg.get("tma_round", 1))
     f32x3 = cfg["kind"] == "f32x3_wgmma_tma"     # exact f32 by the 3xTF32 split (docstring, "3xTF32 mode")
     f32 = tf32 or f32x3
     terms = cfg.get("terms", 3) if f32x3 else 1  # 1: big_a*big_b only (TF32 with rna operands; a diagnostic)
@@ -402,7 +416,7 @@ def generate(cfg, g):
     lane0 = em.op("arith.cmpi eq, %s, %s : index" % (lane, em.idx(0)), "p")
 
     desc, k_hi_a, k_hi_b = g.wgmma_descriptors(em, sw_lbo, sw_sbo)
-    if tf32:
+    if tf32 and not tma_round:
         # rounding to TF32 in place (the docstring's "TF32 mode"): the stage's readers, n of them, take its
         # 16-byte chunks t, t + n, ...; a flat f32 view of the aligned shared memory
         rn = 128 if pp else 256
@@ -477,7 +491,7 @@ def generate(cfg, g):
             lap = em.div(gk, S)
             em.emit("nvgpu.mbarrier.try_wait.parity %s[%s], %s, %s : %s" % (
                 full, em.v(st), parity(lap, False), ticks, grp_ty))
-            if tf32:
+            if tf32 and not tma_round:
                 round_stage(st)
             if f32x3:
                 split_stage(st)
@@ -758,6 +772,11 @@ def generate(cfg, g):
         ]
     elif tf32:
         header = [
+            ("precision: TF32 (tf32=1 only): wgmma.mma_async .tf32, f32 accumulation; both operands rounded to TF32 "
+             "by the TMA unit as the tiles land (tensor maps of data type TFLOAT32, llm_fuse.tensor_maps_tf32: round "
+             "to nearest, ties to even, measured on the H200 by bench/tma/tma_tf32_probe.cu), as PyTorch's "
+             "allow_tf32 GEMMs round; no pass over shared memory (the tensor cores alone would truncate: they ignore "
+             "the low 13 bits)") if tma_round else
             "precision: TF32 (tf32=1 only): wgmma.mma_async .tf32, f32 accumulation; both operands rounded to TF32 "
             "as PyTorch's allow_tf32 does (cvt.rna: nearest, ties away), in shared memory after each stage lands: the "
             "%d threads that read the stage round %d 16-byte chunks each (ld.shared.v4, 4 x cvt.rna.tf32.f32, "
@@ -801,6 +820,9 @@ def generate(cfg, g):
     head, rest = text.split(sig_end, 1)
     assert head.rstrip().startswith("// ") or "gpu.func @" in head
     head += "".join(", %s: %s" % (nm, ty) for nm, _, ty, _, _ in maps)
+    tf32_maps = ("llm_fuse.tensor_maps_tf32 = array<i32: %s>,\n                  " % ", ".join(
+        str(j) for j in range(len(maps)))) if tma_round else ""
     rest = rest.replace("attributes {known_block_size", "attributes {llm_fuse.tensor_maps = array<i32: %s>,\n"
-                        "                  known_block_size" % ", ".join(str(p) for _, p, _, _, _ in maps), 1)
+                        "                  %sknown_block_size" % (
+                            ", ".join(str(p) for _, p, _, _, _ in maps), tf32_maps), 1)
     return kname, head + sig_end + rest, launch

@@ -66,6 +66,9 @@ int lf_rt_synchronize(void);
 #define LF_RT_DTYPE_I16 5
 #define LF_RT_DTYPE_I32 6
 #define LF_RT_DTYPE_I64 7
+/// f32 in memory, rounded to TF32 by the TMA unit as it loads (a map of
+/// docs/kernel-contract.md's llm_fuse.tensor_maps_tf32)
+#define LF_RT_DTYPE_TF32 8
 
 /// Size of an encoded tensor map (a CUtensorMap), in bytes.
 #define LF_RT_TENSOR_MAP_BYTES 128

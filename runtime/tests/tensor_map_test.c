@@ -83,6 +83,15 @@ LF_TEST(args_are_innermost_first_with_byte_strides) {
   LF_EXPECT(a.swizzle == CU_TENSOR_MAP_SWIZZLE_64B);
   LF_EXPECT(a.oob_fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);
   lf_status_free(st);
+
+  /* "tf32": an f32 buffer the TMA unit rounds to TF32 as it loads, 4-byte
+   * elements, encoded as TFLOAT32 */
+  lf_tensor_map_spec_t u = spec2("tf32", 256, 768, 128, 32, 128);
+  st = lf_tensor_map_args(&u, &a);
+  LF_EXPECT(st == LF_OK);
+  LF_EXPECT(a.dtype == CU_TENSOR_MAP_DATA_TYPE_TFLOAT32);
+  LF_EXPECT(a.strides[0] == 768 * 4 && a.box[0] == 32 && a.box[1] == 128);
+  lf_status_free(st);
 }
 
 static void expect_bad(lf_tensor_map_spec_t s, const char *words) {
