@@ -625,11 +625,38 @@ def gen_attention(p):
     h*D .. h*D+D-1 of each: the head-split transposes are strides), one
     output [B*T, C] (the head merge: out[b*T + t, h*D + d]). S is then T,
     H the head count (an integer), p["qkv"] = dict(B=token, BT=token, C=H*D).
-    The grid is B*H*ceil(T / 32): block b -> (batch, head) b % (B*H),
+    The grid is B*H*ceil(T / BM): block b -> (batch, head) b % (B*H),
     heaviest query tiles first as above.
+
+    Tuning (template mode; kernels/table/attn_any.py picks per entry,
+    bench/table/attn-p44-device.sh measures): p["BM"] 32 or 64 queries per
+    block; p["RPT"] 4 or 8 query rows per thread (8: rows ty + BM/8 i, so
+    the two row groups of a warp read adjacent Q and P rows; each K and V
+    shared-memory read then feeds twice the FMAs, which is what bound the
+    kernel at D = 96 on an H200); p["pipe"] = "cpasync" (f32): Q, K, V
+    copied by cp.async, V of a tile in flight during QK^T and the softmax,
+    K of the next during the softmax and PV, P in a tile of its own, three
+    barriers per key tile; p["MINB"] a .minnctapersm register cap.
     """
     sym = bool(p.get("sym"))
-    S, H, D, BM, BN, PAD = p["S"], p["H"], p["D"], 32, 64, p["D"] + 4
+    # p["BM"] (template mode): queries per block, 32 or 64; 16 threads per
+    # row group, RPT rows each (below): 4 BM / RPT threads.
+    S, H, D, BM, BN, PAD = p["S"], p["H"], p["D"], p.get("BM", 32), 64, p["D"] + 4
+    assert BM in (32, 64) and (sym or BM == 32), BM
+    # p["RPT"] (template mode): query rows per thread, 4 (rows ty*4 + i) or
+    # 8 (rows ty + BM/8 * i: 128 threads for BM = 64, half the K and V
+    # shared-memory reads per FMA)
+    RPT = p.get("RPT", 4)
+    assert RPT in (4, 8) and (sym or RPT == 4), RPT
+    NTY = BM // RPT  # row groups of 16 threads (ty = tid / 16)
+    NT = 16 * NTY    # threads per block
+    # p["pipe"] == "cpasync" (template mode, f32 only): K, V (and Q) go
+    # global -> shared by cp.async (16-byte copies, no register staging):
+    # V of this tile is in flight during QK^T and the softmax, K of the
+    # next tile during the softmax and PV; P has a buffer of its own; three
+    # barriers per key tile instead of four.
+    pipe = p.get("pipe")
+    assert pipe in (None, "cpasync"), pipe
     # kp holds the K tile (BN x D) and then the P tile (BM x BN): its rows
     # must be at least BN wide as well as D (D = 32: 68, not 36, else P's
     # columns 36 .. 63 alias the next row's and the stores race).
@@ -647,6 +674,7 @@ def gen_attention(p):
     # everything in f32 and rounds once (arith.truncf) at the store.
     et = p.get("dtype", "f32") if sym else "f32"
     assert et in ("f32", "bf16", "f16"), et
+    assert not pipe or (sym and et == "f32"), "cp.async copies f32 tiles only"
     # Each thread's output columns: (offset, width) chunks, tx*width + offset.
     chunks = [(64 * c, 4) for c in range(D // 64)] + ([(D - 32, 2)] if D % 64 else [])
     nch = len(chunks)
@@ -680,16 +708,20 @@ def gen_attention(p):
         if et == "f32":
             return v
         return e.op("arith.extf %s : %s to %s" % (v, gw[w], vw[w]), "xf")
-    dyn = sym and 4 * (BM * PAD + BN * KPAD + BN * D) > 48 * 1024
+    if pipe:
+        KPAD = PAD  # kp holds K only; P has its own tile (BM x (BN + 4))
     space = SMEM
     qsT = "memref<%dx%dxf32, %s>" % (BM, PAD, space)
     kpT = "memref<%dx%dxf32, %s>" % (BN, KPAD, space)
     vsT = "memref<%dx%dxf32, %s>" % (BN, D, space)
+    psT = "memref<%dx%dxf32, %s>" % (BM, BN + 4, space)
+    tiles = [(qsT, "qs", BM * PAD), (kpT, "kp", BN * KPAD), (vsT, "vs", BN * D)]
+    if pipe:
+        tiles.append((psT, "ps", BM * (BN + 4)))
+    dyn = sym and 4 * sum(n for _, _, n in tiles) > 48 * 1024
     globals_ = [] if dyn else [
-        "memref.global \"private\" @qs : %s = uninitialized {alignment = 16}" % qsT,
-        "memref.global \"private\" @kp : %s = uninitialized {alignment = 16}" % kpT,
-        "memref.global \"private\" @vs : %s = uninitialized {alignment = 16}" % vsT,
-    ]
+        "memref.global \"private\" @%s : %s = uninitialized {alignment = 16}" % (nm, ty_)
+        for ty_, nm, _ in tiles]
     c = e.idx
     tid = e.op("gpu.thread_id x", "tid")
     bid = e.op("gpu.block_id x", "bid")
@@ -740,7 +772,7 @@ def gen_attention(p):
         return e.op("vector.load %%%s[%s] : %s, %s" % (which, gidx(row, cols[ci]), mem, gw[w]),
                     which + "v")
     if dyn:
-        sizes = [4 * BM * PAD, 4 * BN * KPAD, 4 * BN * D]
+        sizes = [4 * n for _, _, n in tiles]
         e.extra_attrs = ", llm_fuse.dynamic_shared_memory = %d : i32" % sum(sizes)
         wg = "#gpu.address_space<workgroup>"
         dsm = e.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % wg, "dsm")
@@ -749,35 +781,78 @@ def gen_attention(p):
         dsm = e.op("memref.memory_space_cast %s : memref<?xi8, %s> to memref<?xi8, %s>"
                    % (dsm, wg, space), "dsm3")
         views = []
-        for i, (ty_, nm) in enumerate(((qsT, "qs"), (kpT, "kp"), (vsT, "vs"))):
+        for i, (ty_, nm, _) in enumerate(tiles):
             views.append(e.op("memref.view %s[%s][] : memref<?xi8, %s> to %s"
                               % (dsm, c(sum(sizes[:i])), space, ty_), nm))
-        qs, kp, vs = views
     else:
-        qs = e.op("memref.get_global @qs : %s" % qsT, "qs")
-        kp = e.op("memref.get_global @kp : %s" % kpT, "kp")
-        vs = e.op("memref.get_global @vs : %s" % vsT, "vs")
+        views = [e.op("memref.get_global @%s : %s" % (nm, ty_), nm) for ty_, nm, _ in tiles]
+    qs, kp, vs = views[:3]
+    # P: its own tile with the cp.async pipeline, else the K tile's buffer
+    pbuf, pT = (views[3], psT) if pipe else (kp, kpT)
     if sym:
         cS1 = symc("%s - 1" % S)
 
     def clamp(gr, hint):
         return e.op("arith.minui %s, %s : index" % (gr, cS1), hint) if sym else gr
-    if sym:
-        e.comment("Q tile -> qs: thread loads rows ty + 8n (rows past S read row S - 1)")
+    cp_assign = {}
+
+    def cp_tile(which, base, nrows, dst, dstT):
+        """cp.async (16 bytes, L2 only) of rows base .. base+nrows-1 of
+        operand `which` (rows past S read row S - 1) into dst[0 .. nrows-1];
+        16-byte chunk c = tid + NT*n of the tile is row c / (D/4), dims
+        (c %% (D/4))*4 .. +3 (consecutive threads, consecutive chunks).
+        Returns the copies' tokens."""
+        if nrows not in cp_assign:
+            per, rem = divmod(nrows * D // 4, NT)
+            assert rem == 0, (nrows, D, NT)
+            lst = []
+            for n in range(per):
+                ch = e.addc(tid, NT * n, "ch")
+                rr = e.op("arith.divui %s, %s : index" % (ch, c(D // 4)), "cprow")
+                cc = e.op("arith.muli %s, %s : index"
+                          % (e.op("arith.remui %s, %s : index" % (ch, c(D // 4)), "cpc4"), c(4)),
+                          "cpcol")
+                if qkv:
+                    gc = e.op("arith.addi %s, %s : index" % (hd, cc), "cpgcol")
+                    lst.append((rr, cc, {nm: e.addc(gc, i * qkv["C"], "cp" + nm)
+                                         for i, nm in enumerate(("q", "k", "v"))}))
+                else:
+                    lst.append((rr, cc, None))
+            cp_assign[nrows] = lst
+        toks = []
+        for rr, cc, gcs in cp_assign[nrows]:
+            gr = clamp(e.op("arith.addi %s, %s : index" % (base, rr), "cpg"), "cpg")
+            if qkv:
+                src = "%%qkv[%s, %s, %s]" % (bat, gr, gcs[which])
+            else:
+                src = "%%%s[%s]" % (which, gidx(gr, cc))
+            toks.append(e.op("nvgpu.device_async_copy %s, %s[%s, %s], 4 {bypassL1} : %s to %s"
+                             % (src, dst, rr, cc, mem, dstT), "cp"))
+        return toks
+
+    def cp_group(toks):
+        return e.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+    if pipe:
+        e.comment("Q tile and K tile 0 -> qs, kp by cp.async (one group)")
+        grp0 = cp_group(cp_tile("q", q0, BM, qs, qsT) + cp_tile("k", c(0), BN, kp, kpT))
     else:
-        e.comment("Q tile -> qs: thread loads rows ty + 8n, dims tx*4 .. +3")
-    for n in range(BM // 8):
-        r = e.addc(ty, 8 * n, "qr")
-        gr = clamp(e.op("arith.addi %s, %s : index" % (q0, r), "qg"), "qg")
-        for ci, ((off, w), col) in enumerate(zip(chunks, cols)):
-            v = widen(gload("q", gr, ci, w), w)
-            e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, col, qsT, vw[w]))
+        if sym:
+            e.comment("Q tile -> qs: thread loads rows ty + %dn (rows past S read row S - 1)"
+                      % NTY)
+        else:
+            e.comment("Q tile -> qs: thread loads rows ty + 8n, dims tx*4 .. +3")
+        for n in range(BM // NTY):
+            r = e.addc(ty, NTY * n, "qr")
+            gr = clamp(e.op("arith.addi %s, %s : index" % (q0, r), "qg"), "qg")
+            for ci, ((off, w), col) in enumerate(zip(chunks, cols)):
+                v = widen(gload("q", gr, ci, w), w)
+                e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, col, qsT, vw[w]))
 
     def load_kv_tile(kt):
         base = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "kbase") if kt else None
         kv, vv = [], []
-        for n in range(BN // 8):
-            rr = e.addc(ty, 8 * n, "kr")
+        for n in range(BN // NTY):
+            rr = e.addc(ty, NTY * n, "kr")
             gr = e.op("arith.addi %s, %s : index" % (base, rr), "kg") if base else rr
             gr = clamp(gr, "kg")
             for ci, (off, w) in enumerate(chunks):
@@ -787,19 +862,22 @@ def gen_attention(p):
 
     def store_kv_tile(vals):
         nk = len(vals) // 2
-        for n in range(BN // 8):
-            rr = e.addc(ty, 8 * n, "sr")
+        for n in range(BN // NTY):
+            rr = e.addc(ty, NTY * n, "sr")
             for ci, ((off, w), col) in enumerate(zip(chunks, cols)):
                 e.line("vector.store %s, %s[%s, %s] : %s, %s"
                        % (widen(vals[n * nch + ci], w), kp, rr, col, kpT, vw[w]))
                 e.line("vector.store %s, %s[%s, %s] : %s, %s"
                        % (widen(vals[nk + n * nch + ci], w), vs, rr, col, vsT, vw[w]))
 
-    kv_types = [gw[w] for _ in range(BN // 8) for off, w in chunks] * 2
+    kv_types = [gw[w] for _ in range(BN // NTY) for off, w in chunks] * 2
+    if pipe:
+        prefetch = False
     if prefetch:
+        npre = BN // NTY * nch
         e.comment("prefetch K/V tile 0 into registers (8 + 8 vector<4xf32> per thread)"
                   if not sym else "prefetch K/V tile 0 into registers (%d + %d vectors per "
-                  "thread)" % (8 * nch, 8 * nch))
+                  "thread)" % (npre, npre))
         pre = load_kv_tile(None)
     else:
         pre = []
@@ -808,28 +886,34 @@ def gen_attention(p):
     zerow = {4: zero4}
     if any(w == 2 for _, w in chunks):
         zerow[2] = e.const("dense<0.000000e+00>", vw[2], "zero2")
-    e.comment("this thread's query rows r_i = ty*4 + i and key rows tx + 16j")
-    r0 = e.op("arith.muli %s, %s : index" % (ty, c(4)), "r")
-    rows = [r0] + [e.op("arith.addi %s, %s : index" % (r0, c(i)), "r") for i in range(1, 4)]
+    if RPT == 4:
+        e.comment("this thread's query rows r_i = ty*4 + i and key rows tx + 16j")
+        r0 = e.op("arith.muli %s, %s : index" % (ty, c(4)), "r")
+        rows = [r0] + [e.op("arith.addi %s, %s : index" % (r0, c(i)), "r") for i in range(1, 4)]
+    else:
+        # the two row groups of a warp read adjacent Q (and P) rows: distinct banks
+        e.comment("this thread's query rows r_i = ty + %d*i (i < %d) and key rows tx + 16j"
+                  % (NTY, RPT))
+        rows = [ty] + [e.addc(ty, NTY * i, "r") for i in range(1, RPT)]
     krows = [tx] + [e.op("arith.addi %s, %s : index" % (tx, c(16 * j)), "kj") for j in range(1, 4)]
     qidx = [e.op("vector.broadcast %s : index to vector<4xindex>"
                  % e.op("arith.addi %s, %s : index" % (q0, rows[i]), "qi"), "qiv")
-            for i in range(4)]
+            for i in range(RPT)]
     kofs = e.op("vector.broadcast %s : index to vector<4xindex>" % tx, "txv")
     kofs = e.op("arith.addi %s, %s : vector<4xindex>"
                 % (kofs, e.const("dense<[0, 16, 32, 48]>", "vector<4xindex>", "j16")), "kofs")
     scale = e.const("dense<%s>" % p.get("scale", "1.250000e-01"), v4, "scale")
     ninf4 = e.const("dense<0xFF800000>", v4, "ninf4")
 
-    no = 4 * nch
-    it_names = (["m%d" % i for i in range(4)] + ["l%d" % i for i in range(4)]
+    no = RPT * nch
+    it_names = (["m%d" % i for i in range(RPT)] + ["l%d" % i for i in range(RPT)]
                 + ["o%d" % i for i in range(no)]
                 + ["pk%d" % n for n in range(len(pre) // 2)]
                 + ["pv%d" % n for n in range(len(pre) // 2)])
-    o_types = [vw[w] for i in range(4) for off, w in chunks]
-    it_types = ["f32"] * 8 + o_types + (kv_types if prefetch else [])
-    inits = ([ninf] * 4 + [e.const("0.000000e+00", "f32", "zero")] * 4
-             + [zerow[w] for i in range(4) for off, w in chunks] + pre)
+    o_types = [vw[w] for i in range(RPT) for off, w in chunks]
+    it_types = ["f32"] * (2 * RPT) + o_types + (kv_types if prefetch else [])
+    inits = ([ninf] * RPT + [e.const("0.000000e+00", "f32", "zero")] * RPT
+             + [zerow[w] for i in range(RPT) for off, w in chunks] + pre)
     for n in it_names:
         e.used.add(n)
     res = e.name("acc")
@@ -844,14 +928,26 @@ def gen_attention(p):
               ", ".join("%%%s = %s" % (n, v) for n, v in zip(it_names, inits)),
               ", ".join(it_types)))
     e.indent += 2
-    m = ["%%m%d" % i for i in range(4)]
-    l = ["%%l%d" % i for i in range(4)]
+    m = ["%%m%d" % i for i in range(RPT)]
+    l = ["%%l%d" % i for i in range(RPT)]
     o = ["%%o%d" % i for i in range(no)]
     pk = ["%%pk%d" % n for n in range(len(pre) // 2)]
     pv = ["%%pv%d" % n for n in range(len(pre) // 2)]
-    e.comment("(1) the previous tile's reads of kp (as P) and vs are done")
-    e.line("gpu.barrier")
-    if prefetch:
+    if pipe:
+        e.comment("(1) K of this tile (and Q, first time) has landed, and every thread is")
+        e.comment("done with the previous tile's P and V: ps and vs may be refilled")
+        e.line("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp0)
+        e.line("gpu.barrier")
+        e.comment("this tile's V -> vs by cp.async, in flight during QK^T and the softmax")
+        kb0 = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "vbase")
+        grpv = cp_group(cp_tile("v", kb0, BN, vs, vsT))
+        nxtv = []
+    else:
+        e.comment("(1) the previous tile's reads of kp (as P) and vs are done")
+        e.line("gpu.barrier")
+    if pipe:
+        pass
+    elif prefetch:
         if sym:
             store_kv_tile(pk + pv)
         else:
@@ -868,17 +964,18 @@ def gen_attention(p):
         e.comment("this tile's K and V -> kp, vs (key rows past S read row S - 1)")
         store_kv_tile(load_kv_tile(kt))
         nxtv = []
-    e.comment("(2) K and V (and Q, first time) are in shared memory")
-    e.line("gpu.barrier")
+    if not pipe:
+        e.comment("(2) K and V (and Q, first time) are in shared memory")
+        e.line("gpu.barrier")
     e.comment("S[r_i, tx+16j] = sum_d Q[r_i, d] K[tx+16j, d], %d dims per iteration" % (4 * U))
     sacc = e.name("s")
     dc = e.name("dc")
-    sa = ["%%sa%d" % i for i in range(4)]
+    sa = ["%%sa%d" % i for i in range(RPT)]
     for n in sa:
         e.used.add(n[1:])
-    e.line("%s:4 = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
-           % (sacc, dc, c(0), c(D), c(4 * U),
-              ", ".join("%s = %s" % (n, zero4) for n in sa), ", ".join([v4] * 4)))
+    e.line("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
+           % (sacc, RPT, dc, c(0), c(D), c(4 * U),
+              ", ".join("%s = %s" % (n, zero4) for n in sa), ", ".join([v4] * RPT)))
     e.indent += 2
     acc = list(sa)
     for u2 in range(U):
@@ -891,24 +988,38 @@ def gen_attention(p):
         kcols = [e.op("vector.from_elements %s : %s"
                       % (", ".join(kel[j][u] for j in range(4)), v4), "kt")
                  for u in range(4)]
-        for i in range(4):
+        for i in range(RPT):
             qv = e.op("vector.load %s[%s, %s] : %s, %s" % (qs, rows[i], col, qsT, v4), "qd")
             for u in range(4):
                 qe = e.op("vector.extract %s[%d] : f32 from %s" % (qv, u, v4), "qe")
                 qb = e.op("vector.broadcast %s : f32 to %s" % (qe, v4), "qb")
                 acc[i] = e.op("vector.fma %s, %s, %s : %s" % (qb, kcols[u], acc[i], v4), "sa")
-    e.line("scf.yield %s : %s" % (", ".join(acc), ", ".join([v4] * 4)))
+    e.line("scf.yield %s : %s" % (", ".join(acc), ", ".join([v4] * RPT)))
     e.indent -= 2
     e.line("}")
-    e.comment("(3) every thread is done reading K: kp may now take P")
-    e.line("gpu.barrier")
+    if pipe:
+        e.comment("(2) every thread is done reading K: the next tile's K -> kp by cp.async,")
+        e.comment("in flight during the softmax and PV")
+        e.line("gpu.barrier")
+        more = e.op("arith.cmpi ult, %s, %s : index"
+                    % (e.op("arith.addi %s, %s : index" % (kt, c(1)), "ktn"), nkt), "more")
+        e.line("scf.if %s {" % more)
+        e.indent += 2
+        kbn = e.op("arith.muli %s, %s : index" % (e.op("arith.addi %s, %s : index"
+                                                         % (kt, c(1)), "ktn"), c(BN)), "kbase")
+        cp_group(cp_tile("k", kbn, BN, kp, kpT))
+        e.indent -= 2
+        e.line("}")
+    else:
+        e.comment("(3) every thread is done reading K: kp may now take P")
+        e.line("gpu.barrier")
     e.comment("scale, causal mask (key > query -> -inf), running max, p = exp(s - m)")
     kbase = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "kb")
     kidx = e.op("arith.addi %s, %s : vector<4xindex>"
                 % (e.op("vector.broadcast %s : index to vector<4xindex>" % kbase, "kbv"), kofs),
                 "kidx")
     newm, newl, newo = [], [], []
-    for i in range(4):
+    for i in range(RPT):
         sc = e.op("arith.mulf %s#%d, %s : %s" % (sacc, i, scale, v4), "sc")
         msk = e.op("arith.cmpi ugt, %s, %s : vector<4xindex>" % (kidx, qidx[i]), "msk")
         sc = e.op("arith.select %s, %s, %s : vector<4xi1>, %s" % (msk, ninf4, sc, v4), "sm")
@@ -930,8 +1041,16 @@ def gen_attention(p):
         newl.append(ln)
         for j in range(4):
             pj = e.op("vector.extract %s[%d] : f32 from %s" % (pe, j, v4), "pj")
-            e.line("memref.store %s, %s[%s, %s] : %s" % (pj, kp, rows[i], krows[j], kpT))
-    e.comment("(4) P is in kp rows 0 .. %d" % (BM - 1))
+            e.line("memref.store %s, %s[%s, %s] : %s" % (pj, pbuf, rows[i], krows[j], pT))
+    if pipe:
+        e.comment("(3) P is in ps; this tile's V has landed (the next K may still be in flight)")
+        e.line("scf.if %s {" % more)
+        e.line("  nvgpu.device_async_wait %s {numGroups = 1 : i32}" % grpv)
+        e.line("} else {")
+        e.line("  nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grpv)
+        e.line("}")
+    else:
+        e.comment("(4) P is in kp rows 0 .. %d" % (BM - 1))
     e.line("gpu.barrier")
     if sym:
         e.comment("O[r_i, cols] += sum_j P[r_i, j] V[j, cols], %d keys per iteration" % (4 * U))
@@ -953,8 +1072,8 @@ def gen_attention(p):
         vrow = [[e.op("vector.load %s[%s, %s] : %s, %s"
                       % (vs, e.addc(jc, 4 * u2 + u, "jj"), col, vsT, vw[w]), "vrow")
                  for u in range(4)] for (off, w), col in zip(chunks, cols)]
-        for i in range(4):
-            pvv = e.op("vector.load %s[%s, %s] : %s, %s" % (kp, rows[i], j4, kpT, v4), "pi")
+        for i in range(RPT):
+            pvv = e.op("vector.load %s[%s, %s] : %s, %s" % (pbuf, rows[i], j4, pT, v4), "pi")
             for u in range(4):
                 pe_ = e.op("vector.extract %s[%d] : f32 from %s" % (pvv, u, v4), "pe")
                 for ci, (off, w) in enumerate(chunks):
@@ -971,13 +1090,13 @@ def gen_attention(p):
     e.indent -= 2
     e.line("}")
     e.comment("row sums over the 16 threads of each row group, then out = O / l")
-    for i in range(4):
-        lt = warp_allreduce(e, "%s#%d" % (res, 4 + i), "add", offsets=(8, 4, 2, 1), hint="lsum")
+    for i in range(RPT):
+        lt = warp_allreduce(e, "%s#%d" % (res, RPT + i), "add", offsets=(8, 4, 2, 1), hint="lsum")
         lv = e.op("vector.broadcast %s : f32 to %s" % (lt, v4), "lsumv")
         ovs = []
         for ci, (off, w) in enumerate(chunks):
             l_ = lv if w == 4 else e.op("vector.broadcast %s : f32 to %s" % (lt, vw[w]), "lsumv")
-            ovs.append(e.op("arith.divf %s#%d, %s : %s" % (res, 8 + i * nch + ci, l_, vw[w]),
+            ovs.append(e.op("arith.divf %s#%d, %s : %s" % (res, 2 * RPT + i * nch + ci, l_, vw[w]),
                             "o"))
         gr = e.op("arith.addi %s, %s : index" % (q0, rows[i]), "orow")
         if sym:
@@ -998,15 +1117,420 @@ def gen_attention(p):
         if sym:
             e.indent -= 2
             e.line("}")
+    if p.get("MINB"):
+        # blocks per multiprocessor ptxas must allow (.minnctapersm): a register cap
+        e.extra_attrs += ", nvvm.minctasm = %d : i32" % p["MINB"]
     args = ["%%q: %s" % mem, "%%k: %s" % mem, "%%v: %s" % mem, "%%out: %s" % mem]
     if qkv:
         args = ["%%qkv: %s" % mem, "%%out: %s" % omem]
         grid = "{{%s * %d * ((%s + %d) / %d)}}" % (qkv["B"], H, S, BM - 1, BM)
-        return (128, grid), e, args, globals_
+        return (NT, grid), e, args, globals_
     if sym:
         grid = "{{%s * ((%s + %d) / %d)}}" % (H, S, BM - 1, BM)
-        return (128, grid), e, args, globals_
-    return (128, H * NQT), e, args, globals_
+        return (NT, grid), e, args, globals_
+    return (NT, H * NQT), e, args, globals_
+
+
+def gen_attention_tf32(p):
+    """Causal multi-head attention on TF32 tensor cores (template mode only;
+    kernels/table/attn_any.py's precision "tf32" entries, served only to
+    subgraphs compiled with the pass option tf32=1).
+
+    The interface and the shape forms are gen_attention's (p["S"], p["H"],
+    p["D"] a multiple of 8, p["scale"], p["qkv"] for the fused-QKV form,
+    else q, k, v, out [S, H, D]; f32 only). NW warps per block (p["NW"],
+    4 or 8), each owning 16 query rows of the BM = 16 NW row tile; key
+    tiles of BN = 64, heaviest query tiles first, tiles past the diagonal
+    skipped, rows past S clamped and not stored, as gen_attention.
+
+    Per key tile each warp computes S = Q K^T (16 x 64) with
+    mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32 (nvgpu.mma.sync
+    tf32Enabled), every operand rounded to TF32 as it leaves shared memory
+    (cvt.rna.tf32.f32: nearest, ties away), f32 accumulation; the scale,
+    the causal mask and the online softmax in f32 on the accumulator
+    fragments (row max and sum over the 4 lanes of a quad); then O += P V
+    with P straight from the S fragments (rounded to TF32): the m16n8
+    accumulator of keys 8kk .. 8kk+7 holds, in lane (g, t), keys 2t and
+    2t+1 of rows g and g+8, which is the A fragment of the k-step whose
+    k index t stands for key 2t and t+4 for key 2t+1; the V fragment is
+    read with the same key order (b0 = V[8kk + 2t][n], b1 = V[8kk + 2t +
+    1][n]). The output is divided by the row sum once at the end.
+
+    Shared memory (dynamic): Q [BM][D + 4], K and V [BN][D + 4] (row
+    stride = 4 mod 32 words: the fragment reads K[g][t], Q[g][t] hit banks
+    4g + t, V[2t][g] banks 8t + g, all distinct), filled by cp.async
+    (16-byte copies) as gen_attention's pipe="cpasync": V of a tile in
+    flight during QK^T and the softmax, K of the next tile during the
+    softmax and PV; three barriers per key tile. p["QREG"] keeps the Q
+    fragments (rounded) in registers for the whole kernel instead of
+    reading them from shared memory at every tile.
+    """
+    S, H, D = p["S"], p["H"], p["D"]
+    NW = p.get("NW", 4)
+    QREG = bool(p.get("QREG", 0))
+    TERMS, PVTERMS = p.get("TERMS", 1), p.get("PVTERMS", 1)
+    RND = p.get("RND", "cvt")
+    assert NW in (4, 8) and D % 8 == 0 and D % 4 == 0, (NW, D)
+    assert TERMS in (1, 3) and PVTERMS in (1, 3) and RND in ("cvt", "add"), (TERMS, PVTERMS)
+    assert not (QREG and TERMS == 3), "QREG holds one-term fragments"
+    BM, BN, PAD = 16 * NW, 64, D + 4
+    NT = 32 * NW
+    qkv = p.get("qkv")
+    e = Emitter(("qkv", "out") if qkv else ("q", "k", "v", "out"))
+    c = e.idx
+    if qkv:
+        assert isinstance(H, int) and qkv["C"] == H * D, (H, D, qkv)
+        mem = "memref<{{%s}}x{{%s}}x%dxf32>" % (qkv["B"], S, 3 * qkv["C"])
+        omem = "memref<{{%s}}x%dxf32>" % (qkv["BT"], qkv["C"])
+    else:
+        mem = "memref<{{%s}}x{{%s}}x%dxf32>" % (S, H, D)
+
+    def symc(expr):
+        return e.const("{{%s}}" % expr, "index", "c_" + re.sub(r"[^A-Za-z0-9]+", "_", expr)
+                       .strip("_"))
+    space = SMEM
+    tT = {n: "memref<%dx%dxf32, %s>" % (r, PAD, space) for n, r in (("qs", BM), ("ks", BN),
+                                                                       ("vs", BN))}
+    sizes = [4 * BM * PAD, 4 * BN * PAD, 4 * BN * PAD]
+    e.extra_attrs = ", llm_fuse.dynamic_shared_memory = %d : i32" % sum(sizes)
+    tid = e.op("gpu.thread_id x", "tid")
+    bid = e.op("gpu.block_id x", "bid")
+    if qkv:
+        e.comment("heaviest query tiles first: block b -> (batch, head) b %% (B*H), query "
+                  "tile ceil(T / %d) - 1 - b / (B*H)" % BM)
+        cH = symc("%s * %d" % (qkv["B"], H))
+    else:
+        e.comment("heaviest query tiles first: block b -> head b %% H, query tile "
+                  "ceil(S / %d) - 1 - b / H" % BM)
+        cH = symc(H)
+    cLast = symc("(%s + %d) / %d - 1" % (S, BM - 1, BM))
+    h = e.op("arith.remui %s, %s : index" % (bid, cH), "bh" if qkv else "head")
+    bq = e.op("arith.divui %s, %s : index" % (bid, cH), "bq")
+    if qkv:
+        bat = e.op("arith.divui %s, %s : index" % (h, c(H)), "batch")
+        h = e.op("arith.remui %s, %s : index" % (h, c(H)), "head")
+        hd = e.op("arith.muli %s, %s : index" % (h, c(D)), "hcol")
+    qt = e.op("arith.subi %s, %s : index" % (cLast, bq), "qt")
+    q0 = e.op("arith.muli %s, %s : index" % (qt, c(BM)), "q0")
+    e.comment("key tiles 0 .. nkt-1 cover keys 0 .. q0+%d; later tiles are fully masked"
+              % (BM - 1))
+    nkt = e.op("arith.addi %s, %s : index" % (e.op("arith.divui %s, %s : index" % (
+        e.addc(q0, BM - 1, "qlast"), c(BN)), "klast"), c(1)), "nkt")
+    cS1 = symc("%s - 1" % S)
+    warp = e.op("arith.divui %s, %s : index" % (tid, c(32)), "warp")
+    lane = e.op("arith.remui %s, %s : index" % (tid, c(32)), "lane")
+    g = e.op("arith.divui %s, %s : index" % (lane, c(4)), "g")
+    t = e.op("arith.remui %s, %s : index" % (lane, c(4)), "t")
+    wr = e.op("arith.muli %s, %s : index" % (warp, c(16)), "wrow")
+    ra = e.op("arith.addi %s, %s : index" % (wr, g), "ra")      # tile row g
+    rb = e.addc(ra, 8, "rb")                                      # tile row g + 8
+    t4 = e.addc(t, 4, "t4")
+    t2 = e.op("arith.muli %s, %s : index" % (t, c(2)), "t2")
+    t21 = e.addc(t2, 1, "t21")
+
+    wg = "#gpu.address_space<workgroup>"
+    dsm = e.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % wg, "dsm")
+    dsm = e.op("memref.memory_space_cast %s : memref<?xi8, %s> to memref<?xi8, %s>"
+               % (dsm, wg, space), "dsm3")
+    bufs = {}
+    for i, n in enumerate(("qs", "ks", "vs")):
+        bufs[n] = e.op("memref.view %s[%s][] : memref<?xi8, %s> to %s"
+                       % (dsm, c(sum(sizes[:i])), space, tT[n]), n)
+    cp_assign = {}
+
+    def cp_tile(which, base, nrows, dst):
+        """cp.async of rows base .. base+nrows-1 of operand `which` (rows
+        past S read row S - 1); chunk tid + NT*n: row c / (D/4), dims
+        (c % (D/4))*4 .. +3."""
+        if nrows not in cp_assign:
+            per, rem = divmod(nrows * D // 4, NT)
+            assert rem == 0, (nrows, D, NT)
+            lst = []
+            for n in range(per):
+                ch = e.addc(tid, NT * n, "ch")
+                rr = e.op("arith.divui %s, %s : index" % (ch, c(D // 4)), "cprow")
+                cc = e.op("arith.muli %s, %s : index"
+                          % (e.op("arith.remui %s, %s : index" % (ch, c(D // 4)), "cpc4"), c(4)),
+                          "cpcol")
+                if qkv:
+                    gc = e.op("arith.addi %s, %s : index" % (hd, cc), "cpgcol")
+                    lst.append((rr, cc, {nm: e.addc(gc, i * qkv["C"], "cp" + nm)
+                                         for i, nm in enumerate(("q", "k", "v"))}))
+                else:
+                    lst.append((rr, cc, None))
+            cp_assign[nrows] = lst
+        toks = []
+        for rr, cc, gcs in cp_assign[nrows]:
+            gr = e.op("arith.minui %s, %s : index"
+                      % (e.op("arith.addi %s, %s : index" % (base, rr), "cpg"), cS1), "cpg")
+            src = ("%%qkv[%s, %s, %s]" % (bat, gr, gcs[which]) if qkv
+                   else "%%%s[%s, %s, %s]" % (which, gr, h, cc))
+            toks.append(e.op("nvgpu.device_async_copy %s, %s[%s, %s], 4 {bypassL1} : %s to %s"
+                             % (src, bufs[dst], rr, cc, mem, tT[dst]), "cp"))
+        return e.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+
+    def clamp_own(buf, nrows):
+        """The 16-byte chunks of buf this thread copied (cp_tile), after its
+        cp.async.wait_group and before the barrier that publishes them,
+        clamped in place to +-max TF32 (fmin/fmax: NaN becomes a bound), so
+        that the three-term split never overflows: big = rna(x) of an
+        infinity or of a finite x above max TF32 would be Inf and small =
+        x - big NaN, a NaN score where the reference's -Inf gives weight 0.
+        An input that is clamped makes the reference's output non-finite
+        wherever the clamp could change ours (a +Inf or NaN score makes its
+        row NaN; a non-finite V makes its column NaN in every row, the
+        masked keys' 0 x Inf included), and the verifier allows a finite
+        value there for attention-like subgraphs (--lenient-nonfinite);
+        a -Inf score stays a weight of 0 (q x -max TF32 is -Inf or hugely
+        negative), a huge finite x moves by less than a TF32 ulp."""
+        mx = e.const("dense<0x7F7FE000>", "vector<4xf32>", "tf32_max")
+        mn = e.const("dense<0xFF7FE000>", "vector<4xf32>", "tf32_min")
+        for rr, cc, _ in cp_assign[nrows]:
+            x = e.op("vector.load %s[%s, %s] : %s, vector<4xf32>" % (bufs[buf], rr, cc, tT[buf]),
+                     "raw")
+            x = e.op("arith.maxnumf %s, %s : vector<4xf32>" % (e.op(
+                "arith.minnumf %s, %s : vector<4xf32>" % (x, mx), "cl"), mn), "cl")
+            e.line("vector.store %s, %s[%s, %s] : %s, vector<4xf32>" % (x, bufs[buf], rr, cc,
+                                                                     tT[buf]))
+
+    def tf32(x):
+        """x as an mma operand, rounded to TF32 (nearest, ties away)"""
+        if RND == "add":
+            # half a TF32 ulp added to the bits; the tensor core ignores the
+            # low 13 bits (CUTLASS's round_half_ulp_truncate)
+            xi = e.op("arith.bitcast %s : f32 to i32" % x, "xi")
+            return e.op("arith.bitcast %s : i32 to f32" % e.op(
+                "arith.addi %s, %s : i32" % (xi, e.const(0x1000, "i32", "half_ulp")), "tfi"),
+                "tf")
+        r = e.op("nvvm.convert.float.to.tf32 %s {rnd = #nvvm.fp_rnd_mode<rna>}" % x, "tfi")
+        return e.op("arith.bitcast %s : i32 to f32" % r, "tf")
+
+    def split(x):
+        """(big, small) operands of x for three-term products: big = x
+        rounded to TF32 (nearest, ties away), small = x - big rounded. x
+        is finite and within +-max TF32 (clamp_own), or P (finite or NaN)."""
+        xi = e.op("arith.bitcast %s : f32 to i32" % x, "xi")
+        bi = e.op("arith.andi %s, %s : i32" % (e.op("arith.addi %s, %s : i32" % (
+            xi, e.const(0x1000, "i32", "half_ulp")), "bi"), e.const(-8192, "i32", "tf32_mask")),
+            "bi")
+        big = e.op("arith.bitcast %s : i32 to f32" % bi, "big")
+        return big, tf32(e.op("arith.subf %s, %s : f32" % (x, big), "small"))
+
+    def mma_terms(a, b, acc, hint):
+        """acc + a b over one-term (a, b operands) or three-term ((big,
+        small) pairs: small_a big_b + big_a small_b + big_a big_b) inputs"""
+        if isinstance(a, tuple):
+            for x_, y_ in ((a[1], b[0]), (a[0], b[1]), (a[0], b[0])):
+                acc = e.op(MMA % (x_, y_, acc), hint)
+            return acc
+        return e.op(MMA % (a, b, acc), hint)
+
+    def operand(vals, ty, hint, terms):
+        """the fragment of the f32 values vals: rounded (one term) or
+        (big, small)"""
+        if terms == 1:
+            return e.op("vector.from_elements %s : %s" % (", ".join(tf32(x) for x in vals), ty),
+                        hint)
+        pairs = [split(x) for x in vals]
+        return tuple(e.op("vector.from_elements %s : %s" % (", ".join(pr[i] for pr in pairs), ty),
+                          hint) for i in range(2))
+
+    def lds(buf, r, col):
+        return e.op("memref.load %s[%s, %s] : %s" % (bufs[buf], r, col, tT[buf]), buf[0] + "e")
+
+    V4x1, V2x1, V2x2 = "vector<4x1xf32>", "vector<2x1xf32>", "vector<2x2xf32>"
+    MMA = ("nvgpu.mma.sync (%s, %s, %s) {mmaShape = [16, 8, 8], tf32Enabled} : "
+           "(vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>")
+    kcols = {}
+
+    def kcol(k):
+        if k not in kcols:
+            kcols[k] = (e.addc(t, k, "kc"), e.addc(t4, k, "kc"))
+        return kcols[k]
+
+    def q_frag(kk):
+        """A fragment of Q for dims 8kk .. 8kk+7, rounded: (g, t), (g+8, t),
+        (g, t+4), (g+8, t+4) of this warp's 16 rows"""
+        ca, cb = kcol(8 * kk)
+        return operand([lds("qs", r_, c_) for r_, c_ in ((ra, ca), (rb, ca), (ra, cb), (rb, cb))],
+                       V4x1, "qa", TERMS)
+
+    e.comment("Q tile and K tile 0 -> qs, ks by cp.async (one group)")
+    cp_tile("q", q0, BM, "qs")
+    grp0 = cp_tile("k", c(0), BN, "ks")
+    qfr = None
+    if TERMS == 3:
+        e.comment("Q has landed (this thread's copies): clamped in place (clamp_own)")
+        e.line("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp0)
+        clamp_own("qs", BM)
+    if QREG:
+        e.comment("Q fragments (rounded to TF32) kept in registers")
+        e.line("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp0)
+        e.line("gpu.barrier")
+        qfr = [q_frag(kk) for kk in range(D // 8)]
+
+    ninf = e.const("0xFF800000", "f32", "ninf")
+    zero = e.const("0.000000e+00", "f32", "zero")
+    zacc = e.const("dense<0.000000e+00>", V2x2, "zacc")
+    scale = e.const("dense<%s>" % p["scale"], V2x2, "scale")
+    ninf2 = e.const("dense<0xFF800000>", V2x2, "ninf2")
+    e.comment("lane (g, t) holds keys 2t, 2t+1 of rows g, g+8 in each n-tile: their indices")
+    kofs = e.op("vector.from_elements %s, %s, %s, %s : vector<2x2xindex>" % (t2, t21, t2, t21),
+                "kofs")
+    qa_ = e.op("arith.addi %s, %s : index" % (q0, ra), "qia")
+    qb_ = e.op("arith.addi %s, %s : index" % (q0, rb), "qib")
+    qidx = e.op("vector.from_elements %s, %s, %s, %s : vector<2x2xindex>" % (qa_, qa_, qb_, qb_),
+                "qidx")
+    NO = D // 8
+    NS = BN // 8
+    it_names = ["m0", "m1", "l0", "l1"] + ["o%d" % i for i in range(NO)]
+    for n in it_names:
+        e.used.add(n)
+    it_types = ["f32"] * 4 + [V2x2] * NO
+    res, kt = e.name("acc"), e.name("kt")
+    e.comment("loop over the key tiles: m running row max (rows g, g+8), l this lane's partial "
+              "row sum, o the output fragments (dims 8i + 2t, +1)")
+    e.line("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
+           % (res, len(it_names), kt, c(0), nkt, c(1),
+              ", ".join("%%%s = %s" % (n, v) for n, v in
+                        zip(it_names, [ninf, ninf, zero, zero] + [zacc] * NO)),
+              ", ".join(it_types)))
+    e.indent += 2
+    e.comment("(1) K of this tile (and Q, first time) has landed; every warp is done with "
+              "the previous tile's V")
+    e.line("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp0)
+    if TERMS == 3:
+        clamp_own("ks", BN)
+    e.line("gpu.barrier")
+    kb = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "kb")
+    e.comment("this tile's V -> vs by cp.async, in flight during QK^T and the softmax")
+    grpv = cp_tile("v", kb, BN, "vs")
+    e.comment("S = Q K^T: %d n-tiles of 8 keys x %d k-steps of 8 dims" % (NS, D // 8))
+    sacc = [zacc] * NS
+    for kk in range(D // 8):
+        a = qfr[kk] if QREG else q_frag(kk)
+        ca, cb = kcol(8 * kk)
+        for nt in range(NS):
+            kr = e.addc(g, 8 * nt, "kr")
+            b = operand([lds("ks", kr, ca), lds("ks", kr, cb)], V2x1, "kb", TERMS)
+            sacc[nt] = mma_terms(a, b, sacc[nt], "s")
+    e.comment("(2) every warp is done reading K: the next tile's K -> ks by cp.async")
+    e.line("gpu.barrier")
+    ktn = e.addc(kt, 1, "ktn")
+    more = e.op("arith.cmpi ult, %s, %s : index" % (ktn, nkt), "more")
+    e.line("scf.if %s {" % more)
+    e.indent += 2
+    cp_tile("k", e.op("arith.muli %s, %s : index" % (ktn, c(BN)), "kbn"), BN, "ks")
+    e.indent -= 2
+    e.line("}")
+    e.comment("scale, causal mask (key > query -> -inf), running max, p = exp(s - m)")
+    kbv = e.op("arith.addi %s, %s : vector<2x2xindex>"
+               % (e.op("vector.broadcast %s : index to vector<2x2xindex>" % kb, "kbv"), kofs),
+               "kbv")
+    sc = []
+    for nt in range(NS):
+        kidx = kbv if nt == 0 else e.op(
+            "arith.addi %s, %s : vector<2x2xindex>"
+            % (kbv, e.const("dense<%d>" % (8 * nt), "vector<2x2xindex>", "k%d" % (8 * nt))),
+            "kidx")
+        x = e.op("arith.mulf %s, %s : %s" % (sacc[nt], scale, V2x2), "sc")
+        msk = e.op("arith.cmpi ugt, %s, %s : vector<2x2xindex>" % (kidx, qidx), "msk")
+        sc.append(e.op("arith.select %s, %s, %s : vector<2x2xi1>, %s" % (msk, ninf2, x, V2x2),
+                       "sm"))
+    mx = sc[0]
+    for x in sc[1:]:
+        mx = e.op("arith.maximumf %s, %s : %s" % (mx, x, V2x2), "mx")
+    mnew, alpha = [], []
+    for r_ in range(2):
+        row = e.op("vector.extract %s[%d] : vector<2xf32> from %s" % (mx, r_, V2x2), "mxr")
+        tm = e.op("vector.reduction <maximumf>, %s : vector<2xf32> into f32" % row, "tmax")
+        tm = warp_allreduce(e, tm, "max", offsets=(1, 2), hint="tmax")
+        mn = e.op("arith.maximumf %%m%d, %s : f32" % (r_, tm), "mnew")
+        alpha.append(e.op("math.exp %s : f32" % e.op("arith.subf %%m%d, %s : f32" % (r_, mn),
+                                                     "dm"), "alpha"))
+        mnew.append(mn)
+    mn2 = e.op("vector.from_elements %s, %s, %s, %s : %s"
+               % (mnew[0], mnew[0], mnew[1], mnew[1], V2x2), "mnew2")
+    al2 = e.op("vector.from_elements %s, %s, %s, %s : %s"
+               % (alpha[0], alpha[0], alpha[1], alpha[1], V2x2), "alpha2")
+    pe, psum = [], None
+    for nt in range(NS):
+        x = e.op("math.exp %s : %s" % (e.op("arith.subf %s, %s : %s" % (sc[nt], mn2, V2x2),
+                                            "sd"), V2x2), "p")
+        pe.append(x)
+        psum = x if psum is None else e.op("arith.addf %s, %s : %s" % (psum, x, V2x2), "psum")
+    lnew = []
+    for r_ in range(2):
+        row = e.op("vector.extract %s[%d] : vector<2xf32> from %s" % (psum, r_, V2x2), "psr")
+        ps_ = e.op("vector.reduction <add>, %s : vector<2xf32> into f32" % row, "ps")
+        lnew.append(e.op("arith.addf %s, %s : f32"
+                         % (e.op("arith.mulf %%l%d, %s : f32" % (r_, alpha[r_]), "ls"), ps_),
+                         "lnew"))
+    oacc = [e.op("arith.mulf %%o%d, %s : %s" % (i, al2, V2x2), "os") for i in range(NO)]
+    e.comment("P as A fragments (rounded to TF32): k index t is key 2t, t+4 is key 2t+1")
+    pa = []
+    for nt in range(NS):
+        pa.append(operand([e.op("vector.extract %s[%d, %d] : f32 from %s"
+                                % (pe[nt], i_, j_, V2x2), "pv")
+                           for i_, j_ in ((0, 0), (1, 0), (0, 1), (1, 1))], V4x1, "pa", PVTERMS))
+    e.comment("(3) this tile's V has landed (the next K may still be in flight)")
+    e.line("scf.if %s {" % more)
+    e.line("  nvgpu.device_async_wait %s {numGroups = 1 : i32}" % grpv)
+    e.line("} else {")
+    e.line("  nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grpv)
+    e.line("}")
+    if PVTERMS == 3:
+        clamp_own("vs", BN)
+    e.line("gpu.barrier")
+    e.comment("O += P V: %d k-steps of 8 keys x %d n-tiles of 8 dims" % (NS, NO))
+    vrow = {}
+    for kk in range(NS):
+        v0 = e.addc(t2, 8 * kk, "vr")
+        v1 = e.addc(t21, 8 * kk, "vr")
+        for nt in range(NO):
+            if nt not in vrow:
+                vrow[nt] = e.addc(g, 8 * nt, "vc")
+            b = operand([lds("vs", v0, vrow[nt]), lds("vs", v1, vrow[nt])], V2x1, "vb", PVTERMS)
+            oacc[nt] = mma_terms(pa[kk], b, oacc[nt], "o")
+    e.line("scf.yield %s : %s" % (", ".join(mnew + lnew + oacc), ", ".join(it_types)))
+    e.indent -= 2
+    e.line("}")
+    e.comment("row sums over the quad, out = O / l; rows past S are not stored")
+    ls = [warp_allreduce(e, "%s#%d" % (res, 2 + r_), "add", offsets=(1, 2), hint="lsum")
+          for r_ in range(2)]
+    for r_, rr in enumerate((ra, rb)):
+        gr = e.op("arith.addi %s, %s : index" % (q0, rr), "orow")
+        ok = e.op("arith.cmpi ult, %s, %s : index" % (gr, symc(S)), "orow_ok")
+        lv = e.op("vector.broadcast %s : f32 to vector<2xf32>" % ls[r_], "lsumv")
+        e.line("scf.if %s {" % ok)
+        e.indent += 2
+        if qkv:
+            otr = e.op("arith.addi %s, %s : index"
+                       % (e.op("arith.muli %s, %s : index" % (bat, symc(S)), "obase"), gr),
+                       "orow")
+        for nt in range(NO):
+            ov = e.op("vector.extract %s#%d[%d] : vector<2xf32> from %s"
+                      % (res, 4 + nt, r_, V2x2), "ov")
+            ov = e.op("arith.divf %s, %s : vector<2xf32>" % (ov, lv), "o")
+            col = e.addc(t2, 8 * nt, "ocol")
+            if qkv:
+                e.line("vector.store %s, %%out[%s, %s] : %s, vector<2xf32>"
+                       % (ov, otr, e.op("arith.addi %s, %s : index" % (hd, col), "ocol"), omem))
+            else:
+                e.line("vector.store %s, %%out[%s, %s, %s] : %s, vector<2xf32>"
+                       % (ov, gr, h, col, mem))
+        e.indent -= 2
+        e.line("}")
+    if p.get("MINB"):
+        # blocks per multiprocessor ptxas must allow (.minnctapersm): a register cap
+        e.extra_attrs += ", nvvm.minctasm = %d : i32" % p["MINB"]
+    if qkv:
+        args = ["%%qkv: %s" % mem, "%%out: %s" % omem]
+        grid = "{{%s * %d * ((%s + %d) / %d)}}" % (qkv["B"], H, S, BM - 1, BM)
+    else:
+        args = ["%%q: %s" % mem, "%%k: %s" % mem, "%%v: %s" % mem, "%%out: %s" % mem]
+        grid = "{{%s * ((%s + %d) / %d)}}" % (H, S, BM - 1, BM)
+    return (NT, grid), e, args, []
 
 
 # ------------------------------------------------------------ the kernels --

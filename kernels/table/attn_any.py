@@ -43,10 +43,19 @@ views into one subgraph (passes/partition.c, rule 5): qkv [B, T, 3C] ->
 [B*T, C], from the fused QKV slices, head-split expands and transposes,
 the two batch_matmuls with their collapse/expand, the scale, the iota mask
 and the decomposed softmax, to the head-merge transpose and collapse. The
-kernel is the same (gen_attention's fused-QKV form): q, k, v read straight
-from the fused buffer with the head stride, y written as [B*T, C]; the
-grid B*H*ceil(T / 32). B and T (and B*T, B*H) are free; C, H, D fixed, one
-entry per (H, D). The example is gen_p44.py's block at B = 32, T = 512.
+kernels read q, k, v straight from the fused buffer with the head stride
+and write y as [B*T, C]. B and T (and B*T, B*H) are free; C, H, D fixed.
+Three entries per (H, D) (IMPORTER_ENTRIES), tried in this order:
+  -0x3   exact f32 on TF32 tensor cores (gen_rows.py's gen_attention_tf32,
+         3xTF32 mma.sync m16n8k8 for QK^T and PV, f32 online softmax;
+         4 warps per 64 queries, grid B*H*ceil(T / 64));
+  (none) f32 SIMT (gen_attention's fused-QKV form, 64 queries, 8 rows per
+         thread, cp.async; it answers when -0x3 fails to build or verify);
+  tf32   precision "tf32", served only with the pass option tf32=1 (before
+         the exact two): 3xTF32 scores, one-term TF32 PV.
+The example is gen_p44.py's block at B = 32, T = 512;
+bench/table/attn-p44-device.sh verifies and times them on the GPU
+(bench/table/attn-p44-results.md).
 
 Element types: f32, bf16 and f16 (DTYPES), the same forms for each. The
 16-bit examples are the f32 one rewritten by bench/table/heldout.py's
@@ -194,6 +203,43 @@ def render_for(form, d, dtype="f32"):
 IMPORTER_HEADS = [(8, 96), (12, 64)]
 IMPORTER_EXAMPLE = "examples/kernelbench_l3_p44/gen_p44.py"
 
+# The importer forms' kernels: kind -> (kernel name % (H, D), header text).
+KINDS = {
+    "simt": ("causal_attention_qkv_f32_h%d_d%d",
+             "gen_rows.py's gen_attention, fused-QKV form: f32 SIMT FMA."),
+    "x3": ("causal_attention_qkv_x3_h%d_d%d",
+           "gen_rows.py's gen_attention_tf32, fused-QKV form: exact f32 on TF32 tensor cores "
+           "(3xTF32 mma.sync for QK^T and PV: big = rna(x), small = rna(x - big), "
+           "small*big + big*small + big*big), f32 softmax."),
+    "tf32": ("causal_attention_qkv_tf32_h%d_d%d",
+             "gen_rows.py's gen_attention_tf32, fused-QKV form, TF32: QK^T in 3xTF32 (the "
+             "scores as exact as f32's), PV in one-term TF32 (P and V rounded to TF32, f32 "
+             "accumulation), f32 softmax. Precision tf32: tf32=1 only."),
+}
+
+# The importer entries of each (H, D): (name suffix, kind, generator
+# parameters, precision). Entries of one key are tried in file-name order
+# (docs/pattern-table.md "When it is asked"): "-0x3" (exact f32 on tensor
+# cores) sorts before the SIMT entry, which answers when it does not build or
+# verify; "tf32" entries are served only in TF32 mode, before the exact ones.
+# Measured on an H200 (bench/table/attn-p44-device.sh; bench/NOTES.md,
+# "P44 attention"): at P44's 8 x 96 the SIMT kernel is bound by shared-memory
+# reads, so 8 query rows per thread (RPT 8, 64-query tiles, 128 threads) beat
+# 4 (1.17-1.20x); the cp.async pipeline alone changed little; one-term TF32
+# QK^T failed the verifier (the softmax amplifies the scores' rounding
+# error on heavy-tailed inputs), hence 3xTF32 scores in the tf32 entry too.
+SIMT = dict(BM=64, RPT=8, pipe="cpasync")
+X3 = dict(NW=4, TERMS=3, PVTERMS=3, RND="add")
+TF32 = dict(NW=4, TERMS=3, PVTERMS=1, RND="add")
+IMPORTER_ENTRIES = {
+    (8, 96): [("-0x3", "x3", X3, None),
+              ("", "simt", SIMT, None),
+              ("tf32", "tf32", TF32, "tf32")],
+    (12, 64): [("-0x3", "x3", X3, None),
+               ("", "simt", SIMT, None),
+               ("tf32", "tf32", TF32, "tf32")],
+}
+
 
 def importer_example(h, d, b=32, t=512):
     sys.path.insert(0, os.path.join(ROOT, "examples", "kernelbench_l3_p44"))
@@ -201,7 +247,13 @@ def importer_example(h, d, b=32, t=512):
     return gen_p44.model(b, t, h * d, h)
 
 
-def render_importer(h, d, b=32, t=512):
+def render_importer(h, d, b=32, t=512, params=None, gen=None, kind=None):
+    """params: gen_attention parameters over the defaults (BM, pipe, ...);
+    gen: another generator of gen_attention's interface
+    (gen_attention_tf32); kind: what the kernel is, for its name and header
+    (KINDS)."""
+    kname, what = KINDS[kind or ("x3" if gen is gen_rows.gen_attention_tf32 else "simt")]
+
     def render(g):
         ps = g["pattern_sizes"]
         sym = {v: k for k, v in ps.items()}
@@ -210,18 +262,16 @@ def render_importer(h, d, b=32, t=512):
         tb, tt, tbt = sym[b], sym[t], sym[b * t]
         free = {tb, tt, tbt, sym[b * h]}
         p = dict(sym=True, S=tt, H=h, D=d, scale=scale_value(d),
-                 qkv=dict(B=tb, BT=tbt, C=c))
-        (block, grid), e, args, globals_ = gen_rows.gen_attention(p)
-        kname = "causal_attention_qkv_f32_h%d_d%d" % (h, d)
-        text = gen_rows.module_text([], kname, args, block, grid, e.body(), globals_,
+                 qkv=dict(B=tb, BT=tbt, C=c), **(params or {}))
+        (block, grid), e, args, globals_ = (gen or gen_rows.gen_attention)(p)
+        text = gen_rows.module_text([], kname % (h, d), args, block, grid, e.body(), globals_,
                                     e.extra_attrs)
         header = [
-            "Pattern-table template: kernels/table/attn_any.py f32 importer form, H = %d "
+            "Pattern-table template: kernels/table/attn_any.py %s importer form, H = %d "
             "heads of D = %d: causal attention as torch-mlir emits nanoGPT's, any batch "
-            "and sequence length." % (h, d),
+            "and sequence length." % ("f32 (precision tf32)" if kind == "tf32" else "f32", h, d),
             "qkv [%s, %s, %d] (q, k, v column blocks, head h at h*%d) -> out [%s, %d] "
-            "(row b*T + t, column h*%d + d); gen_rows.py's gen_attention, fused-QKV form."
-            % (tb, tt, 3 * c, d, tbt, c, d),
+            "(row b*T + t, column h*%d + d); %s" % (tb, tt, 3 * c, d, tbt, c, d, what),
         ] + ["llm-fuse.template-size %s" % x for x in sorted((tb, tt, tbt),
                                                             key=lambda x: int(x[1:]))]
         lines = text.split("\n")
@@ -260,13 +310,21 @@ def templates():
                     archs=ARCHS,
                     source=src))
     for h, d in IMPORTER_HEADS:
-        out.append(dict(
-            name="zz-any-attention-importer-f32-h%d-d%d" % (h, d),
-            example=importer_example(h, d),
-            pick=pick,
-            render=render_importer(h, d),
-            archs=ARCHS,
-            source="kernels/table/attn_any.py f32 importer form H=%d D=%d (from %s at "
-                   "B=32, T=512; gen_rows.py gen_attention, fused-QKV form)"
-                   % (h, d, IMPORTER_EXAMPLE)))
+        for suffix, kind, params, precision in IMPORTER_ENTRIES[h, d]:
+            gen = gen_rows.gen_attention if kind == "simt" else gen_rows.gen_attention_tf32
+            t = dict(
+                name=("zz-any-attention-importer-tf32-h%d-d%d" % (h, d) if kind == "tf32" else
+                      "zz-any-attention-importer-f32-h%d-d%d%s" % (h, d, suffix)),
+                example=importer_example(h, d),
+                pick=pick,
+                render=render_importer(h, d, params=params, gen=gen, kind=kind),
+                archs=ARCHS,
+                source="kernels/table/attn_any.py %s importer form H=%d D=%d (from %s at "
+                       "B=32, T=512; gen_rows.py %s, fused-QKV form%s)"
+                       % ("tf32" if kind == "tf32" else "f32", h, d, IMPORTER_EXAMPLE,
+                          gen.__name__, "" if not params else ", " + ", ".join(
+                              "%s=%s" % kv for kv in sorted(params.items()))))
+            if precision:
+                t["precision"] = precision
+            out.append(t)
     return out
