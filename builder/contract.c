@@ -13,6 +13,7 @@
 #include "builder/internal.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/LLVM.h"
 #include "mlir-c/Dialect/NVGPU.h"
 
 /* Emitted violations stop here; later ones are still counted. */
@@ -25,6 +26,16 @@
 #define ATTR_DYNAMIC_SMEM "llm_fuse.dynamic_shared_memory"
 #define ATTR_TENSOR_MAPS "llm_fuse.tensor_maps"
 #define ATTR_TENSOR_MAPS_TF32 "llm_fuse.tensor_maps_tf32"
+/* A compile-time cluster shape (docs/kernel-contract.md section 3): the GPU
+ * dialect's own attribute or the NVVM one it lowers to. */
+#define ATTR_CLUSTER "known_cluster_size"
+#define ATTR_NVVM_CLUSTER "nvvm.cluster_dim"
+/* The portable cluster size (CUDA: larger needs a launch attribute). */
+#define MAX_CLUSTER_CTAS 8
+/* LLVM NVPTX address spaces a kernel may make pointers into (section 4,
+ * no-pointer-cast): shared (the CTA's) and shared::cluster (its cluster's). */
+#define AS_SHARED 3
+#define AS_SHARED_CLUSTER 7
 #define MAX_KERNEL_NAME 128
 
 static MlirStringRef str(const char *s) {
@@ -178,6 +189,7 @@ typedef struct checker_s {
   bool allow_inline_asm;
   bool uses_dynamic_smem;
   MlirOperation first_dynamic_smem;
+  MlirOperation first_cluster_op; /* an op that needs a cluster (sm_90+) */
 } checker_t;
 
 static void violation(lf_contract_info_t *info, MlirLocation loc,
@@ -297,6 +309,26 @@ static bool needs_sm90a(const char *name) {
          starts_with(name, "nvvm.setmaxregister");
 }
 
+/* Ops that need thread-block clusters (sm_90 and newer): distributed shared
+ * memory (mapa), cluster barriers, cluster special registers. */
+static bool needs_cluster_hw(const char *name) {
+  return starts_with(name, "nvvm.mapa") || starts_with(name, "nvvm.cluster.") ||
+         starts_with(name, "nvvm.read.ptx.sreg.cluster") ||
+         starts_with(name, "nvvm.read.ptx.sreg.nclusterid") ||
+         starts_with(name, "gpu.cluster_");
+}
+
+/* The address space of an !llvm.ptr type, -1 for other types. */
+static int llvm_ptr_space(MlirType t) {
+  if (!mlirTypeIsALLVMPointerType(t))
+    return -1;
+  return (int)mlirLLVMPointerTypeGetAddressSpace(t);
+}
+
+static bool is_shared_window(int space) {
+  return space == AS_SHARED || space == AS_SHARED_CLUSTER;
+}
+
 static void check_global(checker_t *c, MlirOperation op) {
   MlirAttribute type_attr = mlirOperationGetAttributeByName(op, str("type"));
   MlirAttribute constant = mlirOperationGetAttributeByName(op, str("constant"));
@@ -331,6 +363,8 @@ static MlirWalkResult check_op(MlirOperation op, void *user_data) {
 
   if (needs_sm90a(name))
     c->info->needs_sm90a = true;
+  if (needs_cluster_hw(name) && mlirOperationIsNull(c->first_cluster_op))
+    c->first_cluster_op = op;
 
   char dialect[32];
   const char *dot = strchr(name, '.');
@@ -385,6 +419,23 @@ static MlirWalkResult check_op(MlirOperation op, void *user_data) {
                 "'%s' is not allowed: inline assembly cannot be checked; use "
                 "the nvvm and nvgpu ops for special instructions",
                 name);
+  } else if (strcmp(name, "llvm.inttoptr") == 0 &&
+             is_shared_window(llvm_ptr_space(
+                 mlirValueGetType(mlirOperationGetResult(op, 0))))) {
+    /* A shared or shared::cluster address (e.g. from
+     * memref.extract_aligned_pointer_as_index of a workgroup memref, then
+     * nvvm.mapa): it can reach only the cluster's shared memory. */
+  } else if ((strcmp(name, "llvm.load") == 0 ||
+              strcmp(name, "llvm.store") == 0) &&
+             mlirOperationGetNumOperands(op) >= 1) {
+    MlirValue addr =
+        mlirOperationGetOperand(op, strcmp(name, "llvm.store") == 0 ? 1 : 0);
+    if (!is_shared_window(llvm_ptr_space(mlirValueGetType(addr))))
+      violation(c->info, loc, "dialects",
+                "'%s' is not allowed but through a shared (!llvm.ptr<3>) or "
+                "shared::cluster (!llvm.ptr<7>) pointer; access buffers and "
+                "local arrays with memref/vector/nvgpu ops",
+                name);
   } else if (strcmp(name, "llvm.inttoptr") == 0 ||
              strcmp(name, "llvm.ptrtoint") == 0 ||
              strcmp(name, "llvm.addrspacecast") == 0 ||
@@ -392,7 +443,9 @@ static MlirWalkResult check_op(MlirOperation op, void *user_data) {
     violation(c->info, loc, "no-pointer-cast",
               "'%s' is not allowed: casts between pointers, integers and "
               "memrefs can forge addresses outside the kernel's buffers; "
-              "index memrefs with memref/vector/nvgpu ops",
+              "index memrefs with memref/vector/nvgpu ops (only "
+              "llvm.inttoptr to a shared !llvm.ptr<3> or shared::cluster "
+              "!llvm.ptr<7> pointer is allowed)",
               name);
   } else if (strcmp(name, "memref.extract_aligned_pointer_as_index") == 0) {
     MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
@@ -470,6 +523,95 @@ static bool dense_i32x3(MlirAttribute a, int64_t out[3]) {
   return true;
 }
 
+/* A compile-time cluster shape (section 3, "Thread-block clusters"):
+ * known_cluster_size or nvvm.cluster_dim (equal where both are given), each
+ * dimension >= 1, at most 8 CTAs, dividing the grid, sm_90/sm_90a only. */
+static void check_cluster(checker_t *c, MlirOperation kernel,
+                          const int64_t *grid) {
+  lf_contract_info_t *info = c->info;
+  MlirLocation loc = mlirOperationGetLocation(kernel);
+  static const char *const unsupported[] = {"nvvm.cluster_max_blocks",
+                                            "nvvm.blocksareclusters", NULL};
+  for (const char *const *a = unsupported; *a; ++a)
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(kernel, str(*a))))
+      violation(info, loc, "cluster",
+                "'%s' is not supported: declare a compile-time cluster shape "
+                "with " ATTR_CLUSTER " = array<i32: X, Y, Z>",
+                *a);
+  MlirAttribute known =
+      mlirOperationGetAttributeByName(kernel, str(ATTR_CLUSTER));
+  MlirAttribute nvvm =
+      mlirOperationGetAttributeByName(kernel, str(ATTR_NVVM_CLUSTER));
+  if (mlirAttributeIsNull(known) && mlirAttributeIsNull(nvvm)) {
+    if (!mlirOperationIsNull(c->first_cluster_op) &&
+        strcmp(c->chip, "sm_80") == 0) {
+      char op[96];
+      op_name(c->first_cluster_op, op, sizeof(op));
+      violation(info, mlirOperationGetLocation(c->first_cluster_op), "target",
+                "'%s' needs thread-block clusters (sm_90 and newer) but the "
+                "kernel is built for sm_80",
+                op);
+    }
+    return;
+  }
+  int64_t k[3], n[3];
+  bool have_k = dense_i32x3(known, k), have_n = dense_i32x3(nvvm, n);
+  if ((!mlirAttributeIsNull(known) && !have_k) ||
+      (!mlirAttributeIsNull(nvvm) && !have_n)) {
+    violation(info, loc, "cluster",
+              "the cluster shape must be written %s = array<i32: X, Y, Z>",
+              !mlirAttributeIsNull(known) && !have_k ? ATTR_CLUSTER
+                                                     : ATTR_NVVM_CLUSTER);
+    return;
+  }
+  if (have_k && have_n && (k[0] != n[0] || k[1] != n[1] || k[2] != n[2])) {
+    violation(info, loc, "cluster",
+              ATTR_CLUSTER " = [%lld, %lld, %lld] and " ATTR_NVVM_CLUSTER
+                           " = [%lld, %lld, %lld] disagree; declare the "
+                           "cluster shape once",
+              (long long)k[0], (long long)k[1], (long long)k[2],
+              (long long)n[0], (long long)n[1], (long long)n[2]);
+    return;
+  }
+  const int64_t *cl = have_k ? k : n;
+  const char *attr = have_k ? ATTR_CLUSTER : ATTR_NVVM_CLUSTER;
+  if (strcmp(c->chip, "sm_80") == 0) {
+    violation(info, loc, "cluster",
+              "%s: thread-block clusters need sm_90 or sm_90a, but the kernel "
+              "is built for sm_80",
+              attr);
+    return;
+  }
+  if (cl[0] < 1 || cl[1] < 1 || cl[2] < 1 ||
+      cl[0] * cl[1] * cl[2] > MAX_CLUSTER_CTAS) {
+    violation(info, loc, "cluster",
+              "%s = [%lld, %lld, %lld] is not a valid cluster: each "
+              "dimension >= 1, at most %d CTAs in all (the portable size)",
+              attr, (long long)cl[0], (long long)cl[1], (long long)cl[2],
+              MAX_CLUSTER_CTAS);
+    return;
+  }
+  if (grid && (grid[0] % cl[0] || grid[1] % cl[1] || grid[2] % cl[2])) {
+    violation(info, loc, "cluster",
+              "known_grid_size = [%lld, %lld, %lld] is not a multiple of the "
+              "cluster shape %s = [%lld, %lld, %lld] in every dimension; the "
+              "launch would fail",
+              (long long)grid[0], (long long)grid[1], (long long)grid[2], attr,
+              (long long)cl[0], (long long)cl[1], (long long)cl[2]);
+    return;
+  }
+  if (cl[0] * cl[1] * cl[2] == 1) {
+    /* A cluster of one CTA is no cluster: dropped, so that a template
+     * whose variants choose the shape ({{...}}) builds its unclustered
+     * variants exactly as without the attribute (no .explicitcluster). */
+    mlirOperationRemoveAttributeByName(kernel, str(ATTR_CLUSTER));
+    mlirOperationRemoveAttributeByName(kernel, str(ATTR_NVVM_CLUSTER));
+    return;
+  }
+  for (int i = 0; i < 3; ++i)
+    info->cluster[i] = (uint32_t)cl[i];
+}
+
 static void check_launch_config(checker_t *c, MlirOperation kernel) {
   lf_contract_info_t *info = c->info;
   MlirLocation loc = mlirOperationGetLocation(kernel);
@@ -509,6 +651,8 @@ static void check_launch_config(checker_t *c, MlirOperation kernel) {
     for (int i = 0; i < 3; ++i)
       info->grid[i] = g[i] > 0 ? (uint32_t)g[i] : 0;
   }
+
+  check_cluster(c, kernel, have_g ? g : NULL);
 
   MlirAttribute dyn =
       mlirOperationGetAttributeByName(kernel, str(ATTR_DYNAMIC_SMEM));
@@ -1174,6 +1318,11 @@ static const rule_hint_t rule_hints[] = {
      "attributes {known_block_size = array<i32: X, Y, Z>, known_grid_size = "
      "array<i32: X, Y, Z>}; at most 1024 threads per block; the grid must "
      "cover every output element."},
+    {"cluster",
+     "Declare a compile-time cluster shape on the kernel: "
+     "known_cluster_size = array<i32: X, Y, Z> (or nvvm.cluster_dim), each "
+     "dimension >= 1, at most 8 CTAs, dividing known_grid_size in every "
+     "dimension; sm_90/sm_90a only. The ordinary launch honours it."},
     {"dynamic-shared-memory",
      "When using gpu.dynamic_shared_memory, declare its size in bytes on the "
      "kernel: llm_fuse.dynamic_shared_memory = N : i32 (at most 227 KiB on "
@@ -1223,8 +1372,9 @@ static const rule_hint_t rule_hints[] = {
      "Every output argument must be written completely: each element by "
      "some thread of the grid."},
     {"target", "Build wgmma/setmaxnreg kernels for sm_90a only; for sm_80 use "
-               "nvgpu.mma.sync. Tensor maps (TMA) need sm_90 or sm_90a; on "
-               "sm_80 load tiles with nvgpu.device_async_copy."},
+               "nvgpu.mma.sync. Tensor maps (TMA) and clusters (nvvm.mapa, "
+               "cluster barriers) need sm_90 or sm_90a; on sm_80 load tiles "
+               "with nvgpu.device_async_copy."},
     {"tensor-map",
      "Declare tensor maps as trailing kernel arguments of type "
      "!nvgpu.tensormap.descriptor<tensor = memref<BOX x T, 3>, swizzle = ..., "

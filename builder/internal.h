@@ -117,6 +117,7 @@ typedef struct lf_contract_info_s {
   uint32_t grid[3];
   uint32_t dynamic_shared_bytes;
   bool needs_sm90a;    /* uses wgmma / setmaxnreg */
+  uint32_t cluster[3]; /* compile-time cluster shape, {0, 0, 0} if none */
   char first_rule[48]; /* the first rule broken, "" if none */
   int violations;      /* rules broken */
   int reported;        /* of which emitted as diagnostics (capped) */

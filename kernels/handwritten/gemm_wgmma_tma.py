@@ -53,9 +53,40 @@ the producer, and optionally the consumers' division of work:
   epilogue of a partial tile masks its rows and column pairs (a CTA-uniform
   branch: full tiles run the unmasked epilogue).
 
+* Split-K (splitk = S, 2..8; bf16/f16 cooperative tiles; issue 16 point 2,
+  issue 15's small GEMMs): where the output tiles leave SMs idle, a
+  thread-block cluster of S CTAs (known_cluster_size = (S, 1, 1),
+  docs/kernel-contract.md section 3) shares one tile: grid = tiles x S, one
+  tile per cluster (non-persistent), CTA rank r = pid % S (its rank in the
+  cluster) runs the contiguous k-tiles [r KT / S, (r + 1) KT / S) through
+  the same producer / consumer pipeline (K > 64 (S - 1): every CTA gets
+  one). Then, deterministic by construction and without a global
+  workspace: both consumer warpgroups pass named barrier 1 (every wgmma of
+  the CTA retired, so the stages are free), each thread stores its f32
+  accumulator fragment into the CTA's shared memory over the drained
+  stages as a [nb x 128][BN] tile with row stride BN + 8 floats (the pad
+  puts the 8 rows of a warp's 8-byte stores on distinct banks: two
+  wavefronts, the minimum), then all threads of the cluster (the producer
+  warpgroup too, so no barrier counts on exited threads) pass a cluster
+  barrier (barrier.cluster.arrive (release) / wait (acquire)). CTA r then
+  owns columns [r BN / S, (r + 1) BN / S) of the tile for all 128 rows: in
+  the accumulator's thread layout, each consumer thread reads its pairs of
+  that slice from the S partials through distributed shared memory
+  (nvvm.mapa of the shared address to CTA q, ld.shared::cluster.v2.f32),
+  summing partial 0, 1, ..., S - 1 in that order, and runs the usual
+  epilogue (bias, GELU, SiLU x mul, residual; masked on partial tiles) and
+  stores. A second cluster barrier keeps every CTA (and its shared memory)
+  alive until the whole cluster has read it. Shared memory: max(stages,
+  the partial tile) + 1 KiB. Measured on the H200 (bench/NOTES.md
+  "Split-K"): 1.7-2.1x the unsplit kernel at 256-512 rows x 768, and a loss
+  where tiles x S exceeds a wave, hence the table admits each split only up
+  to one wave (kernels/table/gemm_any.py SMALL_M).
+
 Knobs (--set K=V): BN (multiple of 64, <= 256), stages (S), BM (pingpong:
 64 or 128), pingpong (0/1), persistent (0/1), grid, group_m, WGN, REGP,
-REGC, l2promo (0/64/128/256).
+REGC, l2promo (0/64/128/256), splitk (1 = off, 2..8). The 16-bit operands
+are bf16 or f16 (the signature's; wgmma .bf16 / .f16), kind
+bf16_wgmma_tma either way.
 
 TF32 mode (kind `tf32_wgmma_tma`, the pass option tf32=1 only): f32
 operands, both K-major (B stored [N, K]: TF32 wgmma cannot transpose
@@ -169,10 +200,16 @@ def map_type(box, l2promo, dt="bf16"):
                                                               L2PROMO[l2promo]))
 
 
-def grid_expr(ntiles, G):
+def grid_expr(ntiles, G, compact=False):
     """min(G, ntiles) for a symbolic tile count: a placeholder expression
-    (comparisons are 0 or 1 in llm_client/tune.c's expressions)"""
+    (comparisons are 0 or 1 in llm_client/tune.c's expressions). compact
+    (the 16-bit kinds): G + (nt < G) * (nt - G), the tile count written
+    twice instead of three times, so that a template choosing among five
+    tilings (gemm_any.py SMALL_M) keeps its grid placeholder under the 512
+    bytes of an expression"""
     nt = g_par(ntiles)
+    if compact:
+        return "%d + (%s < %d) * (%s - %d)" % (G, nt, G, nt, G)
     return "(%s < %d) * %s + (%s >= %d) * %d" % (nt, G, nt, nt, G, G)
 
 
@@ -193,7 +230,8 @@ def generate(cfg, g):
     terms = cfg.get("terms", 3) if f32x3 else 1  # 1: big_a*big_b only (TF32 with rna operands; a diagnostic)
     promote = cfg.get("promote", 1) if f32x3 else 0   # 1: per k-tile partial sums added in f32 (docstring)
     bnk = bool(cfg.get("b_nk"))
-    dt = "f32" if f32 else "bf16"
+    dt = "f32" if f32 else ins[cfg["a"]][1]        # bf16 or f16 (wgmma with f32 accumulation either way)
+    assert f32 or dt in ("bf16", "f16"), "16-bit operands: bf16 or f16"
     esz = 4 if f32 else 2
     KW = 8 if f32 else 16                        # k of one wgmma
     if f32x3:
@@ -214,6 +252,11 @@ def generate(cfg, g):
     nb = len(cfg["b"])
     T = 384
     persistent = cfg.get("persistent", 1)
+    SPLIT = cfg.get("splitk", 1)                 # split-K: a cluster of SPLIT CTAs per tile (docstring)
+    if SPLIT > 1:
+        assert not f32 and not pp, "split-K: bf16 cooperative tiles only"
+        assert 2 <= SPLIT <= 8 and (BN // 8) % SPLIT == 0, "split-K: 2..8 CTAs, each BN / 8 / SPLIT n8 blocks"
+        persistent = 0                           # one tile per cluster
     REGP, REGC = cfg.get("REGP", 40), cfg.get("REGC", 232)
     l2promo = cfg.get("l2promo", 256)
     assert BN % 64 == 0 and 64 <= BN <= 256 and S >= 2 and BM in (64, 128)
@@ -235,13 +278,20 @@ def generate(cfg, g):
             assert x % align == 0, "%s: 16-byte row strides for the tensor maps" % what
             assert x >= lo, "a box may not exceed the tensor"
     KT = g.scdiv(K, BK)
+    if SPLIT > 1:   # every CTA of a cluster gets at least one k-tile
+        if g.is_sym(K):
+            em.require("%s > %d" % (K, BK * (SPLIT - 1)))
+        else:
+            assert KT >= SPLIT, "split-K %d: K = %d has %d k-tiles" % (SPLIT, K, KT)
     gm, gn = g.scdiv(M, BM), g.scdiv(N, BN)
     ntiles = g.smul(gm, gn)
     G = cfg.get("grid", 132)
-    if not persistent:
+    if SPLIT > 1:
+        grid = g.smul(ntiles, SPLIT)
+    elif not persistent:
         grid = ntiles
     elif g.is_sym(ntiles):
-        grid = grid_expr(ntiles, G)
+        grid = grid_expr(ntiles, G, compact=not f32)
     else:
         grid = min(G, ntiles)
     a_bytes = BM * BK * esz
@@ -250,7 +300,9 @@ def generate(cfg, g):
     # f32x3: the split's small halves follow, [A_small | B_small], at raw_bytes (same swizzled layouts)
     stage_bytes = raw_bytes * (2 if f32x3 else 1)
     BW = 128 // esz                                 # n of one B box of B [K, N] (one 128-byte swizzle row)
-    smem = S * stage_bytes + 1024                   # + alignment slack
+    RS = BN + 8                                     # split-K: f32 row stride of a partial tile (docstring)
+    part_bytes = nb * 128 * RS * 4 if SPLIT > 1 else 0
+    smem = max(S * stage_bytes, part_bytes) + 1024  # + alignment slack
     assert smem <= 227 * 1024 - 16 * S, "stages do not fit"
     WGN = cfg.get("WGN", min(nb * BN, 256))
     nsub = nb * BN // WGN
@@ -288,13 +340,21 @@ def generate(cfg, g):
     tid = em.op("gpu.thread_id x", "tid")
     wg = em.div(tid, 128)
     lane = em.rem(tid, 32)
+    KTn, kbase = KTv, 0                              # k-tiles this CTA runs, from k-tile kbase
+    if SPLIT > 1:
+        em.comment("split-K: cluster (%d,1,1) = the CTAs of one tile; CTA rank r = pid %% %d (the cluster rank) "
+                   "runs k-tiles [r KT / %d, (r + 1) KT / %d)" % (SPLIT, SPLIT, SPLIT, SPLIT))
+        rank = em.rem(pid, SPLIT)
+        ktile_pid = em.div(pid, SPLIT)
+        kbase = em.div(em.mul(rank, KTv), SPLIT)
+        KTn = em.sub(em.div(em.mul(em.add(rank, 1), KTv), SPLIT), kbase)
 
     if bnk:
         em.comment("shared memory, base aligned to 1024 B: per stage A[%d m][%d k], then B_j[%d n][%d k], %s "
                    "(rows of 128 B, 128B swizzle)" % (BM, BK, BN, BK, dt))
     else:
-        em.comment("shared memory, base aligned to 1024 B: per stage A[%d x 64], then B_j[%d atoms][64 k][64 n], bf16" % (
-            BM, BN // 64))
+        em.comment("shared memory, base aligned to 1024 B: per stage A[%d x 64], then B_j[%d atoms][64 k][64 n], %s" % (
+            BM, BN // 64, "f16" if dt == "f16" else "bf16"))
     sbase, sflat, sm_ty = g.aligned_smem_bf16(em, smem)
     dsm = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
     raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (dsm, WG), "addr")
@@ -335,7 +395,7 @@ def generate(cfg, g):
         """body(tile, tile_iter) over the CTA's tiles first, first + step, ...
         (tile_iter counts the CTA's tiles: global k-tile = tile_iter * KT + kt)"""
         if not persistent:
-            body(pid, 0)
+            body(ktile_pid if SPLIT > 1 else pid, 0)
             return
         t = em.fresh("tile")
         em.emit("scf.for %s = %s to %s step %s {" % (
@@ -345,6 +405,11 @@ def generate(cfg, g):
         body(t, it)
         em.indent -= 2
         em.emit("}")
+
+    def cluster_sync():
+        """barrier.cluster.arrive (release) + wait (acquire), every thread on its own (not .aligned)"""
+        em.emit("nvvm.cluster.arrive")
+        em.emit("nvvm.cluster.wait")
 
     is_prod = em.op("arith.cmpi eq, %s, %s : index" % (wg, em.idx(0)), "p")
     em.emit("scf.if %s {" % is_prod)
@@ -368,14 +433,14 @@ def generate(cfg, g):
         m0 = em.mul(pid_m, BM)
         n0 = em.mul(pid_n, BN)
         kt = em.fresh("kt")
-        em.emit("scf.for %s = %s to %s step %s {" % (kt, em.idx(0), em.v(KTv), em.idx(1)))
+        em.emit("scf.for %s = %s to %s step %s {" % (kt, em.idx(0), em.v(KTn), em.idx(1)))
         em.indent += 2
-        gk = em.add(em.mul(it, KTv), kt)
+        gk = em.add(em.mul(it, KTn), kt)
         st = em.rem(gk, S)
         lap = em.div(gk, S)
         em.emit("nvgpu.mbarrier.try_wait.parity %s[%s], %s, %s : %s" % (empty, st, parity(lap, True), ticks, grp_ty))
         em.emit("nvgpu.mbarrier.arrive.expect_tx %s[%s], %s : %s" % (full, st, tx, grp_ty))
-        k0 = em.mul(kt, BK)
+        k0 = em.mul(em.add(kbase, kt), BK)
         so = em.mul(st, stage_bytes)
         nm, _, ty, box, op = maps[0]
         dst, dty = smem_tile(so, box, "sa")
@@ -401,6 +466,11 @@ def generate(cfg, g):
     tile_loop(producer_tile)
     em.indent -= 2
     em.emit("}")
+    if SPLIT > 1:
+        em.comment("split-K: the producer warpgroup's threads take part in the consumers' two cluster barriers "
+                   "(partials written; partials read)")
+        cluster_sync()
+        cluster_sync()
     em.indent -= 2
     em.emit("} else {")
     em.indent += 2
@@ -473,7 +543,7 @@ def generate(cfg, g):
         pid_m, pid_n = raster(tile)
         m0 = em.mul(pid_m, BM)
         n0 = em.mul(pid_n, BN)
-        g0 = em.mul(it, KTv)
+        g0 = em.mul(it, KTn)
         if pp:
             # the order barrier: consumer c's n-th tile (it = 2n + c) waits for the other's mainloop of
             # tile it - 1: order[c] phase q = n - 1 + c = (it + c) / 2 - 1 (none for it = 0)
@@ -531,7 +601,7 @@ def generate(cfg, g):
                                          "D [<f32>, #nvvm.wgmma_scale_out<%s>], A [<%s>, #nvvm.wgmma_scale_in<one>, <row>], "
                                          "B [<%s>, #nvvm.wgmma_scale_in<one>, <%s>] : %s -> %s") % (
                                              da, db, accs[i], WGN, KW, "zero" if first and kk == 0 else "one",
-                                             "tf32" if tf32 else "bf16", "tf32" if tf32 else "bf16",
+                                             "tf32" if tf32 else dt, "tf32" if tf32 else dt,
                                              "col" if bnk else "row", acc_ty, acc_ty), "w")
             em.emit("nvvm.wgmma.commit.group.sync.aligned")
             return accs
@@ -664,7 +734,7 @@ def generate(cfg, g):
             kt = em.fresh("kt")
             iter_args = ", ".join("%%a%d = %s" % (j, first[j]) for j in range(nst))
             em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-                res_names, nst, kt, em.idx(1), em.v(KTv), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
+                res_names, nst, kt, em.idx(1), em.v(KTn), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
             em.indent += 2
             gk = em.add(g0, kt)
             accs = ktile(gk, ["%%a%d" % j for j in range(nst)], False)
@@ -683,7 +753,7 @@ def generate(cfg, g):
                 em.emit("}")
             em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
             em.comment("release the last k-tile's stage (the producer may fill it for the next tile)")
-            release(em.add(g0, em.sub(KTv, 1)))
+            release(em.add(g0, em.sub(KTn, 1)))
             return ["%s#%d" % (res_names, j) for j in range(nst)]
 
         if promote:
@@ -699,22 +769,65 @@ def generate(cfg, g):
             e0 = em.op("llvm.extractvalue %s[%d] : %s" % (fin[st_i], nl * 4 + 2 * h, acc_ty), "c")
             e1 = em.op("llvm.extractvalue %s[%d] : %s" % (fin[st_i], nl * 4 + 2 * h + 1, acc_ty), "c")
             return em.op("vector.from_elements %s, %s : vector<2xf32>" % (e0, e1), "c")
-        epilogue(m0, n0, pair)
+        if SPLIT > 1:
+            splitk_epilogue(m0, n0, pair)
+        else:
+            epilogue(m0, n0, pair)
 
-    def epilogue(m0, n0, pair):
+    def splitk_epilogue(m0, n0, pair):
+        """split-K (docstring): partial tile to shared memory, cluster barrier, this CTA's 1/SPLIT of the
+        columns summed over the cluster's partials in rank order (ld.shared::cluster), epilogue, barrier"""
+        gq = em.shr(lane, 2)
+        t2 = em.mul(em.band(lane, 3), 2)
+        rowl = em.add(em.add(em.mul(ci, 64), em.mul(wq, 16)), gq)    # the thread's first row in the tile
+        em.comment("split-K: both consumer warpgroups are done with the stages (wgmma.wait_group 0 each): "
+                   "named barrier 1, then the f32 partial tile [%d x %d] (row stride %d) over them" % (
+                       nb * 128, BN, RS))
+        em.emit("nvvm.barrier id = %s number_of_threads = %s" % (
+            em.const("1", "i32", "bar1"), em.const("256", "i32", "barn")))
+        pf_ty = "memref<%dxf32, %s>" % (part_bytes // 4, WG)
+        pf = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (dsm, pad, WG, pf_ty), "pf")
+        for j in range(nb):
+            for ni in range(BN // 8):
+                for h in range(2):
+                    at = em.add(em.mul(em.add(rowl, j * 128 + 8 * h), RS), em.add(t2, 8 * ni))
+                    em.emit("vector.store %s, %s[%s] : %s, vector<2xf32>" % (pair(j, 0, ni, h), pf, em.v(at),
+                                                                             pf_ty))
+        em.comment("split-K: every partial of the cluster written (release / acquire at cluster scope)")
+        cluster_sync()
+        cw = BN // SPLIT                               # the columns this CTA reduces: [rank * cw, rank * cw + cw)
+        c0 = em.mul(rank, cw)
+        ranks = [em.const(str(q), "i32", "rank%d" % q) for q in range(SPLIT)]
+
+        def rpair(j, mi, ni, h):
+            """the tile's (row, column pair) of product j summed over the cluster's partials, rank 0 first"""
+            e = em.add(em.mul(em.add(rowl, j * 128 + 8 * h), RS), em.add(em.add(c0, t2), 8 * ni))
+            a = em.op("arith.index_cast %s : index to i64" % em.v(em.add(sbase, em.mul(e, 4))), "pa")
+            p3 = em.op("llvm.inttoptr %s : i64 to !llvm.ptr<3>" % a, "p3")
+            acc = None
+            for q in range(SPLIT):
+                p7 = em.op("nvvm.mapa %s, %s : !llvm.ptr<3> -> !llvm.ptr<7>" % (p3, ranks[q]), "p7")
+                x = em.op("llvm.load %s {alignment = 8 : i64} : !llvm.ptr<7> -> vector<2xf32>" % p7, "px")
+                acc = x if acc is None else em.op("arith.addf %s, %s : vector<2xf32>" % (acc, x), "ps")
+            return acc
+        epilogue(m0, em.add(n0, c0), rpair, cw)
+        em.comment("split-K: no CTA exits (its shared memory) while another may still read it")
+        cluster_sync()
+
+    def epilogue(m0, n0, pair, ncols=BN):
         gq = em.shr(lane, 2)
         t2 = em.mul(em.band(lane, 3), 2)
         row_base = em.add(em.add(em.add(m0, 0 if pp else em.mul(ci, 64)), em.mul(wq, 16)), gq)
         col_base = em.add(n0, t2)
         row_offs = [64 * mi for mi in range(MB)]
-        col_offs = [8 * ni for ni in range(BN // 8)]
+        col_offs = [8 * ni for ni in range(ncols // 8)]
         if not masked:
             g.fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair)
             return
         # partial tiles (M % BM, N % BN): a CTA-uniform branch, the full tiles unmasked
         Mv, Nv = em.v(g.sval(em, M)), em.v(g.sval(em, N))
         okm = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(m0, BM)), Mv), "full")
-        okn = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(n0, BN)), Nv), "full")
+        okn = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(n0, ncols)), Nv), "full")
         ok = em.op("arith.andi %s, %s : i1" % (okm, okn), "full")
         em.emit("scf.if %s {" % ok)
         em.indent += 2
@@ -738,6 +851,8 @@ def generate(cfg, g):
     em.emit("gpu.return")
 
     launch = dict(block=[T, 1, 1], grid=[g.sgrid(grid), 1, 1], smem=smem)
+    if SPLIT > 1:
+        launch["cluster"] = [SPLIT, 1, 1]
     if pp:
         what = ("ping-pong: consumer warpgroups 1 and 2 own alternate %dx%d tiles (setmaxnreg %d), each %d x %d x %d "
                 "wgmma.mma_async m64n%dk%d per k-tile, order barriers hand the tensor cores over" % (
@@ -814,6 +929,17 @@ def generate(cfg, g):
         "launch: grid (%s,1,1)%s over %s x %s tiles (grouped raster, GROUP_M=%d by default, a tune knob), block (%d,1,1), dynamic smem %d B" % (
             g.sgrid(grid), " persistent CTAs striding" if persistent else " = one CTA per tile", gm, gn, GROUP_M, T, smem),
     ]
+    if SPLIT > 1:
+        header[-1] = ("launch: grid (%s,1,1) = %d CTAs per tile over %s x %s tiles (grouped raster, GROUP_M=%d by "
+                      "default, a tune knob), clusters (%d,1,1) (known_cluster_size), block (%d,1,1), dynamic smem "
+                      "%d B" % (g.sgrid(grid), SPLIT, gm, gn, GROUP_M, SPLIT, T, smem))
+        header.insert(1, "split-K %d (deterministic, no workspace): the %d CTAs of a cluster share one %dx%d tile, "
+                      "CTA rank r runs k-tiles [r KT / %d, (r + 1) KT / %d); then each writes its f32 partial to its "
+                      "shared memory (over the drained stages, row stride %d), cluster barrier, CTA r sums columns "
+                      "[r %d, r %d + %d) of the %d partials in rank order through distributed shared memory "
+                      "(nvvm.mapa + ld.shared::cluster), runs the epilogue and stores them; a second cluster barrier "
+                      "keeps every CTA's shared memory until all have read it" % (
+                          SPLIT, SPLIT, BM, BN, SPLIT, SPLIT, RS, BN // SPLIT, BN // SPLIT, BN // SPLIT, SPLIT))
     kname, text, launch = g.finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
     # the tensor maps: trailing arguments and the attribute that names the viewed parameters
     sig_end = ") kernel\n"

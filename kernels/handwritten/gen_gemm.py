@@ -1582,6 +1582,8 @@ def finish(cfg, em, ins, outs, names, launch, header, helpers):
     lines.append("  gpu.func @%s(%s) kernel" % (kname, args))
     lines.append("      attributes {known_block_size = array<i32: %d, %d, %d>," % tuple(launch["block"]))
     lines.append("                  known_grid_size = array<i32: %s, %s, %s>," % tuple(launch["grid"]))
+    if launch.get("cluster"):   # a thread-block cluster shape (gemm_wgmma_tma.py split-K)
+        lines.append("                  known_cluster_size = array<i32: %s, %s, %s>," % tuple(launch["cluster"]))
     extra = ""
     if cfg.get("minctasm"):
         # .minnctapersm: ptxas caps registers so that this many CTAs fit on an SM
@@ -1971,6 +1973,10 @@ def generate_alternatives(alts, knob="TILE", group_m=None):
     else:
         lines.append("      attributes {known_block_size = array<i32: %s, %s, %s>," % tuple(block))
     lines.append("                  known_grid_size = array<i32: %s, %s, %s>," % tuple(grid))
+    if any(l.get("cluster") for l in L):
+        # split-K alternatives (clusters); 1 x 1 x 1 for the others, which the builder drops
+        cluster = [_choose(selp, [(l.get("cluster") or [1, 1, 1])[d] for l in L]) for d in range(3)]
+        lines.append("                  known_cluster_size = array<i32: %s, %s, %s>," % tuple(cluster))
     mins = [c.get("minctasm") or 0 for c, _, _ in parts]
     extra = ""
     if any(mins):

@@ -49,7 +49,7 @@ On sm_90a the TMA-fed wgmma entry is tried first (file names sort
 where its BN does not divide N, the mma.sync entry (which lists sm_90a too)
 may still admit the sizes.
 
-The *_0tma entries (bf16 only, sm_90a; issue 15's wgmma forms with N and K
+The *_0tma entries (bf16 and f16, sm_90a; issue 15's wgmma forms with N and K
 masked) are gen_gemm.py's `bf16_wgmma_tma` kernel
 (kernels/handwritten/gemm_wgmma_tma.py, the kernel the suite ships for
 SwiGLU and GEMM + bias + GELU): a producer thread feeding a 4-stage ring by
@@ -61,11 +61,15 @@ tile masks its rows and columns. The constraints, stated as the template's
 requirements: M >= BM (128: a box may not exceed the tensor), N and K
 multiples of 8 (16-byte rows, the tensor map's rule), N >= 64, K >= 64.
 At M <= 1024 a cooperative 128 x 64 tiling (SMALL_M below) is timed beside
-the default where the default's grid is under one wave. Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
+the default where the default's grid is under one wave, and, where a
+split-K grid fits one wave, three split-K tilings (thread-block clusters,
+SMALL_M). Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
 entries are the better kernels there anyway; N = 1000 is admitted, N = 1001
-not), the next entry is tried. f16 (the generator is bf16 only) and B
-stored [N, K] (nn.Linear, kernels/table/importer_any.py; the generator
-takes B [K, N] only in bf16) have no TMA form yet. The shipped entries of
+not), the next entry is tried. The f16 entries are the same kernels on f16
+operands (wgmma .f16; on the H200 at 512 x 768 x 3072 the same times as
+bf16, bench/tma/splitk-device.sh). B stored [N, K] (nn.Linear,
+kernels/table/importer_any.py; the generator takes B [K, N] only in 16-bit
+types) has no TMA form yet. The shipped entries of
 build.py's sentinel method (M free, N and K fixed) have more fixed sizes, so
 the table tries them first (llm_client/table.c): at the sizes they admit the
 kernels are exactly the shipped ones.
@@ -172,6 +176,19 @@ WGMMA = {
 #     tensor-map arguments, and its A box is [64, 64] where the others' is
 #     [128, 64] (the box is in the argument's type and in the kernel's
 #     llm_fuse.tensor_maps; _alternatives checks it).
+#     Split-K by thread-block clusters (gemm_wgmma_tma.py `splitk`: the S
+#     CTAs of a cluster share a tile, each runs 1/S of the k-tiles, and
+#     they sum their f32 partials in rank order through distributed shared
+#     memory: deterministic, no workspace): 128 x 128 with S = 2, and
+#     128 x 64 with S = 2 and 4, each admitted only where its grid
+#     (tiles x S CTAs) is at most one wave of 132 CTAs (SPLITK_WAVE). On
+#     the H200 (bench/tma/splitk-device.sh, 2026-11-25) at N = 768, K = 3072
+#     the default 128 x 128 took 0.0236 / 0.0239 / 0.0252 ms at M = 256 /
+#     512 / 1152; the best split-K 0.0112 (128 x 64, S 4: 96 CTAs) /
+#     0.0137 (128 x 64, S 2: 96) / 0.0206 (128 x 128, S 2: 108), against
+#     cuBLAS 0.0138 / 0.0146 / 0.0185; grids over one wave lost (S 4 at
+#     216 CTAs: 0.0260), and at the suite's 4096 rows (192 tiles) every
+#     split lost to the unsplit grid (0.0537 against 0.0485).
 #   f32x3_wgmma_tma (the *_0x3tma entries; cooperative tiles only, 128
 #     rows): cooperative 128 x 64, 4 stages (48 KiB a stage with the small
 #     halves: 193 KiB), 2x the CTAs of the default 128 x 128 (N = 768: 12
@@ -185,10 +202,24 @@ SMALL_M = {
                  (dict(BM=32, BN=64, BK=8, KS=4, group_m=8), ("WX", "minctasm"), 1024)],
     "bf16_mma": [(dict(BM=32, BN=64, BK=64, WM=16, WN=16, stages=4, group_m=8), ("minctasm",), 256)],
     "bf16_wgmma": [(dict(WGS=1, BN=64, stages=4, group_m=8), (), 256)],
-    "bf16_wgmma_tma": [(dict(BN=64, stages=8, pingpong=0, persistent=1, group_m=8), ("BM",), 1024)],
+    "bf16_wgmma_tma": [(dict(BN=64, stages=8, pingpong=0, persistent=1, group_m=8), ("BM",), 1024),
+                       (dict(BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8), ("BM",),
+                        lambda s: splitk_admit(s, 128, 2)),
+                       (dict(BN=64, stages=8, pingpong=0, persistent=0, splitk=2, group_m=8), ("BM",),
+                        lambda s: splitk_admit(s, 64, 2)),
+                       (dict(BN=64, stages=8, pingpong=0, persistent=0, splitk=4, group_m=8), ("BM",),
+                        lambda s: splitk_admit(s, 64, 4))],
     "f32x3_wgmma_tma": [(dict(BN=64, stages=4, pingpong=0, persistent=1, group_m=8), ("BM",), 1024)],
 }
 TMA_KINDS = ("bf16_wgmma_tma", "f32x3_wgmma_tma")
+SPLITK_WAVE = 132   # the SMs of an H100 / H200: a split-K grid is admitted up to one wave
+
+
+def splitk_admit(syms, bn, split):
+    """where a split-K tiling's grid, ceil(M / 128) x ceil(N / bn) tiles of
+    `split` CTAs, is at most one wave (syms: role -> size symbol)"""
+    return "(%s + 127) / 128 * ((%s + %d) / %d) * %d <= %d" % (syms["M"], syms["N"], bn - 1, bn, split,
+                                                              SPLITK_WAVE)
 
 
 def tma_max_stages(cfg):
@@ -309,11 +340,13 @@ def _pick(cfg, m=EX_M):
     return pick
 
 
-def _alternatives(c, small, m_sym, extra=None):
+def _alternatives(c, small, m_sym, extra=None, syms=None):
     """[(cfg, admit)] for gen_gemm.generate_alternatives: c first (the
     default), then each small-M tiling of `small` [(overrides, dropped keys,
     M bound)]; extra: a condition every alternative is admitted under too.
-    A TMA tiling's stages are capped at what fits (tma_max_stages)."""
+    A bound is an int (admitted where M <= it) or a function of syms (role
+    -> size symbol) giving the admission expression. A TMA tiling's stages
+    are capped at what fits (tma_max_stages)."""
     alts = [(c, extra)]
     for ov, drop, bound in small:
         a = {k: v for k, v in c.items() if k not in drop}
@@ -323,7 +356,8 @@ def _alternatives(c, small, m_sym, extra=None):
             assert tma_a_box_rows(a) == tma_a_box_rows(c), \
                 "TMA alternatives share the kernel's tensor-map arguments: A box rows %d, the default's %d" % (
                     tma_a_box_rows(a), tma_a_box_rows(c))
-        alts.append((a, "%s <= %d" % (m_sym, bound) + (" && (%s)" % extra if extra else "")))
+        admit = bound(syms) if callable(bound) else "%s <= %d" % (m_sym, bound)
+        alts.append((a, admit + (" && (%s)" % extra if extra else "")))
     return alts
 
 
@@ -385,7 +419,7 @@ def _render(name, dtype, cfg, small=(), single=None, nk=False):
                 a.update(ov)
                 alts.append((a, None))
         else:
-            alts = _alternatives(c, small, sym["M"], _old_refuses(c, sym["N"], sym["K"]) if nk else None)
+            alts = _alternatives(c, small, sym["M"], _old_refuses(c, sym["N"], sym["K"]) if nk else None, syms=sym)
         if len(alts) > 1:
             _, text, _ = gen_gemm.generate_alternatives(alts)
         else:
@@ -440,7 +474,7 @@ def templates():
         src, sdt, rows, sg, dtypes, has_wgmma = FAMILIES[name]
         for dtype in dtypes:
             tc = dtype != "f32"
-            if dtype == "bf16" and has_wgmma and not tma_refused:
+            if dtype in ("bf16", "f16") and has_wgmma and not tma_refused:
                 # the TMA form: tried first on sm_90a (0tma sorts before 1wgmma)
                 small = SMALL_M["bf16_wgmma_tma"]
                 entry(name, dtype, "0tma", tma_cfg(sg, dtype), ["sm_90a"],

@@ -1,0 +1,14 @@
+#!/usr/bin/env python3
+"""bind_template.py ENTRY.json S0=V S1=V ... - prints a pattern-table
+entry's template with each `// llm-fuse.template-size SK` line bound to
+`// llm-fuse.tune SK = V`, as the pass binds a subgraph's sizes
+(docs/kernel-contract.md section 10), so that llm-fuse-build-kernel
+--tune-variant can build any of its variants."""
+import json
+import re
+import sys
+
+sizes = dict(a.split("=") for a in sys.argv[2:])
+text = json.load(open(sys.argv[1]))["template"]
+sys.stdout.write(re.sub(r"// llm-fuse\.template-size (S\d+)",
+                        lambda m: "// llm-fuse.tune %s = %s" % (m.group(1), sizes[m.group(1)]), text))
