@@ -1710,7 +1710,12 @@ SUBGRAPHS = [
 # (sg, overrides of the base entry)
 WGMMA_VARIANTS = [
     ("sg_439a925e4900df20", dict(WGS=2, BN=256, stages=4, group_m=8)),
-    ("sg_5cdc21b0bac363b8", dict(WGS=2, BN=64, stages=4, group_m=8)),
+    # The MLP down-projection (4096 x 768 x 3072): 128 x 192 TMA-fed tiles,
+    # 4 x 32 = 128 CTAs in one wave on 132 SMs (128 x 128 makes 192 tiles:
+    # 1.45 waves; split-K by clusters lost 7% there). H200, 2026-11-25
+    # (bench/tma/splitk-device.sh): 0.0370 ms against cuBLAS's 0.0373 and
+    # 0.0611 for the cp.async-fed 2-warpgroup kernel it replaces.
+    ("sg_5cdc21b0bac363b8", dict(kind="bf16_wgmma_tma", BN=192, stages=4, pingpong=0, persistent=1, group_m=8)),
     # SwiGLU and GEMM+bias+GELU (issue 8's benchmark): the TMA-fed kernels of
     # gemm_wgmma_tma.py (TMA_VARIANTS' tma-pp128 and tma-coop-g16): on the
     # H200 2.879 and 3.448 ms against 3.203 and 3.924 for the cp.async-fed

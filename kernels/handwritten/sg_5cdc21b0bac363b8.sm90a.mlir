@@ -5,13 +5,14 @@
 // math: C[4096,768] = A[4096,3072] @ B[3072,768] (bf16 in, f32 accumulate);
 //       y = (acc + bias[n]) + res[m,n]
 //       bias and residual bf16 -> f32 (extf); result truncf to bf16
-// tiling (sm_90a): CTA 128x64x64, 2 warpgroup(s) of 64 rows, each 4 x 1 wgmma.mma_async m64n64k16 per k-tile
-// pipeline: 4-stage cp.async.cg ring, k-tile kt+2 fetched during k-tile kt, wgmma.wait_group 1; 48 k-tiles
-// smem: 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
-// launch: grid (384,1,1) = 32 x 12 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (256,1,1), dynamic smem 99328 B
-// assumes: M % BM == 0, N % BN == 0, K % BK == 0 (true for this exact shape; no bounds checks)
-// assumes: buffers 16-byte aligned (contract guarantee) for the 16-byte cp.async and the 4-byte stores
-// assumes: sm_90a (wgmma); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
+// TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg 40) issues per stage mbarrier.arrive.expect_tx(40960 B) + 1 A box [128,64] + 3 B box(es) [64,64] (nvgpu.tma.async.load, 128B swizzle); cooperative: 2 consumer warpgroups of 64 rows of the 128x192 tile (setmaxnreg 232), each 4 x 1 wgmma.mma_async m64n192k16 per k-tile
+// pipeline: 4-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after wgmma.wait_group 1); 48 k-tiles per tile
+// smem: stage-major [A 128x64 | B_j 64x192 ...], 128B-swizzled canonical layouts, A K-major (SBO 1024), B MN-major (LBO 8192, SBO 1024), base aligned to 1024 B
+// tensor maps (trailing arguments, llm_fuse.tensor_maps): %map_a views argument 0, box [128, 64]; %map_b0 views argument 1, box [64, 64]
+// launch: grid (128,1,1) persistent CTAs striding over 32 x 4 tiles (grouped raster, GROUP_M=8 by default, a tune knob), block (384,1,1), dynamic smem 164864 B
+// assumes: sm_90a (wgmma, TMA); the dynamic shared memory window can be aligned to 1024 B (1 KiB slack reserved)
+// assumes: any M; N and K multiples of 8 (16-byte rows for the tensor maps), M >= BM, N >= 64, K >= 64; TMA zero-fills the out-of-bounds parts of the boxes, the epilogue masks partial tiles
+// assumes: buffers 16-byte aligned (contract guarantee) for the tensor maps and the 4-byte stores
 gpu.module @sg_5cdc21b0bac363b8 {
   // llm-fuse.tune GROUP_M = 8, 4, 16
   // llm-fuse.tune-require 32 % GROUP_M == 0
@@ -24,387 +25,656 @@ gpu.module @sg_5cdc21b0bac363b8 {
     %out_5 = arith.truncf %y_4 : vector<2xf32> to vector<2xbf16>
     return %out_5 : vector<2xbf16>
   }
-  gpu.func @sg_5cdc21b0bac363b8_bf16_wgmma(%arg0: memref<4096x3072xbf16>, %arg1: memref<3072x768xbf16>, %arg2: memref<768xbf16>, %arg3: memref<4096x768xbf16>, %arg4: memref<4096x768xbf16>) kernel
-      attributes {known_block_size = array<i32: 256, 1, 1>,
-                  known_grid_size = array<i32: 384, 1, 1>,
-                  llm_fuse.dynamic_shared_memory = 99328 : i32} {
-    %c_GROUP_M = arith.constant {{GROUP_M}} : index
-    %c_GROUP_M_GN = arith.constant {{GROUP_M * 12}} : index
+  gpu.func @sg_5cdc21b0bac363b8_bf16_wgmma_tma(%arg0: memref<4096x3072xbf16>, %arg1: memref<3072x768xbf16>, %arg2: memref<768xbf16>, %arg3: memref<4096x768xbf16>, %arg4: memref<4096x768xbf16>, %map_a: !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, %map_b0: !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>) kernel
+      attributes {llm_fuse.tensor_maps = array<i32: 0, 1>,
+                  known_block_size = array<i32: 384, 1, 1>,
+                  known_grid_size = array<i32: 128, 1, 1>,
+                  llm_fuse.dynamic_shared_memory = 164864 : i32} {
+    %c10000000 = arith.constant 10000000 : index
     %c128 = arith.constant 128 : index
-    %c64 = arith.constant 64 : index
     %c32 = arith.constant 32 : index
-    %c4 = arith.constant 4 : index
     %c1024 = arith.constant 1024 : index
     %c1023 = arith.constant 1023 : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
     %c8 = arith.constant 8 : index
-    %c7 = arith.constant 7 : index
-    %c256 = arith.constant 256 : index
-    %c512 = arith.constant 512 : index
-    %c768 = arith.constant 768 : index
-    %c4096 = arith.constant 4096 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c40960 = arith.constant 40960 : index
+    %c_GROUP_M = arith.constant {{GROUP_M}} : index
+    %c_GROUP_M_GN = arith.constant {{GROUP_M * 4}} : index
+    %c192 = arith.constant 192 : index
+    %c48 = arith.constant 48 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %c16384 = arith.constant 16384 : index
+    %c24576 = arith.constant 24576 : index
     %c32768 = arith.constant 32768 : index
-    %c8192 = arith.constant 8192 : index
-    %c36864 = arith.constant 36864 : index
+    %cm1 = arith.constant -1 : index
     %k_desc_a_hi = arith.constant 4611686293305360384 : i64
     %k_desc_b_hi = arith.constant 4611686293338849280 : i64
     %k_desc_mask = arith.constant 16383 : i64
     %k_four = arith.constant 4 : i64
-    %k_zacc = llvm.mlir.zero : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c0 = arith.constant 0 : index
-    %c48 = arith.constant 48 : index
-    %c1 = arith.constant 1 : index
-    %c2 = arith.constant 2 : index
-    %c16384 = arith.constant 16384 : index
-    %c65536 = arith.constant 65536 : index
+    %k_uacc = llvm.mlir.undef : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+    %c8192 = arith.constant 8192 : index
     %c2048 = arith.constant 2048 : index
+    %c4096 = arith.constant 4096 : index
     %c96 = arith.constant 96 : index
     %c6144 = arith.constant 6144 : index
-    %c3 = arith.constant 3 : index
+    %c47 = arith.constant 47 : index
     %c16 = arith.constant 16 : index
     %c24 = arith.constant 24 : index
     %c40 = arith.constant 40 : index
     %c56 = arith.constant 56 : index
-    // CTA tile (pid_m, pid_n): grouped raster over 32x12 tiles, GROUP_M=8 by default (a tune knob)
+    %c72 = arith.constant 72 : index
+    %c80 = arith.constant 80 : index
+    %c88 = arith.constant 88 : index
+    %c104 = arith.constant 104 : index
+    %c112 = arith.constant 112 : index
+    %c120 = arith.constant 120 : index
+    %c136 = arith.constant 136 : index
+    %c144 = arith.constant 144 : index
+    %c152 = arith.constant 152 : index
+    %c160 = arith.constant 160 : index
+    %c168 = arith.constant 168 : index
+    %c176 = arith.constant 176 : index
+    %c184 = arith.constant 184 : index
     %pid_1 = gpu.block_id x
     %tid_2 = gpu.thread_id x
-    %i_3 = arith.divui %pid_1, %c_GROUP_M_GN : index
-    %i_4 = arith.muli %i_3, %c_GROUP_M : index
-    %i_5 = arith.remui %pid_1, %c_GROUP_M_GN : index
-    %i_6 = arith.remui %i_5, %c_GROUP_M : index
-    %i_7 = arith.addi %i_4, %i_6 : index
-    %i_8 = arith.divui %i_5, %c_GROUP_M : index
-    %i_9 = arith.muli %i_7, %c128 : index
-    %i_10 = arith.muli %i_8, %c64 : index
-    %i_11 = arith.divui %tid_2, %c128 : index
-    %i_12 = arith.remui %tid_2, %c32 : index
-    %i_13 = arith.divui %tid_2, %c32 : index
-    %i_14 = arith.remui %i_13, %c4 : index
-    // shared memory, base aligned to 1024 B: A[S][128 x 64], then B_j[S][1 atoms][64 k][64 n], bf16
-    %smem_15 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-    %addr_16 = memref.extract_aligned_pointer_as_index %smem_15 : memref<?xi8, #gpu.address_space<workgroup>> -> index
-    %i_17 = arith.andi %addr_16, %c1023 : index
-    %i_18 = arith.subi %c1024, %i_17 : index
-    %i_19 = arith.andi %i_18, %c1023 : index
-    %i_20 = arith.addi %addr_16, %i_19 : index
-    %sm_21 = memref.view %smem_15[%i_19][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    // cp.async assignments (16-byte chunks, element offsets within a stage)
-    %i_22 = arith.divui %tid_2, %c8 : index
-    %i_23 = arith.remui %tid_2, %c8 : index
-    %i_24 = arith.muli %i_22, %c64 : index
-    %i_25 = arith.andi %i_22, %c7 : index
-    %i_26 = arith.xori %i_23, %i_25 : index
-    %i_27 = arith.muli %i_26, %c8 : index
-    %i_28 = arith.addi %i_24, %i_27 : index
-    %i_29 = arith.addi %i_9, %i_22 : index
-    %i_30 = arith.muli %i_23, %c8 : index
-    %i_31 = arith.addi %tid_2, %c256 : index
-    %i_32 = arith.divui %i_31, %c8 : index
-    %i_33 = arith.remui %i_31, %c8 : index
-    %i_34 = arith.muli %i_32, %c64 : index
-    %i_35 = arith.andi %i_32, %c7 : index
-    %i_36 = arith.xori %i_33, %i_35 : index
-    %i_37 = arith.muli %i_36, %c8 : index
-    %i_38 = arith.addi %i_34, %i_37 : index
-    %i_39 = arith.addi %i_9, %i_32 : index
-    %i_40 = arith.muli %i_33, %c8 : index
-    %i_41 = arith.addi %tid_2, %c512 : index
-    %i_42 = arith.divui %i_41, %c8 : index
-    %i_43 = arith.remui %i_41, %c8 : index
-    %i_44 = arith.muli %i_42, %c64 : index
-    %i_45 = arith.andi %i_42, %c7 : index
-    %i_46 = arith.xori %i_43, %i_45 : index
-    %i_47 = arith.muli %i_46, %c8 : index
-    %i_48 = arith.addi %i_44, %i_47 : index
-    %i_49 = arith.addi %i_9, %i_42 : index
-    %i_50 = arith.muli %i_43, %c8 : index
-    %i_51 = arith.addi %tid_2, %c768 : index
-    %i_52 = arith.divui %i_51, %c8 : index
-    %i_53 = arith.remui %i_51, %c8 : index
-    %i_54 = arith.muli %i_52, %c64 : index
-    %i_55 = arith.andi %i_52, %c7 : index
-    %i_56 = arith.xori %i_53, %i_55 : index
-    %i_57 = arith.muli %i_56, %c8 : index
-    %i_58 = arith.addi %i_54, %i_57 : index
-    %i_59 = arith.addi %i_9, %i_52 : index
-    %i_60 = arith.muli %i_53, %c8 : index
-    %i_61 = arith.divui %tid_2, %c8 : index
-    %i_62 = arith.remui %tid_2, %c8 : index
-    %i_63 = arith.divui %i_62, %c8 : index
-    %i_64 = arith.muli %i_63, %c4096 : index
-    %i_65 = arith.muli %i_61, %c64 : index
-    %i_66 = arith.addi %i_64, %i_65 : index
-    %i_67 = arith.remui %i_62, %c8 : index
-    %i_68 = arith.andi %i_61, %c7 : index
-    %i_69 = arith.xori %i_67, %i_68 : index
-    %i_70 = arith.muli %i_69, %c8 : index
-    %i_71 = arith.addi %i_66, %i_70 : index
-    %i_72 = arith.muli %i_62, %c8 : index
-    %i_73 = arith.addi %i_10, %i_72 : index
-    %i_74 = arith.addi %tid_2, %c256 : index
-    %i_75 = arith.divui %i_74, %c8 : index
-    %i_76 = arith.remui %i_74, %c8 : index
-    %i_77 = arith.divui %i_76, %c8 : index
-    %i_78 = arith.muli %i_77, %c4096 : index
-    %i_79 = arith.muli %i_75, %c64 : index
-    %i_80 = arith.addi %i_78, %i_79 : index
-    %i_81 = arith.remui %i_76, %c8 : index
-    %i_82 = arith.andi %i_75, %c7 : index
-    %i_83 = arith.xori %i_81, %i_82 : index
-    %i_84 = arith.muli %i_83, %c8 : index
-    %i_85 = arith.addi %i_80, %i_84 : index
-    %i_86 = arith.muli %i_76, %c8 : index
-    %i_87 = arith.addi %i_10, %i_86 : index
-    // prologue: k-tiles 0..1 in flight
-    %cp_88 = nvgpu.device_async_copy %arg0[%i_29, %i_30], %sm_21[%i_28], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %cp_89 = nvgpu.device_async_copy %arg0[%i_39, %i_40], %sm_21[%i_38], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %cp_90 = nvgpu.device_async_copy %arg0[%i_49, %i_50], %sm_21[%i_48], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %cp_91 = nvgpu.device_async_copy %arg0[%i_59, %i_60], %sm_21[%i_58], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %i_92 = arith.addi %c32768, %i_71 : index
-    %cp_93 = nvgpu.device_async_copy %arg1[%i_61, %i_73], %sm_21[%i_92], 8 {bypassL1} : memref<3072x768xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %i_94 = arith.addi %c32768, %i_85 : index
-    %cp_95 = nvgpu.device_async_copy %arg1[%i_75, %i_87], %sm_21[%i_94], 8 {bypassL1} : memref<3072x768xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %grp_96 = nvgpu.device_async_create_group %cp_88, %cp_89, %cp_90, %cp_91, %cp_93, %cp_95
-    %i_97 = arith.addi %c64, %i_30 : index
-    %i_98 = arith.addi %c8192, %i_28 : index
-    %cp_99 = nvgpu.device_async_copy %arg0[%i_29, %i_97], %sm_21[%i_98], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %i_100 = arith.addi %c64, %i_40 : index
-    %i_101 = arith.addi %c8192, %i_38 : index
-    %cp_102 = nvgpu.device_async_copy %arg0[%i_39, %i_100], %sm_21[%i_101], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %i_103 = arith.addi %c64, %i_50 : index
-    %i_104 = arith.addi %c8192, %i_48 : index
-    %cp_105 = nvgpu.device_async_copy %arg0[%i_49, %i_103], %sm_21[%i_104], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %i_106 = arith.addi %c64, %i_60 : index
-    %i_107 = arith.addi %c8192, %i_58 : index
-    %cp_108 = nvgpu.device_async_copy %arg0[%i_59, %i_106], %sm_21[%i_107], 8 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %i_109 = arith.addi %c64, %i_61 : index
-    %i_110 = arith.addi %c36864, %i_71 : index
-    %cp_111 = nvgpu.device_async_copy %arg1[%i_109, %i_73], %sm_21[%i_110], 8 {bypassL1} : memref<3072x768xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %i_112 = arith.addi %c64, %i_75 : index
-    %i_113 = arith.addi %c36864, %i_85 : index
-    %cp_114 = nvgpu.device_async_copy %arg1[%i_112, %i_87], %sm_21[%i_113], 8 {bypassL1} : memref<3072x768xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-    %grp_115 = nvgpu.device_async_create_group %cp_99, %cp_102, %cp_105, %cp_108, %cp_111, %cp_114
-    // wgmma descriptors: (addr >> 4) & 0x3fff | (LBO >> 4) << 16 | (SBO >> 4) << 32 | 1 << 62 (128B swizzle)
-    %i_116 = arith.muli %i_11, %c8192 : index
-    // main loop over 48 k-tiles; accumulator j*1 + s: the m64n64 f32 fragment (32 registers) of product j, columns 64*s..
-    %acc_117:1 = scf.for %kt = %c0 to %c48 step %c1 iter_args(%a0 = %k_zacc) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
-      // k-tile kt has landed; after the barrier every warpgroup has retired its wgmma of k-tile kt-2
-      nvgpu.device_async_wait %grp_115 {numGroups = 1 : i32}
-      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-      gpu.barrier
-      // refill the stage of k-tile kt-2 with k-tile kt+2 (zero-fill past the end)
-      %i_118 = arith.addi %kt, %c2 : index
-      %p_119 = arith.cmpi ult, %i_118, %c48 : index
-      %i_120 = arith.remui %i_118, %c4 : index
-      %kc_121 = arith.select %p_119, %i_118, %c0 : index
-      %n_122 = arith.select %p_119, %c8, %c0 : index
-      %i_123 = arith.muli %kc_121, %c64 : index
-      %i_124 = arith.muli %i_120, %c8192 : index
-      %i_125 = arith.addi %i_123, %i_30 : index
-      %i_126 = arith.addi %i_124, %i_28 : index
-      %cp_127 = nvgpu.device_async_copy %arg0[%i_29, %i_125], %sm_21[%i_126], 8, %n_122 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-      %i_128 = arith.addi %i_123, %i_40 : index
-      %i_129 = arith.addi %i_124, %i_38 : index
-      %cp_130 = nvgpu.device_async_copy %arg0[%i_39, %i_128], %sm_21[%i_129], 8, %n_122 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-      %i_131 = arith.addi %i_123, %i_50 : index
-      %i_132 = arith.addi %i_124, %i_48 : index
-      %cp_133 = nvgpu.device_async_copy %arg0[%i_49, %i_131], %sm_21[%i_132], 8, %n_122 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-      %i_134 = arith.addi %i_123, %i_60 : index
-      %i_135 = arith.addi %i_124, %i_58 : index
-      %cp_136 = nvgpu.device_async_copy %arg0[%i_59, %i_134], %sm_21[%i_135], 8, %n_122 {bypassL1} : memref<4096x3072xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-      %i_137 = arith.muli %i_120, %c4096 : index
-      %i_138 = arith.addi %c32768, %i_137 : index
-      %i_139 = arith.addi %i_123, %i_61 : index
-      %i_140 = arith.addi %i_138, %i_71 : index
-      %cp_141 = nvgpu.device_async_copy %arg1[%i_139, %i_73], %sm_21[%i_140], 8, %n_122 {bypassL1} : memref<3072x768xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-      %i_142 = arith.addi %i_123, %i_75 : index
-      %i_143 = arith.addi %i_138, %i_85 : index
-      %cp_144 = nvgpu.device_async_copy %arg1[%i_142, %i_87], %sm_21[%i_143], 8, %n_122 {bypassL1} : memref<3072x768xbf16> to memref<49152xbf16, #gpu.address_space<workgroup>>
-      %grp_145 = nvgpu.device_async_create_group %cp_127, %cp_130, %cp_133, %cp_136, %cp_141, %cp_144
-      %i_146 = arith.remui %kt, %c4 : index
-      %i_147 = arith.muli %i_146, %c16384 : index
-      %i_148 = arith.addi %i_20, %i_147 : index
-      %i_149 = arith.addi %i_148, %i_116 : index
-      %i_150 = arith.muli %i_146, %c8192 : index
-      %i_151 = arith.addi %c65536, %i_150 : index
-      %i_152 = arith.addi %i_20, %i_151 : index
-      nvvm.wgmma.fence.aligned
-      %q_153 = arith.index_cast %i_149 : index to i64
-      %q_154 = arith.shrui %q_153, %k_four : i64
-      %q_155 = arith.andi %q_154, %k_desc_mask : i64
-      %desc_156 = arith.ori %q_155, %k_desc_a_hi : i64
-      %q_157 = arith.index_cast %i_152 : index to i64
-      %q_158 = arith.shrui %q_157, %k_four : i64
-      %q_159 = arith.andi %q_158, %k_desc_mask : i64
-      %desc_160 = arith.ori %q_159, %k_desc_b_hi : i64
-      %w_161 = nvvm.wgmma.mma_async %desc_156, %desc_160, %a0, #nvvm.shape<m = 64, n = 64, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_162 = arith.addi %i_149, %c32 : index
-      %q_163 = arith.index_cast %i_162 : index to i64
-      %q_164 = arith.shrui %q_163, %k_four : i64
-      %q_165 = arith.andi %q_164, %k_desc_mask : i64
-      %desc_166 = arith.ori %q_165, %k_desc_a_hi : i64
-      %i_167 = arith.addi %i_152, %c2048 : index
-      %q_168 = arith.index_cast %i_167 : index to i64
-      %q_169 = arith.shrui %q_168, %k_four : i64
-      %q_170 = arith.andi %q_169, %k_desc_mask : i64
-      %desc_171 = arith.ori %q_170, %k_desc_b_hi : i64
-      %w_172 = nvvm.wgmma.mma_async %desc_166, %desc_171, %w_161, #nvvm.shape<m = 64, n = 64, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_173 = arith.addi %i_149, %c64 : index
-      %q_174 = arith.index_cast %i_173 : index to i64
-      %q_175 = arith.shrui %q_174, %k_four : i64
-      %q_176 = arith.andi %q_175, %k_desc_mask : i64
-      %desc_177 = arith.ori %q_176, %k_desc_a_hi : i64
-      %i_178 = arith.addi %i_152, %c4096 : index
-      %q_179 = arith.index_cast %i_178 : index to i64
-      %q_180 = arith.shrui %q_179, %k_four : i64
-      %q_181 = arith.andi %q_180, %k_desc_mask : i64
-      %desc_182 = arith.ori %q_181, %k_desc_b_hi : i64
-      %w_183 = nvvm.wgmma.mma_async %desc_177, %desc_182, %w_172, #nvvm.shape<m = 64, n = 64, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      %i_184 = arith.addi %i_149, %c96 : index
-      %q_185 = arith.index_cast %i_184 : index to i64
-      %q_186 = arith.shrui %q_185, %k_four : i64
-      %q_187 = arith.andi %q_186, %k_desc_mask : i64
-      %desc_188 = arith.ori %q_187, %k_desc_a_hi : i64
-      %i_189 = arith.addi %i_152, %c6144 : index
-      %q_190 = arith.index_cast %i_189 : index to i64
-      %q_191 = arith.shrui %q_190, %k_four : i64
-      %q_192 = arith.andi %q_191, %k_desc_mask : i64
-      %desc_193 = arith.ori %q_192, %k_desc_b_hi : i64
-      %w_194 = nvvm.wgmma.mma_async %desc_188, %desc_193, %w_183, #nvvm.shape<m = 64, n = 64, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-      nvvm.wgmma.commit.group.sync.aligned
-      nvvm.wgmma.wait.group.sync.aligned 1
-      scf.yield %w_194 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+    %i_3 = arith.divui %tid_2, %c128 : index
+    %i_4 = arith.remui %tid_2, %c32 : index
+    // shared memory, base aligned to 1024 B: per stage A[128 x 64], then B_j[3 atoms][64 k][64 n], bf16
+    %smem_5 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %addr_6 = memref.extract_aligned_pointer_as_index %smem_5 : memref<?xi8, #gpu.address_space<workgroup>> -> index
+    %i_7 = arith.andi %addr_6, %c1023 : index
+    %i_8 = arith.subi %c1024, %i_7 : index
+    %i_9 = arith.andi %i_8, %c1023 : index
+    %i_10 = arith.addi %addr_6, %i_9 : index
+    %sm_11 = memref.view %smem_5[%i_9][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<81920xbf16, #gpu.address_space<workgroup>>
+    %smem_12 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %addr_13 = memref.extract_aligned_pointer_as_index %smem_12 : memref<?xi8, #gpu.address_space<workgroup>> -> index
+    %pad_14 = arith.subi %i_10, %addr_13 : index
+    // mbarriers: full[s] (1 arrival + the stage's 40960 transaction bytes), empty[s] (8 arrivals: one per consumer warp)
+    %full_15 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %empty_16 = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+    %p_17 = arith.cmpi eq, %tid_2, %c0 : index
+    scf.if %p_17 {
+      nvgpu.mbarrier.init %full_15[%c0], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c0], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c1], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c1], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c2], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c2], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %full_15[%c3], %c1 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+      nvgpu.mbarrier.init %empty_16[%c3], %c8 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
     }
-    nvvm.wgmma.wait.group.sync.aligned 0
-    nvgpu.device_async_wait %grp_115 {numGroups = 0 : i32}
-    // epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8
-    %i_195 = arith.shrui %i_12, %c2 : index
-    %i_196 = arith.andi %i_12, %c3 : index
-    %i_197 = arith.muli %i_196, %c2 : index
-    %i_198 = arith.muli %i_11, %c64 : index
-    %i_199 = arith.addi %i_9, %i_198 : index
-    %i_200 = arith.muli %i_14, %c16 : index
-    %i_201 = arith.addi %i_199, %i_200 : index
-    %i_202 = arith.addi %i_201, %i_195 : index
-    %i_203 = arith.addi %i_10, %i_197 : index
-    %bias_204 = vector.load %arg2[%i_203] : memref<768xbf16>, vector<2xbf16>
-    %res_205 = vector.load %arg3[%i_202, %i_203] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_206 = llvm.extractvalue %acc_117#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_207 = llvm.extractvalue %acc_117#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_208 = vector.from_elements %c_206, %c_207 : vector<2xf32>
-    %y_209 = func.call @epilogue(%c_208, %bias_204, %res_205) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_209, %arg4[%i_202, %i_203] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_210 = arith.addi %i_202, %c8 : index
-    %res_211 = vector.load %arg3[%i_210, %i_203] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_212 = llvm.extractvalue %acc_117#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_213 = llvm.extractvalue %acc_117#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_214 = vector.from_elements %c_212, %c_213 : vector<2xf32>
-    %y_215 = func.call @epilogue(%c_214, %bias_204, %res_211) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_215, %arg4[%i_210, %i_203] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_216 = arith.addi %i_203, %c8 : index
-    %bias_217 = vector.load %arg2[%i_216] : memref<768xbf16>, vector<2xbf16>
-    %res_218 = vector.load %arg3[%i_202, %i_216] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_219 = llvm.extractvalue %acc_117#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_220 = llvm.extractvalue %acc_117#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_221 = vector.from_elements %c_219, %c_220 : vector<2xf32>
-    %y_222 = func.call @epilogue(%c_221, %bias_217, %res_218) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_222, %arg4[%i_202, %i_216] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_223 = arith.addi %i_202, %c8 : index
-    %res_224 = vector.load %arg3[%i_223, %i_216] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_225 = llvm.extractvalue %acc_117#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_226 = llvm.extractvalue %acc_117#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_227 = vector.from_elements %c_225, %c_226 : vector<2xf32>
-    %y_228 = func.call @epilogue(%c_227, %bias_217, %res_224) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_228, %arg4[%i_223, %i_216] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_229 = arith.addi %i_203, %c16 : index
-    %bias_230 = vector.load %arg2[%i_229] : memref<768xbf16>, vector<2xbf16>
-    %res_231 = vector.load %arg3[%i_202, %i_229] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_232 = llvm.extractvalue %acc_117#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_233 = llvm.extractvalue %acc_117#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_234 = vector.from_elements %c_232, %c_233 : vector<2xf32>
-    %y_235 = func.call @epilogue(%c_234, %bias_230, %res_231) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_235, %arg4[%i_202, %i_229] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_236 = arith.addi %i_202, %c8 : index
-    %res_237 = vector.load %arg3[%i_236, %i_229] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_238 = llvm.extractvalue %acc_117#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_239 = llvm.extractvalue %acc_117#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_240 = vector.from_elements %c_238, %c_239 : vector<2xf32>
-    %y_241 = func.call @epilogue(%c_240, %bias_230, %res_237) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_241, %arg4[%i_236, %i_229] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_242 = arith.addi %i_203, %c24 : index
-    %bias_243 = vector.load %arg2[%i_242] : memref<768xbf16>, vector<2xbf16>
-    %res_244 = vector.load %arg3[%i_202, %i_242] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_245 = llvm.extractvalue %acc_117#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_246 = llvm.extractvalue %acc_117#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_247 = vector.from_elements %c_245, %c_246 : vector<2xf32>
-    %y_248 = func.call @epilogue(%c_247, %bias_243, %res_244) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_248, %arg4[%i_202, %i_242] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_249 = arith.addi %i_202, %c8 : index
-    %res_250 = vector.load %arg3[%i_249, %i_242] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_251 = llvm.extractvalue %acc_117#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_252 = llvm.extractvalue %acc_117#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_253 = vector.from_elements %c_251, %c_252 : vector<2xf32>
-    %y_254 = func.call @epilogue(%c_253, %bias_243, %res_250) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_254, %arg4[%i_249, %i_242] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_255 = arith.addi %i_203, %c32 : index
-    %bias_256 = vector.load %arg2[%i_255] : memref<768xbf16>, vector<2xbf16>
-    %res_257 = vector.load %arg3[%i_202, %i_255] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_258 = llvm.extractvalue %acc_117#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_259 = llvm.extractvalue %acc_117#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_260 = vector.from_elements %c_258, %c_259 : vector<2xf32>
-    %y_261 = func.call @epilogue(%c_260, %bias_256, %res_257) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_261, %arg4[%i_202, %i_255] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_262 = arith.addi %i_202, %c8 : index
-    %res_263 = vector.load %arg3[%i_262, %i_255] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_264 = llvm.extractvalue %acc_117#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_265 = llvm.extractvalue %acc_117#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_266 = vector.from_elements %c_264, %c_265 : vector<2xf32>
-    %y_267 = func.call @epilogue(%c_266, %bias_256, %res_263) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_267, %arg4[%i_262, %i_255] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_268 = arith.addi %i_203, %c40 : index
-    %bias_269 = vector.load %arg2[%i_268] : memref<768xbf16>, vector<2xbf16>
-    %res_270 = vector.load %arg3[%i_202, %i_268] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_271 = llvm.extractvalue %acc_117#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_272 = llvm.extractvalue %acc_117#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_273 = vector.from_elements %c_271, %c_272 : vector<2xf32>
-    %y_274 = func.call @epilogue(%c_273, %bias_269, %res_270) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_274, %arg4[%i_202, %i_268] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_275 = arith.addi %i_202, %c8 : index
-    %res_276 = vector.load %arg3[%i_275, %i_268] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_277 = llvm.extractvalue %acc_117#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_278 = llvm.extractvalue %acc_117#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_279 = vector.from_elements %c_277, %c_278 : vector<2xf32>
-    %y_280 = func.call @epilogue(%c_279, %bias_269, %res_276) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_280, %arg4[%i_275, %i_268] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_281 = arith.addi %i_203, %c48 : index
-    %bias_282 = vector.load %arg2[%i_281] : memref<768xbf16>, vector<2xbf16>
-    %res_283 = vector.load %arg3[%i_202, %i_281] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_284 = llvm.extractvalue %acc_117#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_285 = llvm.extractvalue %acc_117#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_286 = vector.from_elements %c_284, %c_285 : vector<2xf32>
-    %y_287 = func.call @epilogue(%c_286, %bias_282, %res_283) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_287, %arg4[%i_202, %i_281] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_288 = arith.addi %i_202, %c8 : index
-    %res_289 = vector.load %arg3[%i_288, %i_281] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_290 = llvm.extractvalue %acc_117#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_291 = llvm.extractvalue %acc_117#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_292 = vector.from_elements %c_290, %c_291 : vector<2xf32>
-    %y_293 = func.call @epilogue(%c_292, %bias_282, %res_289) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_293, %arg4[%i_288, %i_281] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_294 = arith.addi %i_203, %c56 : index
-    %bias_295 = vector.load %arg2[%i_294] : memref<768xbf16>, vector<2xbf16>
-    %res_296 = vector.load %arg3[%i_202, %i_294] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_297 = llvm.extractvalue %acc_117#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_298 = llvm.extractvalue %acc_117#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_299 = vector.from_elements %c_297, %c_298 : vector<2xf32>
-    %y_300 = func.call @epilogue(%c_299, %bias_295, %res_296) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_300, %arg4[%i_202, %i_294] : memref<4096x768xbf16>, vector<2xbf16>
-    %i_301 = arith.addi %i_202, %c8 : index
-    %res_302 = vector.load %arg3[%i_301, %i_294] : memref<4096x768xbf16>, vector<2xbf16>
-    %c_303 = llvm.extractvalue %acc_117#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_304 = llvm.extractvalue %acc_117#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
-    %c_305 = vector.from_elements %c_303, %c_304 : vector<2xf32>
-    %y_306 = func.call @epilogue(%c_305, %bias_295, %res_302) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
-    vector.store %y_306, %arg4[%i_301, %i_294] : memref<4096x768xbf16>, vector<2xbf16>
+    nvvm.fence.mbarrier.init
+    gpu.barrier
+    %p_18 = arith.cmpi eq, %i_3, %c0 : index
+    scf.if %p_18 {
+      // producer warpgroup: registers down to 40, thread 0 issues the TMA loads, the others return
+      nvvm.setmaxregister decrease 40
+      scf.if %p_17 {
+        nvgpu.tma.prefetch.descriptor %map_a : !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+        nvgpu.tma.prefetch.descriptor %map_b0 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+        scf.for %tile_19 = %pid_1 to %c128 step %c128 {
+          %i_20 = arith.subi %tile_19, %pid_1 : index
+          %i_21 = arith.divui %i_20, %c128 : index
+          %i_22 = arith.divui %tile_19, %c_GROUP_M_GN : index
+          %i_23 = arith.muli %i_22, %c_GROUP_M : index
+          %i_24 = arith.remui %tile_19, %c_GROUP_M_GN : index
+          %i_25 = arith.remui %i_24, %c_GROUP_M : index
+          %i_26 = arith.addi %i_23, %i_25 : index
+          %i_27 = arith.divui %i_24, %c_GROUP_M : index
+          %i_28 = arith.muli %i_26, %c128 : index
+          %i_29 = arith.muli %i_27, %c192 : index
+          scf.for %kt_30 = %c0 to %c48 step %c1 {
+            %i_31 = arith.muli %i_21, %c48 : index
+            %i_32 = arith.addi %i_31, %kt_30 : index
+            %i_33 = arith.remui %i_32, %c4 : index
+            %i_34 = arith.divui %i_32, %c4 : index
+            %i_35 = arith.andi %i_34, %c1 : index
+            %par_36 = arith.cmpi eq, %i_35, %c0 : index
+            nvgpu.mbarrier.try_wait.parity %empty_16[%i_33], %par_36, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+            nvgpu.mbarrier.arrive.expect_tx %full_15[%i_33], %c40960 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+            %i_37 = arith.muli %kt_30, %c64 : index
+            %i_38 = arith.muli %i_33, %c40960 : index
+            %i_39 = arith.addi %pad_14, %i_38 : index
+            %sa_40 = memref.view %smem_12[%i_39][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+            nvgpu.tma.async.load %map_a[%i_37, %i_28], %full_15[%i_33] to %sa_40 : !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xbf16, #gpu.address_space<workgroup>>
+            %i_41 = arith.addi %i_38, %c16384 : index
+            %i_42 = arith.addi %pad_14, %i_41 : index
+            %sb_43 = memref.view %smem_12[%i_42][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            nvgpu.tma.async.load %map_b0[%i_29, %i_37], %full_15[%i_33] to %sb_43 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_44 = arith.addi %i_38, %c24576 : index
+            %i_45 = arith.addi %pad_14, %i_44 : index
+            %sb_46 = memref.view %smem_12[%i_45][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_47 = arith.addi %i_29, %c64 : index
+            nvgpu.tma.async.load %map_b0[%i_47, %i_37], %full_15[%i_33] to %sb_46 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_48 = arith.addi %i_38, %c32768 : index
+            %i_49 = arith.addi %pad_14, %i_48 : index
+            %sb_50 = memref.view %smem_12[%i_49][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %i_51 = arith.addi %i_29, %c128 : index
+            nvgpu.tma.async.load %map_b0[%i_51, %i_37], %full_15[%i_33] to %sb_50 : !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>, !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xbf16, #gpu.address_space<workgroup>>
+          }
+        }
+      }
+    } else {
+      // consumer warpgroups 1, 2: rows 64*(wg-1).. of the CTA tile
+      nvvm.setmaxregister increase 232
+      %i_52 = arith.addi %i_3, %cm1 : index
+      %i_53 = arith.divui %tid_2, %c32 : index
+      %i_54 = arith.remui %i_53, %c4 : index
+      %p_55 = arith.cmpi eq, %i_4, %c0 : index
+      %i_56 = arith.muli %i_52, %c8192 : index
+      scf.for %tile_57 = %pid_1 to %c128 step %c128 {
+        %i_58 = arith.subi %tile_57, %pid_1 : index
+        %i_59 = arith.divui %i_58, %c128 : index
+        %i_60 = arith.divui %tile_57, %c_GROUP_M_GN : index
+        %i_61 = arith.muli %i_60, %c_GROUP_M : index
+        %i_62 = arith.remui %tile_57, %c_GROUP_M_GN : index
+        %i_63 = arith.remui %i_62, %c_GROUP_M : index
+        %i_64 = arith.addi %i_61, %i_63 : index
+        %i_65 = arith.divui %i_62, %c_GROUP_M : index
+        %i_66 = arith.muli %i_64, %c128 : index
+        %i_67 = arith.muli %i_65, %c192 : index
+        %i_68 = arith.muli %i_59, %c48 : index
+        // k-tile 0 of the tile (peeled: scale-d 0 starts the accumulators)
+        %i_69 = arith.remui %i_68, %c4 : index
+        %i_70 = arith.divui %i_68, %c4 : index
+        %i_71 = arith.andi %i_70, %c1 : index
+        %par_72 = arith.cmpi ne, %i_71, %c0 : index
+        nvgpu.mbarrier.try_wait.parity %full_15[%i_69], %par_72, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+        %i_73 = arith.muli %i_69, %c40960 : index
+        %i_74 = arith.addi %i_10, %i_73 : index
+        %i_75 = arith.addi %i_74, %i_56 : index
+        %i_76 = arith.addi %i_74, %c16384 : index
+        nvvm.wgmma.fence.aligned
+        %q_77 = arith.index_cast %i_75 : index to i64
+        %q_78 = arith.shrui %q_77, %k_four : i64
+        %q_79 = arith.andi %q_78, %k_desc_mask : i64
+        %desc_80 = arith.ori %q_79, %k_desc_a_hi : i64
+        %q_81 = arith.index_cast %i_76 : index to i64
+        %q_82 = arith.shrui %q_81, %k_four : i64
+        %q_83 = arith.andi %q_82, %k_desc_mask : i64
+        %desc_84 = arith.ori %q_83, %k_desc_b_hi : i64
+        %w_85 = nvvm.wgmma.mma_async %desc_80, %desc_84, %k_uacc, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<zero>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_86 = arith.addi %i_75, %c32 : index
+        %q_87 = arith.index_cast %i_86 : index to i64
+        %q_88 = arith.shrui %q_87, %k_four : i64
+        %q_89 = arith.andi %q_88, %k_desc_mask : i64
+        %desc_90 = arith.ori %q_89, %k_desc_a_hi : i64
+        %i_91 = arith.addi %i_76, %c2048 : index
+        %q_92 = arith.index_cast %i_91 : index to i64
+        %q_93 = arith.shrui %q_92, %k_four : i64
+        %q_94 = arith.andi %q_93, %k_desc_mask : i64
+        %desc_95 = arith.ori %q_94, %k_desc_b_hi : i64
+        %w_96 = nvvm.wgmma.mma_async %desc_90, %desc_95, %w_85, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_97 = arith.addi %i_75, %c64 : index
+        %q_98 = arith.index_cast %i_97 : index to i64
+        %q_99 = arith.shrui %q_98, %k_four : i64
+        %q_100 = arith.andi %q_99, %k_desc_mask : i64
+        %desc_101 = arith.ori %q_100, %k_desc_a_hi : i64
+        %i_102 = arith.addi %i_76, %c4096 : index
+        %q_103 = arith.index_cast %i_102 : index to i64
+        %q_104 = arith.shrui %q_103, %k_four : i64
+        %q_105 = arith.andi %q_104, %k_desc_mask : i64
+        %desc_106 = arith.ori %q_105, %k_desc_b_hi : i64
+        %w_107 = nvvm.wgmma.mma_async %desc_101, %desc_106, %w_96, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %i_108 = arith.addi %i_75, %c96 : index
+        %q_109 = arith.index_cast %i_108 : index to i64
+        %q_110 = arith.shrui %q_109, %k_four : i64
+        %q_111 = arith.andi %q_110, %k_desc_mask : i64
+        %desc_112 = arith.ori %q_111, %k_desc_a_hi : i64
+        %i_113 = arith.addi %i_76, %c6144 : index
+        %q_114 = arith.index_cast %i_113 : index to i64
+        %q_115 = arith.shrui %q_114, %k_four : i64
+        %q_116 = arith.andi %q_115, %k_desc_mask : i64
+        %desc_117 = arith.ori %q_116, %k_desc_b_hi : i64
+        %w_118 = nvvm.wgmma.mma_async %desc_112, %desc_117, %w_107, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        nvvm.wgmma.commit.group.sync.aligned
+        %acc_119:1 = scf.for %kt_120 = %c1 to %c48 step %c1 iter_args(%a0 = %w_118) -> (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) {
+          %i_121 = arith.addi %i_68, %kt_120 : index
+          %i_122 = arith.remui %i_121, %c4 : index
+          %i_123 = arith.divui %i_121, %c4 : index
+          %i_124 = arith.andi %i_123, %c1 : index
+          %par_125 = arith.cmpi ne, %i_124, %c0 : index
+          nvgpu.mbarrier.try_wait.parity %full_15[%i_122], %par_125, %c10000000 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %i_126 = arith.muli %i_122, %c40960 : index
+          %i_127 = arith.addi %i_10, %i_126 : index
+          %i_128 = arith.addi %i_127, %i_56 : index
+          %i_129 = arith.addi %i_127, %c16384 : index
+          nvvm.wgmma.fence.aligned
+          %q_130 = arith.index_cast %i_128 : index to i64
+          %q_131 = arith.shrui %q_130, %k_four : i64
+          %q_132 = arith.andi %q_131, %k_desc_mask : i64
+          %desc_133 = arith.ori %q_132, %k_desc_a_hi : i64
+          %q_134 = arith.index_cast %i_129 : index to i64
+          %q_135 = arith.shrui %q_134, %k_four : i64
+          %q_136 = arith.andi %q_135, %k_desc_mask : i64
+          %desc_137 = arith.ori %q_136, %k_desc_b_hi : i64
+          %w_138 = nvvm.wgmma.mma_async %desc_133, %desc_137, %a0, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_139 = arith.addi %i_128, %c32 : index
+          %q_140 = arith.index_cast %i_139 : index to i64
+          %q_141 = arith.shrui %q_140, %k_four : i64
+          %q_142 = arith.andi %q_141, %k_desc_mask : i64
+          %desc_143 = arith.ori %q_142, %k_desc_a_hi : i64
+          %i_144 = arith.addi %i_129, %c2048 : index
+          %q_145 = arith.index_cast %i_144 : index to i64
+          %q_146 = arith.shrui %q_145, %k_four : i64
+          %q_147 = arith.andi %q_146, %k_desc_mask : i64
+          %desc_148 = arith.ori %q_147, %k_desc_b_hi : i64
+          %w_149 = nvvm.wgmma.mma_async %desc_143, %desc_148, %w_138, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_150 = arith.addi %i_128, %c64 : index
+          %q_151 = arith.index_cast %i_150 : index to i64
+          %q_152 = arith.shrui %q_151, %k_four : i64
+          %q_153 = arith.andi %q_152, %k_desc_mask : i64
+          %desc_154 = arith.ori %q_153, %k_desc_a_hi : i64
+          %i_155 = arith.addi %i_129, %c4096 : index
+          %q_156 = arith.index_cast %i_155 : index to i64
+          %q_157 = arith.shrui %q_156, %k_four : i64
+          %q_158 = arith.andi %q_157, %k_desc_mask : i64
+          %desc_159 = arith.ori %q_158, %k_desc_b_hi : i64
+          %w_160 = nvvm.wgmma.mma_async %desc_154, %desc_159, %w_149, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          %i_161 = arith.addi %i_128, %c96 : index
+          %q_162 = arith.index_cast %i_161 : index to i64
+          %q_163 = arith.shrui %q_162, %k_four : i64
+          %q_164 = arith.andi %q_163, %k_desc_mask : i64
+          %desc_165 = arith.ori %q_164, %k_desc_a_hi : i64
+          %i_166 = arith.addi %i_129, %c6144 : index
+          %q_167 = arith.index_cast %i_166 : index to i64
+          %q_168 = arith.shrui %q_167, %k_four : i64
+          %q_169 = arith.andi %q_168, %k_desc_mask : i64
+          %desc_170 = arith.ori %q_169, %k_desc_b_hi : i64
+          %w_171 = nvvm.wgmma.mma_async %desc_165, %desc_170, %w_160, #nvvm.shape<m = 64, n = 192, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<bf16>, #nvvm.wgmma_scale_in<one>, <row>], B [<bf16>, #nvvm.wgmma_scale_in<one>, <row>] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+          nvvm.wgmma.commit.group.sync.aligned
+          nvvm.wgmma.wait.group.sync.aligned 1
+          // k-tile gk-1's wgmmas are retired: lane 0 of each warp releases its stage
+          %i_172 = arith.addi %i_121, %c3 : index
+          scf.if %p_55 {
+            %i_173 = arith.remui %i_172, %c4 : index
+            %tok_174 = nvgpu.mbarrier.arrive %empty_16[%i_173] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+          }
+          scf.yield %w_171 : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        }
+        nvvm.wgmma.wait.group.sync.aligned 0
+        // release the last k-tile's stage (the producer may fill it for the next tile)
+        %i_175 = arith.addi %i_68, %c47 : index
+        scf.if %p_55 {
+          %i_176 = arith.remui %i_175, %c4 : index
+          %tok_177 = nvgpu.mbarrier.arrive %empty_16[%i_176] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> !nvgpu.mbarrier.token
+        }
+        // epilogue: D fragment = per warp 16 rows; register 4*ni + {0,1} at (lane/4, 8*ni + 2*(lane%4) + {0,1}), + {2,3} at row + 8
+        %i_178 = arith.shrui %i_4, %c2 : index
+        %i_179 = arith.andi %i_4, %c3 : index
+        %i_180 = arith.muli %i_179, %c2 : index
+        %i_181 = arith.muli %i_52, %c64 : index
+        %i_182 = arith.addi %i_66, %i_181 : index
+        %i_183 = arith.muli %i_54, %c16 : index
+        %i_184 = arith.addi %i_182, %i_183 : index
+        %i_185 = arith.addi %i_184, %i_178 : index
+        %i_186 = arith.addi %i_67, %i_180 : index
+        %bias_187 = vector.load %arg2[%i_186] : memref<768xbf16>, vector<2xbf16>
+        %res_188 = vector.load %arg3[%i_185, %i_186] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_189 = llvm.extractvalue %acc_119#0[0] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_190 = llvm.extractvalue %acc_119#0[1] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_191 = vector.from_elements %c_189, %c_190 : vector<2xf32>
+        %y_192 = func.call @epilogue(%c_191, %bias_187, %res_188) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_192, %arg4[%i_185, %i_186] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_193 = arith.addi %i_185, %c8 : index
+        %res_194 = vector.load %arg3[%i_193, %i_186] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_195 = llvm.extractvalue %acc_119#0[2] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_196 = llvm.extractvalue %acc_119#0[3] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_197 = vector.from_elements %c_195, %c_196 : vector<2xf32>
+        %y_198 = func.call @epilogue(%c_197, %bias_187, %res_194) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_198, %arg4[%i_193, %i_186] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_199 = arith.addi %i_186, %c8 : index
+        %bias_200 = vector.load %arg2[%i_199] : memref<768xbf16>, vector<2xbf16>
+        %res_201 = vector.load %arg3[%i_185, %i_199] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_202 = llvm.extractvalue %acc_119#0[4] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_203 = llvm.extractvalue %acc_119#0[5] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_204 = vector.from_elements %c_202, %c_203 : vector<2xf32>
+        %y_205 = func.call @epilogue(%c_204, %bias_200, %res_201) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_205, %arg4[%i_185, %i_199] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_206 = arith.addi %i_185, %c8 : index
+        %res_207 = vector.load %arg3[%i_206, %i_199] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_208 = llvm.extractvalue %acc_119#0[6] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_209 = llvm.extractvalue %acc_119#0[7] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_210 = vector.from_elements %c_208, %c_209 : vector<2xf32>
+        %y_211 = func.call @epilogue(%c_210, %bias_200, %res_207) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_211, %arg4[%i_206, %i_199] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_212 = arith.addi %i_186, %c16 : index
+        %bias_213 = vector.load %arg2[%i_212] : memref<768xbf16>, vector<2xbf16>
+        %res_214 = vector.load %arg3[%i_185, %i_212] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_215 = llvm.extractvalue %acc_119#0[8] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_216 = llvm.extractvalue %acc_119#0[9] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_217 = vector.from_elements %c_215, %c_216 : vector<2xf32>
+        %y_218 = func.call @epilogue(%c_217, %bias_213, %res_214) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_218, %arg4[%i_185, %i_212] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_219 = arith.addi %i_185, %c8 : index
+        %res_220 = vector.load %arg3[%i_219, %i_212] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_221 = llvm.extractvalue %acc_119#0[10] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_222 = llvm.extractvalue %acc_119#0[11] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_223 = vector.from_elements %c_221, %c_222 : vector<2xf32>
+        %y_224 = func.call @epilogue(%c_223, %bias_213, %res_220) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_224, %arg4[%i_219, %i_212] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_225 = arith.addi %i_186, %c24 : index
+        %bias_226 = vector.load %arg2[%i_225] : memref<768xbf16>, vector<2xbf16>
+        %res_227 = vector.load %arg3[%i_185, %i_225] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_228 = llvm.extractvalue %acc_119#0[12] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_229 = llvm.extractvalue %acc_119#0[13] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_230 = vector.from_elements %c_228, %c_229 : vector<2xf32>
+        %y_231 = func.call @epilogue(%c_230, %bias_226, %res_227) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_231, %arg4[%i_185, %i_225] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_232 = arith.addi %i_185, %c8 : index
+        %res_233 = vector.load %arg3[%i_232, %i_225] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_234 = llvm.extractvalue %acc_119#0[14] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_235 = llvm.extractvalue %acc_119#0[15] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_236 = vector.from_elements %c_234, %c_235 : vector<2xf32>
+        %y_237 = func.call @epilogue(%c_236, %bias_226, %res_233) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_237, %arg4[%i_232, %i_225] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_238 = arith.addi %i_186, %c32 : index
+        %bias_239 = vector.load %arg2[%i_238] : memref<768xbf16>, vector<2xbf16>
+        %res_240 = vector.load %arg3[%i_185, %i_238] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_241 = llvm.extractvalue %acc_119#0[16] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_242 = llvm.extractvalue %acc_119#0[17] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_243 = vector.from_elements %c_241, %c_242 : vector<2xf32>
+        %y_244 = func.call @epilogue(%c_243, %bias_239, %res_240) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_244, %arg4[%i_185, %i_238] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_245 = arith.addi %i_185, %c8 : index
+        %res_246 = vector.load %arg3[%i_245, %i_238] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_247 = llvm.extractvalue %acc_119#0[18] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_248 = llvm.extractvalue %acc_119#0[19] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_249 = vector.from_elements %c_247, %c_248 : vector<2xf32>
+        %y_250 = func.call @epilogue(%c_249, %bias_239, %res_246) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_250, %arg4[%i_245, %i_238] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_251 = arith.addi %i_186, %c40 : index
+        %bias_252 = vector.load %arg2[%i_251] : memref<768xbf16>, vector<2xbf16>
+        %res_253 = vector.load %arg3[%i_185, %i_251] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_254 = llvm.extractvalue %acc_119#0[20] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_255 = llvm.extractvalue %acc_119#0[21] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_256 = vector.from_elements %c_254, %c_255 : vector<2xf32>
+        %y_257 = func.call @epilogue(%c_256, %bias_252, %res_253) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_257, %arg4[%i_185, %i_251] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_258 = arith.addi %i_185, %c8 : index
+        %res_259 = vector.load %arg3[%i_258, %i_251] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_260 = llvm.extractvalue %acc_119#0[22] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_261 = llvm.extractvalue %acc_119#0[23] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_262 = vector.from_elements %c_260, %c_261 : vector<2xf32>
+        %y_263 = func.call @epilogue(%c_262, %bias_252, %res_259) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_263, %arg4[%i_258, %i_251] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_264 = arith.addi %i_186, %c48 : index
+        %bias_265 = vector.load %arg2[%i_264] : memref<768xbf16>, vector<2xbf16>
+        %res_266 = vector.load %arg3[%i_185, %i_264] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_267 = llvm.extractvalue %acc_119#0[24] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_268 = llvm.extractvalue %acc_119#0[25] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_269 = vector.from_elements %c_267, %c_268 : vector<2xf32>
+        %y_270 = func.call @epilogue(%c_269, %bias_265, %res_266) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_270, %arg4[%i_185, %i_264] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_271 = arith.addi %i_185, %c8 : index
+        %res_272 = vector.load %arg3[%i_271, %i_264] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_273 = llvm.extractvalue %acc_119#0[26] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_274 = llvm.extractvalue %acc_119#0[27] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_275 = vector.from_elements %c_273, %c_274 : vector<2xf32>
+        %y_276 = func.call @epilogue(%c_275, %bias_265, %res_272) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_276, %arg4[%i_271, %i_264] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_277 = arith.addi %i_186, %c56 : index
+        %bias_278 = vector.load %arg2[%i_277] : memref<768xbf16>, vector<2xbf16>
+        %res_279 = vector.load %arg3[%i_185, %i_277] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_280 = llvm.extractvalue %acc_119#0[28] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_281 = llvm.extractvalue %acc_119#0[29] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_282 = vector.from_elements %c_280, %c_281 : vector<2xf32>
+        %y_283 = func.call @epilogue(%c_282, %bias_278, %res_279) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_283, %arg4[%i_185, %i_277] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_284 = arith.addi %i_185, %c8 : index
+        %res_285 = vector.load %arg3[%i_284, %i_277] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_286 = llvm.extractvalue %acc_119#0[30] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_287 = llvm.extractvalue %acc_119#0[31] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_288 = vector.from_elements %c_286, %c_287 : vector<2xf32>
+        %y_289 = func.call @epilogue(%c_288, %bias_278, %res_285) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_289, %arg4[%i_284, %i_277] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_290 = arith.addi %i_186, %c64 : index
+        %bias_291 = vector.load %arg2[%i_290] : memref<768xbf16>, vector<2xbf16>
+        %res_292 = vector.load %arg3[%i_185, %i_290] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_293 = llvm.extractvalue %acc_119#0[32] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_294 = llvm.extractvalue %acc_119#0[33] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_295 = vector.from_elements %c_293, %c_294 : vector<2xf32>
+        %y_296 = func.call @epilogue(%c_295, %bias_291, %res_292) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_296, %arg4[%i_185, %i_290] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_297 = arith.addi %i_185, %c8 : index
+        %res_298 = vector.load %arg3[%i_297, %i_290] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_299 = llvm.extractvalue %acc_119#0[34] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_300 = llvm.extractvalue %acc_119#0[35] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_301 = vector.from_elements %c_299, %c_300 : vector<2xf32>
+        %y_302 = func.call @epilogue(%c_301, %bias_291, %res_298) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_302, %arg4[%i_297, %i_290] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_303 = arith.addi %i_186, %c72 : index
+        %bias_304 = vector.load %arg2[%i_303] : memref<768xbf16>, vector<2xbf16>
+        %res_305 = vector.load %arg3[%i_185, %i_303] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_306 = llvm.extractvalue %acc_119#0[36] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_307 = llvm.extractvalue %acc_119#0[37] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_308 = vector.from_elements %c_306, %c_307 : vector<2xf32>
+        %y_309 = func.call @epilogue(%c_308, %bias_304, %res_305) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_309, %arg4[%i_185, %i_303] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_310 = arith.addi %i_185, %c8 : index
+        %res_311 = vector.load %arg3[%i_310, %i_303] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_312 = llvm.extractvalue %acc_119#0[38] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_313 = llvm.extractvalue %acc_119#0[39] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_314 = vector.from_elements %c_312, %c_313 : vector<2xf32>
+        %y_315 = func.call @epilogue(%c_314, %bias_304, %res_311) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_315, %arg4[%i_310, %i_303] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_316 = arith.addi %i_186, %c80 : index
+        %bias_317 = vector.load %arg2[%i_316] : memref<768xbf16>, vector<2xbf16>
+        %res_318 = vector.load %arg3[%i_185, %i_316] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_319 = llvm.extractvalue %acc_119#0[40] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_320 = llvm.extractvalue %acc_119#0[41] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_321 = vector.from_elements %c_319, %c_320 : vector<2xf32>
+        %y_322 = func.call @epilogue(%c_321, %bias_317, %res_318) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_322, %arg4[%i_185, %i_316] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_323 = arith.addi %i_185, %c8 : index
+        %res_324 = vector.load %arg3[%i_323, %i_316] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_325 = llvm.extractvalue %acc_119#0[42] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_326 = llvm.extractvalue %acc_119#0[43] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_327 = vector.from_elements %c_325, %c_326 : vector<2xf32>
+        %y_328 = func.call @epilogue(%c_327, %bias_317, %res_324) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_328, %arg4[%i_323, %i_316] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_329 = arith.addi %i_186, %c88 : index
+        %bias_330 = vector.load %arg2[%i_329] : memref<768xbf16>, vector<2xbf16>
+        %res_331 = vector.load %arg3[%i_185, %i_329] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_332 = llvm.extractvalue %acc_119#0[44] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_333 = llvm.extractvalue %acc_119#0[45] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_334 = vector.from_elements %c_332, %c_333 : vector<2xf32>
+        %y_335 = func.call @epilogue(%c_334, %bias_330, %res_331) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_335, %arg4[%i_185, %i_329] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_336 = arith.addi %i_185, %c8 : index
+        %res_337 = vector.load %arg3[%i_336, %i_329] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_338 = llvm.extractvalue %acc_119#0[46] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_339 = llvm.extractvalue %acc_119#0[47] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_340 = vector.from_elements %c_338, %c_339 : vector<2xf32>
+        %y_341 = func.call @epilogue(%c_340, %bias_330, %res_337) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_341, %arg4[%i_336, %i_329] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_342 = arith.addi %i_186, %c96 : index
+        %bias_343 = vector.load %arg2[%i_342] : memref<768xbf16>, vector<2xbf16>
+        %res_344 = vector.load %arg3[%i_185, %i_342] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_345 = llvm.extractvalue %acc_119#0[48] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_346 = llvm.extractvalue %acc_119#0[49] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_347 = vector.from_elements %c_345, %c_346 : vector<2xf32>
+        %y_348 = func.call @epilogue(%c_347, %bias_343, %res_344) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_348, %arg4[%i_185, %i_342] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_349 = arith.addi %i_185, %c8 : index
+        %res_350 = vector.load %arg3[%i_349, %i_342] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_351 = llvm.extractvalue %acc_119#0[50] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_352 = llvm.extractvalue %acc_119#0[51] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_353 = vector.from_elements %c_351, %c_352 : vector<2xf32>
+        %y_354 = func.call @epilogue(%c_353, %bias_343, %res_350) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_354, %arg4[%i_349, %i_342] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_355 = arith.addi %i_186, %c104 : index
+        %bias_356 = vector.load %arg2[%i_355] : memref<768xbf16>, vector<2xbf16>
+        %res_357 = vector.load %arg3[%i_185, %i_355] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_358 = llvm.extractvalue %acc_119#0[52] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_359 = llvm.extractvalue %acc_119#0[53] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_360 = vector.from_elements %c_358, %c_359 : vector<2xf32>
+        %y_361 = func.call @epilogue(%c_360, %bias_356, %res_357) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_361, %arg4[%i_185, %i_355] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_362 = arith.addi %i_185, %c8 : index
+        %res_363 = vector.load %arg3[%i_362, %i_355] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_364 = llvm.extractvalue %acc_119#0[54] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_365 = llvm.extractvalue %acc_119#0[55] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_366 = vector.from_elements %c_364, %c_365 : vector<2xf32>
+        %y_367 = func.call @epilogue(%c_366, %bias_356, %res_363) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_367, %arg4[%i_362, %i_355] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_368 = arith.addi %i_186, %c112 : index
+        %bias_369 = vector.load %arg2[%i_368] : memref<768xbf16>, vector<2xbf16>
+        %res_370 = vector.load %arg3[%i_185, %i_368] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_371 = llvm.extractvalue %acc_119#0[56] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_372 = llvm.extractvalue %acc_119#0[57] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_373 = vector.from_elements %c_371, %c_372 : vector<2xf32>
+        %y_374 = func.call @epilogue(%c_373, %bias_369, %res_370) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_374, %arg4[%i_185, %i_368] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_375 = arith.addi %i_185, %c8 : index
+        %res_376 = vector.load %arg3[%i_375, %i_368] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_377 = llvm.extractvalue %acc_119#0[58] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_378 = llvm.extractvalue %acc_119#0[59] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_379 = vector.from_elements %c_377, %c_378 : vector<2xf32>
+        %y_380 = func.call @epilogue(%c_379, %bias_369, %res_376) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_380, %arg4[%i_375, %i_368] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_381 = arith.addi %i_186, %c120 : index
+        %bias_382 = vector.load %arg2[%i_381] : memref<768xbf16>, vector<2xbf16>
+        %res_383 = vector.load %arg3[%i_185, %i_381] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_384 = llvm.extractvalue %acc_119#0[60] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_385 = llvm.extractvalue %acc_119#0[61] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_386 = vector.from_elements %c_384, %c_385 : vector<2xf32>
+        %y_387 = func.call @epilogue(%c_386, %bias_382, %res_383) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_387, %arg4[%i_185, %i_381] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_388 = arith.addi %i_185, %c8 : index
+        %res_389 = vector.load %arg3[%i_388, %i_381] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_390 = llvm.extractvalue %acc_119#0[62] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_391 = llvm.extractvalue %acc_119#0[63] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_392 = vector.from_elements %c_390, %c_391 : vector<2xf32>
+        %y_393 = func.call @epilogue(%c_392, %bias_382, %res_389) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_393, %arg4[%i_388, %i_381] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_394 = arith.addi %i_186, %c128 : index
+        %bias_395 = vector.load %arg2[%i_394] : memref<768xbf16>, vector<2xbf16>
+        %res_396 = vector.load %arg3[%i_185, %i_394] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_397 = llvm.extractvalue %acc_119#0[64] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_398 = llvm.extractvalue %acc_119#0[65] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_399 = vector.from_elements %c_397, %c_398 : vector<2xf32>
+        %y_400 = func.call @epilogue(%c_399, %bias_395, %res_396) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_400, %arg4[%i_185, %i_394] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_401 = arith.addi %i_185, %c8 : index
+        %res_402 = vector.load %arg3[%i_401, %i_394] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_403 = llvm.extractvalue %acc_119#0[66] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_404 = llvm.extractvalue %acc_119#0[67] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_405 = vector.from_elements %c_403, %c_404 : vector<2xf32>
+        %y_406 = func.call @epilogue(%c_405, %bias_395, %res_402) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_406, %arg4[%i_401, %i_394] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_407 = arith.addi %i_186, %c136 : index
+        %bias_408 = vector.load %arg2[%i_407] : memref<768xbf16>, vector<2xbf16>
+        %res_409 = vector.load %arg3[%i_185, %i_407] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_410 = llvm.extractvalue %acc_119#0[68] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_411 = llvm.extractvalue %acc_119#0[69] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_412 = vector.from_elements %c_410, %c_411 : vector<2xf32>
+        %y_413 = func.call @epilogue(%c_412, %bias_408, %res_409) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_413, %arg4[%i_185, %i_407] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_414 = arith.addi %i_185, %c8 : index
+        %res_415 = vector.load %arg3[%i_414, %i_407] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_416 = llvm.extractvalue %acc_119#0[70] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_417 = llvm.extractvalue %acc_119#0[71] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_418 = vector.from_elements %c_416, %c_417 : vector<2xf32>
+        %y_419 = func.call @epilogue(%c_418, %bias_408, %res_415) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_419, %arg4[%i_414, %i_407] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_420 = arith.addi %i_186, %c144 : index
+        %bias_421 = vector.load %arg2[%i_420] : memref<768xbf16>, vector<2xbf16>
+        %res_422 = vector.load %arg3[%i_185, %i_420] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_423 = llvm.extractvalue %acc_119#0[72] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_424 = llvm.extractvalue %acc_119#0[73] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_425 = vector.from_elements %c_423, %c_424 : vector<2xf32>
+        %y_426 = func.call @epilogue(%c_425, %bias_421, %res_422) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_426, %arg4[%i_185, %i_420] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_427 = arith.addi %i_185, %c8 : index
+        %res_428 = vector.load %arg3[%i_427, %i_420] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_429 = llvm.extractvalue %acc_119#0[74] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_430 = llvm.extractvalue %acc_119#0[75] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_431 = vector.from_elements %c_429, %c_430 : vector<2xf32>
+        %y_432 = func.call @epilogue(%c_431, %bias_421, %res_428) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_432, %arg4[%i_427, %i_420] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_433 = arith.addi %i_186, %c152 : index
+        %bias_434 = vector.load %arg2[%i_433] : memref<768xbf16>, vector<2xbf16>
+        %res_435 = vector.load %arg3[%i_185, %i_433] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_436 = llvm.extractvalue %acc_119#0[76] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_437 = llvm.extractvalue %acc_119#0[77] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_438 = vector.from_elements %c_436, %c_437 : vector<2xf32>
+        %y_439 = func.call @epilogue(%c_438, %bias_434, %res_435) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_439, %arg4[%i_185, %i_433] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_440 = arith.addi %i_185, %c8 : index
+        %res_441 = vector.load %arg3[%i_440, %i_433] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_442 = llvm.extractvalue %acc_119#0[78] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_443 = llvm.extractvalue %acc_119#0[79] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_444 = vector.from_elements %c_442, %c_443 : vector<2xf32>
+        %y_445 = func.call @epilogue(%c_444, %bias_434, %res_441) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_445, %arg4[%i_440, %i_433] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_446 = arith.addi %i_186, %c160 : index
+        %bias_447 = vector.load %arg2[%i_446] : memref<768xbf16>, vector<2xbf16>
+        %res_448 = vector.load %arg3[%i_185, %i_446] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_449 = llvm.extractvalue %acc_119#0[80] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_450 = llvm.extractvalue %acc_119#0[81] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_451 = vector.from_elements %c_449, %c_450 : vector<2xf32>
+        %y_452 = func.call @epilogue(%c_451, %bias_447, %res_448) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_452, %arg4[%i_185, %i_446] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_453 = arith.addi %i_185, %c8 : index
+        %res_454 = vector.load %arg3[%i_453, %i_446] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_455 = llvm.extractvalue %acc_119#0[82] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_456 = llvm.extractvalue %acc_119#0[83] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_457 = vector.from_elements %c_455, %c_456 : vector<2xf32>
+        %y_458 = func.call @epilogue(%c_457, %bias_447, %res_454) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_458, %arg4[%i_453, %i_446] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_459 = arith.addi %i_186, %c168 : index
+        %bias_460 = vector.load %arg2[%i_459] : memref<768xbf16>, vector<2xbf16>
+        %res_461 = vector.load %arg3[%i_185, %i_459] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_462 = llvm.extractvalue %acc_119#0[84] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_463 = llvm.extractvalue %acc_119#0[85] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_464 = vector.from_elements %c_462, %c_463 : vector<2xf32>
+        %y_465 = func.call @epilogue(%c_464, %bias_460, %res_461) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_465, %arg4[%i_185, %i_459] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_466 = arith.addi %i_185, %c8 : index
+        %res_467 = vector.load %arg3[%i_466, %i_459] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_468 = llvm.extractvalue %acc_119#0[86] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_469 = llvm.extractvalue %acc_119#0[87] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_470 = vector.from_elements %c_468, %c_469 : vector<2xf32>
+        %y_471 = func.call @epilogue(%c_470, %bias_460, %res_467) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_471, %arg4[%i_466, %i_459] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_472 = arith.addi %i_186, %c176 : index
+        %bias_473 = vector.load %arg2[%i_472] : memref<768xbf16>, vector<2xbf16>
+        %res_474 = vector.load %arg3[%i_185, %i_472] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_475 = llvm.extractvalue %acc_119#0[88] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_476 = llvm.extractvalue %acc_119#0[89] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_477 = vector.from_elements %c_475, %c_476 : vector<2xf32>
+        %y_478 = func.call @epilogue(%c_477, %bias_473, %res_474) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_478, %arg4[%i_185, %i_472] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_479 = arith.addi %i_185, %c8 : index
+        %res_480 = vector.load %arg3[%i_479, %i_472] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_481 = llvm.extractvalue %acc_119#0[90] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_482 = llvm.extractvalue %acc_119#0[91] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_483 = vector.from_elements %c_481, %c_482 : vector<2xf32>
+        %y_484 = func.call @epilogue(%c_483, %bias_473, %res_480) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_484, %arg4[%i_479, %i_472] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_485 = arith.addi %i_186, %c184 : index
+        %bias_486 = vector.load %arg2[%i_485] : memref<768xbf16>, vector<2xbf16>
+        %res_487 = vector.load %arg3[%i_185, %i_485] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_488 = llvm.extractvalue %acc_119#0[92] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_489 = llvm.extractvalue %acc_119#0[93] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_490 = vector.from_elements %c_488, %c_489 : vector<2xf32>
+        %y_491 = func.call @epilogue(%c_490, %bias_486, %res_487) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_491, %arg4[%i_185, %i_485] : memref<4096x768xbf16>, vector<2xbf16>
+        %i_492 = arith.addi %i_185, %c8 : index
+        %res_493 = vector.load %arg3[%i_492, %i_485] : memref<4096x768xbf16>, vector<2xbf16>
+        %c_494 = llvm.extractvalue %acc_119#0[94] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_495 = llvm.extractvalue %acc_119#0[95] : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+        %c_496 = vector.from_elements %c_494, %c_495 : vector<2xf32>
+        %y_497 = func.call @epilogue(%c_496, %bias_486, %res_493) : (vector<2xf32>, vector<2xbf16>, vector<2xbf16>) -> vector<2xbf16>
+        vector.store %y_497, %arg4[%i_492, %i_485] : memref<4096x768xbf16>, vector<2xbf16>
+      }
+    }
     gpu.return
   }
 }
