@@ -69,9 +69,12 @@ def main():
         for sg in s["subgraphs"]:
             prec = sg["precision"] or {}
             v = sg.get("verdict") or {}
-            print("  %-20s %-14s %-9s %s%s" % (
+            kept = [a for a in sg["attempts"] if a["kept"]]
+            print("  %-20s %-14s %-9s %s%s%s" % (
                 sg["name"], sg["cls"], sg["decision"],
                 "tf32 K=%s " % prec.get("k") if prec.get("mode") == "tf32" else "",
+                "kept %s %s; " % (kept[0]["entry"], "%.4f ms" % kept[0]["ms"]
+                                  if isinstance(kept[0]["ms"], (int, float)) else "") if kept else "",
                 "worst err/tol %.3g, %d by the TF32 bound" % (v["worst_err_over_tol"], v["passed_by_tf32_bound"])
                 if v else ""))
             for a in sg["attempts"]:
