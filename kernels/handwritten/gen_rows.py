@@ -591,6 +591,30 @@ def gen_elementwise(p):
 
 # ------------------------------------------------------------- attention --
 
+def _cp_chunks(e, c, tid, nrows, D, NT, qkv, hd):
+    """The attention kernels' cp.async chunk assignment for a tile of
+    `nrows` rows of D f32: chunk tid + NT*n is row c / (D/4), dims
+    (c % (D/4))*4 .. +3 (consecutive threads, consecutive chunks). Per
+    chunk (row, column, and in the fused-QKV form the q/k/v global columns
+    of head offset `hd`), emitted once per tile height and reused."""
+    per, rem = divmod(nrows * D // 4, NT)
+    assert rem == 0, (nrows, D, NT)
+    lst = []
+    for n in range(per):
+        ch = e.addc(tid, NT * n, "ch")
+        rr = e.op("arith.divui %s, %s : index" % (ch, c(D // 4)), "cprow")
+        cc = e.op("arith.muli %s, %s : index"
+                  % (e.op("arith.remui %s, %s : index" % (ch, c(D // 4)), "cpc4"), c(4)),
+                  "cpcol")
+        if qkv:
+            gc = e.op("arith.addi %s, %s : index" % (hd, cc), "cpgcol")
+            lst.append((rr, cc, {nm: e.addc(gc, i * qkv["C"], "cp" + nm)
+                                 for i, nm in enumerate(("q", "k", "v"))}))
+        else:
+            lst.append((rr, cc, None))
+    return lst
+
+
 def gen_attention(p):
     """Causal multi-head attention, f32, flash-attention style.
 
@@ -803,22 +827,7 @@ def gen_attention(p):
         (c %% (D/4))*4 .. +3 (consecutive threads, consecutive chunks).
         Returns the copies' tokens."""
         if nrows not in cp_assign:
-            per, rem = divmod(nrows * D // 4, NT)
-            assert rem == 0, (nrows, D, NT)
-            lst = []
-            for n in range(per):
-                ch = e.addc(tid, NT * n, "ch")
-                rr = e.op("arith.divui %s, %s : index" % (ch, c(D // 4)), "cprow")
-                cc = e.op("arith.muli %s, %s : index"
-                          % (e.op("arith.remui %s, %s : index" % (ch, c(D // 4)), "cpc4"), c(4)),
-                          "cpcol")
-                if qkv:
-                    gc = e.op("arith.addi %s, %s : index" % (hd, cc), "cpgcol")
-                    lst.append((rr, cc, {nm: e.addc(gc, i * qkv["C"], "cp" + nm)
-                                         for i, nm in enumerate(("q", "k", "v"))}))
-                else:
-                    lst.append((rr, cc, None))
-            cp_assign[nrows] = lst
+            cp_assign[nrows] = _cp_chunks(e, c, tid, nrows, D, NT, qkv, hd if qkv else None)
         toks = []
         for rr, cc, gcs in cp_assign[nrows]:
             gr = clamp(e.op("arith.addi %s, %s : index" % (base, rr), "cpg"), "cpg")
@@ -1243,22 +1252,7 @@ def gen_attention_tf32(p):
         past S read row S - 1); chunk tid + NT*n: row c / (D/4), dims
         (c % (D/4))*4 .. +3."""
         if nrows not in cp_assign:
-            per, rem = divmod(nrows * D // 4, NT)
-            assert rem == 0, (nrows, D, NT)
-            lst = []
-            for n in range(per):
-                ch = e.addc(tid, NT * n, "ch")
-                rr = e.op("arith.divui %s, %s : index" % (ch, c(D // 4)), "cprow")
-                cc = e.op("arith.muli %s, %s : index"
-                          % (e.op("arith.remui %s, %s : index" % (ch, c(D // 4)), "cpc4"), c(4)),
-                          "cpcol")
-                if qkv:
-                    gc = e.op("arith.addi %s, %s : index" % (hd, cc), "cpgcol")
-                    lst.append((rr, cc, {nm: e.addc(gc, i * qkv["C"], "cp" + nm)
-                                         for i, nm in enumerate(("q", "k", "v"))}))
-                else:
-                    lst.append((rr, cc, None))
-            cp_assign[nrows] = lst
+            cp_assign[nrows] = _cp_chunks(e, c, tid, nrows, D, NT, qkv, hd if qkv else None)
         toks = []
         for rr, cc, gcs in cp_assign[nrows]:
             gr = e.op("arith.minui %s, %s : index"
