@@ -20,6 +20,7 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/GPU.h"
 #include "runtime/mgpu/llm_fuse_rt.h"
+#include "runtime/tensor_map.h"
 
 /* libllm_fuse_rt's tensor-map encoder (runtime/mgpu/llm_fuse_rt.h), as the
  * host IR declares and calls it. */
@@ -83,16 +84,6 @@ static lf_status_t binary_name(MlirOperation module, const char *base,
   return st;
 }
 
-/* The LF_RT_DTYPE_* code of a tensor map's element type; -1 if none. */
-static int tmap_dtype_code(const char *dtype) {
-  static const char *const names[] = {"f32", "f16", "bf16", "f64", "i8",
-                                      "i16", "i32", "i64",  "tf32"};
-  for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); ++i)
-    if (!strncmp(dtype, names[i], sizeof(((lf_tensor_map_spec_t *)0)->dtype)))
-      return i;
-  return -1;
-}
-
 /* The host IR that encodes the tensor map of kernel parameter `i` at run
  * time on the viewed buffer's device pointer (%ini<k> or %outi<k>) into a
  * 64-byte aligned !llvm.array<16 x i64>, loaded as %tm<i>: the launch
@@ -102,7 +93,7 @@ static int tmap_dtype_code(const char *dtype) {
 static lf_status_t tmap_text(const lf_kernel_param_t *p, size_t i, long n_in,
                              lf_strbuf_t *t) {
   const lf_tensor_map_spec_t *m = &p->map;
-  int code = tmap_dtype_code(m->dtype);
+  int code = lf_tensor_map_rt_code(m->dtype, sizeof(m->dtype));
   if (code < 0 || m->rank < 1 || m->rank > 5)
     return LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                      "kernel parameter %zu: a tensor map of element type "

@@ -18,6 +18,22 @@ uint32_t lf_tensor_map_dtype_bytes(const char *dtype) {
   return 0;
 }
 
+/* In the order of the LF_RT_DTYPE_* codes. */
+static const char *const rt_dtypes[] = {"f32", "f16", "bf16", "f64", "i8",
+                                        "i16", "i32", "i64",  "tf32"};
+enum { NUM_RT_DTYPES = sizeof(rt_dtypes) / sizeof(rt_dtypes[0]) };
+
+int lf_tensor_map_rt_code(const char *dtype, size_t cap) {
+  for (int i = 0; dtype && i < NUM_RT_DTYPES; ++i)
+    if (!strncmp(dtype, rt_dtypes[i], cap))
+      return i;
+  return -1;
+}
+
+const char *lf_tensor_map_rt_name(int code) {
+  return code >= 0 && code < NUM_RT_DTYPES ? rt_dtypes[code] : NULL;
+}
+
 static CUtensorMapDataType data_type(const char *dtype) {
   if (!strcmp(dtype, "bf16"))
     return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;

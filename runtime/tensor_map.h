@@ -26,6 +26,14 @@ extern "C" {
 /// Size of an encoded tensor map: the kernel parameter's size.
 #define LF_TENSOR_MAP_BYTES 128
 
+/// libllm_fuse_rt's element type codes of a map (LF_RT_DTYPE_*,
+/// runtime/mgpu/llm_fuse_rt.h: "f32" 0 ... "i64" 7, "tf32" 8), one table
+/// for the swap (which emits them) and the runtime (which reads them):
+/// the code of `dtype` (compared within `cap` bytes, a spec's dtype field
+/// need not end in a NUL), -1 if none; the name of a code, NULL if none.
+int lf_tensor_map_rt_code(const char *dtype, size_t cap);
+const char *lf_tensor_map_rt_name(int code);
+
 /// The arguments of cuTensorMapEncodeTiled for a spec (without the map and
 /// the address): innermost dimension first, as the driver wants them.
 typedef struct lf_tensor_map_args_s {

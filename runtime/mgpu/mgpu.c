@@ -624,8 +624,6 @@ EXPORT int lf_rt_tensor_map_encode(void *out_map, const void *base,
                                    const uint64_t *dims, const uint32_t *box,
                                    int32_t swizzle_bytes,
                                    int32_t l2promo_bytes, int32_t oob_nan) {
-  static const char *const names[] = {"f32", "f16", "bf16", "f64", "i8",
-                                      "i16", "i32", "i64",  "tf32"};
   if (!out_map) {
     keep("lf_rt_tensor_map_encode",
          LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "no map to write"));
@@ -637,14 +635,15 @@ EXPORT int lf_rt_tensor_map_encode(void *out_map, const void *base,
   lf_tensor_map_spec_t spec;
   memset(&spec, 0, sizeof(spec));
   lf_status_t s = LF_OK;
-  if (dtype < 0 || dtype >= (int32_t)(sizeof(names) / sizeof(names[0])))
+  const char *dtype_name = lf_tensor_map_rt_name(dtype);
+  if (!dtype_name)
     s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                   "element type code %d (LF_RT_DTYPE_F32 .. _TF32)", (int)dtype);
   else if (rank < 1 || rank > 5 || !dims || !box)
     s = LF_STATUS(LF_STATUS_INVALID_ARGUMENT,
                   "rank %d (1 to 5, with dims and box)", (int)rank);
   if (!s) {
-    snprintf(spec.dtype, sizeof(spec.dtype), "%s", names[dtype]);
+    snprintf(spec.dtype, sizeof(spec.dtype), "%s", dtype_name);
     spec.param = -1;
     spec.rank = rank;
     for (int d = 0; d < rank; ++d) {

@@ -4,6 +4,7 @@
  * cuTensorMapEncodeTiled of the fake driver (runtime/tests/fake_libcuda.c),
  * which records its last call. */
 #include "runtime/tensor_map.h"
+#include "runtime/mgpu/llm_fuse_rt.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -92,6 +93,20 @@ LF_TEST(args_are_innermost_first_with_byte_strides) {
   LF_EXPECT(a.dtype == CU_TENSOR_MAP_DATA_TYPE_TFLOAT32);
   LF_EXPECT(a.strides[0] == 768 * 4 && a.box[0] == 32 && a.box[1] == 128);
   lf_status_free(st);
+}
+
+/* The one table of libllm_fuse_rt's element type codes (LF_RT_DTYPE_*),
+ * which the swap emits and the runtime reads. */
+LF_TEST(rt_dtype_codes_round_trip) {
+  LF_EXPECT(lf_tensor_map_rt_code("f32", 8) == LF_RT_DTYPE_F32);
+  LF_EXPECT(lf_tensor_map_rt_code("bf16", 8) == LF_RT_DTYPE_BF16);
+  LF_EXPECT(lf_tensor_map_rt_code("i64", 8) == LF_RT_DTYPE_I64);
+  LF_EXPECT(lf_tensor_map_rt_code("tf32", 8) == LF_RT_DTYPE_TF32);
+  LF_EXPECT(lf_tensor_map_rt_code("f8", 8) == -1);
+  for (int c = LF_RT_DTYPE_F32; c <= LF_RT_DTYPE_TF32; ++c)
+    LF_EXPECT(lf_tensor_map_rt_code(lf_tensor_map_rt_name(c), 8) == c);
+  LF_EXPECT(lf_tensor_map_rt_name(-1) == NULL &&
+            lf_tensor_map_rt_name(LF_RT_DTYPE_TF32 + 1) == NULL);
 }
 
 static void expect_bad(lf_tensor_map_spec_t s, const char *words) {
@@ -188,6 +203,7 @@ int main(void) {
   void *keep = dlopen(FAKE_LIBCUDA, RTLD_NOW);
   LF_RUN(args_are_innermost_first_with_byte_strides);
   LF_RUN(specs_tma_refuses_are_named);
+  LF_RUN(rt_dtype_codes_round_trip);
   LF_RUN(encode_passes_the_args_and_the_address_to_the_driver);
   if (keep)
     dlclose(keep);
