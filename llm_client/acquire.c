@@ -916,9 +916,11 @@ static char *ask(ctx_t *c, job_t *j, lf_llm_client_t *client,
       lf_status_free(why);
       return synth_reply(j);
     }
-    /* The table's entries for this pattern refuse these sizes: the model
-     * adapts the nearest one instead of starting blank. */
-    if (lf_status_code(why) == LF_STATUS_FAILED_PRECONDITION &&
+    /* The table's entries for this pattern refuse these sizes, or serve
+     * an older arch only: the model adapts the nearest one instead of
+     * starting blank. */
+    if ((lf_status_code(why) == LF_STATUS_FAILED_PRECONDITION ||
+         lf_status_code(why) == LF_STATUS_NOT_FOUND) &&
         adapt_prepare(c, j, NULL, NULL))
       j->msgs[1].content = j->first;
     lf_status_free(why);
@@ -1363,9 +1365,14 @@ static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
   }
 }
 
-/* A verified kernel the model wrote as a template joins the table: the
- * sizes it declares free stay free, the others are fixed to this
- * subgraph's. A failure is a warning. */
+/* A verified kernel the model wrote joins the table under the subgraph's
+ * pattern key. A template keeps the sizes it declares free, the others
+ * fixed to this subgraph's (entry "grown_<fingerprint>"); a kernel written
+ * for these sizes only has every size fixed ("grown_<fingerprint>_fixed",
+ * so it never replaces a template grown for the same subgraph). A fixed
+ * entry answers these sizes, and for other sizes it is what the table
+ * refuses them with: the nearest such entry is the starting point of the
+ * model's adapt request. A failure is a warning. */
 static void grow_table(ctx_t *c, job_t *j, const char *template_text) {
   const lf_acquire_task_t *t = j->task;
   if (!c->o->table_grow_dir || !t->pattern || !t->num_pattern_sizes)
@@ -1386,7 +1393,8 @@ static void grow_table(ctx_t *c, job_t *j, const char *template_text) {
            j->res->provider ? j->res->provider : "?",
            j->res->model ? j->res->model : "?", t->name, t->arch,
            t->fingerprint);
-  snprintf(name, sizeof(name), "grown_%.16s", t->fingerprint);
+  snprintf(name, sizeof(name), "grown_%.16s%s", t->fingerprint,
+           lf_table_is_template(template_text) ? "" : "_fixed");
   lf_table_new_entry_t e = {t->pattern, t->arch,       t->klass,
                             fixed,      n,             template_text,
                             source,     name,          t->precision};
@@ -1396,9 +1404,12 @@ static void grow_table(ctx_t *c, job_t *j, const char *template_text) {
     lf_log_status(LF_LOG_WARN, "acquire: pattern table: growth", s);
     return;
   }
-  LF_LOG_INFO("acquire: %s: the verified template joins the pattern table "
-              "(%s)",
-              t->name, path);
+  LF_LOG_INFO("acquire: %s: the verified %s joins the pattern table (%s)",
+              t->name,
+              lf_table_is_template(template_text)
+                  ? "template"
+                  : "kernel, fixed to these sizes,",
+              path);
   free(path);
 }
 
@@ -1477,7 +1488,12 @@ static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
                 set->variants[v].label, &rs);
   }
   lf_tune_set_destroy(set);
-  if (is_template && rs.best_ms > 0 && j->best.attempt >= first_index)
+  /* A template from anyone (a replayed one too); a kernel for these sizes
+   * only when the model wrote it (the replay set's kernels are the shipped
+   * table's sources already, the table's and synth's are not new). */
+  if (rs.best_ms > 0 && j->best.attempt >= first_index &&
+      (is_template ||
+       (j->res->provider && strcmp(j->res->provider, "openai") == 0)))
     grow_table(c, j, kernel);
   free(kernel);
   if (rs.ended) {

@@ -2,6 +2,7 @@
 #include "llm_client/table.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -347,6 +348,22 @@ static bool has_arch(const entry_t *e, const char *arch) {
   return false;
 }
 
+/* Whether `arch` runs a kernel of one of `e`'s archs that is older and
+ * unsuffixed (an sm_80 entry on sm_90; an sm_90a one only on sm_90a). */
+static bool runs_older(const entry_t *e, const char *arch) {
+  if (strncmp(arch, "sm_", 3) != 0)
+    return false;
+  int want = atoi(arch + 3);
+  for (size_t i = 0; i < e->num_archs; ++i) {
+    const char *a = e->archs[i];
+    size_t n = strlen(a);
+    if (strncmp(a, "sm_", 3) == 0 && n > 3 && isdigit((unsigned char)a[n - 1]) &&
+        atoi(a + 3) <= want)
+      return true;
+  }
+  return false;
+}
+
 /* Replaces each "// llm-fuse.template-size SK" line (the rest of the line
  * ignored) by "// llm-fuse.tune SK = <size>", keeping indent and lines. */
 bool lf_table_is_template(const char *text) {
@@ -553,12 +570,17 @@ lf_status_t lf_table_nearest_precision(const lf_table_t *table,
   if (!precision)
     precision = "";
   const entry_t *best = NULL;
+  int best_rank = 0;
   size_t best_differ = 0;
   double best_ratio = 0;
   char best_reason[512] = "";
-  /* The bucket is in specificity order: among equals, the first wins. */
+  /* The bucket is in specificity order: among equals, the first wins.
+   * Entries for `arch` come first; then (without `id`) those for an older
+   * unsuffixed arch that `arch` runs, whatever their sizes, since the
+   * lookup serves exact archs only. */
   for (const entry_t *e = table->buckets[bucket_of(pattern)]; e; e = e->next) {
-    if (strcmp(e->pattern, pattern) != 0 || !has_arch(e, arch) ||
+    int rank = has_arch(e, arch) ? 0 : !id && runs_older(e, arch) ? 1 : -1;
+    if (strcmp(e->pattern, pattern) != 0 || rank < 0 ||
         !(entry_serves(e, precision, 0) || entry_serves(e, precision, 1)))
       continue;
     if (id && strcmp(e->id, id) != 0)
@@ -568,14 +590,23 @@ lf_status_t lf_table_nearest_precision(const lf_table_t *table,
     lf_strbuf_init(&bound, LF_TABLE_MAX_ENTRY_BYTES + 65536);
     entry_refusal(e, sizes, count, &bound, reason, sizeof(reason));
     lf_strbuf_free(&bound);
-    if (!id && !reason[0])
+    if (rank == 0 && !id && !reason[0])
       continue; /* it admits the sizes: nothing to adapt */
+    if (rank == 1) {
+      char was[400];
+      snprintf(was, sizeof(was), "%.399s", reason);
+      snprintf(reason, sizeof(reason), "it was verified for %.16s%s, not %.16s%s%s",
+               e->archs[0], e->num_archs > 1 ? " and others" : "", arch,
+               was[0] ? "; " : "", was);
+    }
     size_t differ;
     double ratio;
     entry_distance(e, sizes, count, &differ, &ratio);
-    if (!best || differ < best_differ ||
-        (differ == best_differ && ratio < best_ratio)) {
-      best = e, best_differ = differ, best_ratio = ratio;
+    if (!best || rank < best_rank ||
+        (rank == best_rank &&
+         (differ < best_differ ||
+          (differ == best_differ && ratio < best_ratio)))) {
+      best = e, best_rank = rank, best_differ = differ, best_ratio = ratio;
       snprintf(best_reason, sizeof(best_reason), "%s", reason);
     }
     if (id)

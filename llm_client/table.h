@@ -157,8 +157,11 @@ typedef struct lf_table_nearest_s {
 /// The entry for `pattern` and `arch` nearest to `sizes` among those that
 /// refuse them (the entries lf_table_instantiate tries): fewest fixed
 /// sizes that differ, then the smallest ratios between them, then the
-/// lookup order. With `id` (lf_table_match_t's), that entry whether it
-/// refuses the sizes or not. Fills *out (lf_table_nearest_clear) with the
+/// lookup order. When no entry for `arch` refuses them, entries for an
+/// older unsuffixed arch that `arch` runs (sm_80 for sm_90), admitting the
+/// sizes or not, in the same order; their reason says which arch they
+/// were verified for. With `id` (lf_table_match_t's), that entry of
+/// `arch` whether it refuses the sizes or not. Fills *out (lf_table_nearest_clear) with the
 /// entry's template and the reason it refuses, as lf_table_instantiate
 /// words it. NOT_FOUND when there is none.
 lf_status_t lf_table_nearest(const lf_table_t *table, const char *pattern,

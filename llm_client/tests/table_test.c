@@ -270,6 +270,65 @@ LF_TEST(nearest_refusing_entry_for_an_adapt_request) {
   lf_table_close(t);
 }
 
+LF_TEST(nearest_entry_of_an_older_arch) {
+  /* An sm_80 entry that admits 1000 x 768: the lookup for sm_90 does not
+   * serve it, so it is the adapt request's start, with the arch as the
+   * reason; an sm_90 entry that refuses the sizes comes before it; an
+   * sm_90a entry never serves sm_90, nor an sm_90 one sm_80. */
+  static const char *key =
+      "9999000000000000000000000000000000000000000000000000000000000008";
+  char dir[300], dir2[300];
+  snprintf(dir, sizeof(dir), "%s/older", root);
+  snprintf(dir2, sizeof(dir2), "%s/older2", root);
+  const int64_t free_rows[2] = {-1, 768}, fixed[2] = {4096, 1024};
+  lf_table_new_entry_t old = {key,     "sm_80",   "reduction",
+                              free_rows, 2,       "gpu.module @kernels {\n}\n",
+                              "old",     "old",   NULL};
+  lf_table_new_entry_t a = {key,   "sm_90a", "reduction",
+                            free_rows, 2,    "gpu.module @kernels {\n}\n",
+                            "a",   "a",      NULL};
+  lf_table_new_entry_t same = {key,   "sm_90", "reduction",
+                               fixed, 2,       "gpu.module @kernels {\n}\n",
+                               "same", "same", NULL};
+  lf_status_t s = lf_table_write_entry(dir, &old, NULL);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  s = lf_table_write_entry(dir, &a, NULL);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  lf_table_t *t = NULL;
+  lf_status_free(lf_table_open(dir, &t));
+  const int64_t sizes[2] = {1000, 768};
+  lf_table_match_t m;
+  s = lf_table_instantiate(t, key, "sm_90", sizes, 2, &m);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND);
+  lf_status_free(s);
+  lf_table_nearest_t n;
+  s = lf_table_nearest(t, key, "sm_90", sizes, 2, NULL, &n);
+  LF_EXPECT(!s);
+  LF_EXPECT_STREQ(n.source, "old");
+  LF_EXPECT_STREQ(n.reason, "it was verified for sm_80, not sm_90");
+  lf_table_nearest_clear(&n);
+  lf_status_free(s);
+  s = lf_table_nearest(t, key, "sm_80", sizes, 2, NULL, &n);
+  LF_EXPECT(lf_status_code(s) == LF_STATUS_NOT_FOUND);
+  lf_status_free(s);
+  lf_table_close(t);
+  /* With an sm_90 entry of the key that refuses the sizes. */
+  s = lf_table_write_entry(dir2, &old, NULL);
+  lf_status_free(s);
+  s = lf_table_write_entry(dir2, &same, NULL);
+  lf_status_free(s);
+  t = NULL;
+  lf_status_free(lf_table_open(dir2, &t));
+  s = lf_table_nearest(t, key, "sm_90", sizes, 2, NULL, &n);
+  LF_EXPECT(!s);
+  LF_EXPECT_STREQ(n.source, "same");
+  lf_table_nearest_clear(&n);
+  lf_status_free(s);
+  lf_table_close(t);
+}
+
 /* When an entry's kernel fails, the acquire loop asks for the next entry
  * that admits the sizes (lf_table_instantiate_nth): in the order of the
  * first lookup (most specific, then file names; tf32 requests: the tf32
@@ -360,6 +419,7 @@ int main(void) {
   LF_RUN(nth_admitting_entry_after_a_failed_kernel);
   LF_RUN(missing_folder_is_an_empty_table);
   LF_RUN(nearest_refusing_entry_for_an_adapt_request);
+  LF_RUN(nearest_entry_of_an_older_arch);
   LF_RUN(ten_thousand_entries);
   int rc = lf_test_finish();
   nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
