@@ -876,9 +876,12 @@ def torch_table(rows, tres):
                 slower.append(dict(model=r["model"], subgraph=r["subgraph"],
                                    cls=r.get("cls"), ours_ms=ours,
                                    compile_ms=compile_, ratio=ratio))
+        same_ms = t.get("same_size_copy_ms")
+        frac_same = same_ms / ours if mem and ours and same_ms else None
         if mem and ours:
             mem_rows.append(dict(model=r["model"], subgraph=r["subgraph"],
-                                 bytes=nbytes, ours_ms=ours, frac=frac_ours))
+                                 bytes=nbytes, ours_ms=ours, frac=frac_ours,
+                                 frac_same=frac_same))
         if r.get("decision") != "swapped" and r.get("kernel_ms"):
             note.append("kernel %.4f ms not swapped (%s)" % (
                 r["kernel_ms"], r.get("reason") or "?"))
@@ -889,7 +892,10 @@ def torch_table(rows, tres):
                    compile_s=t.get("compile_s"), bytes=nbytes,
                    largest_tensor_bytes=big, memory_bound_64mb=mem,
                    copy_fraction_ours=frac_ours,
-                   copy_fraction_compile=frac_cmp, note="; ".join(note))
+                   copy_fraction_compile=frac_cmp,
+                   same_size_copy_ms=same_ms,
+                   same_size_copy_fraction_ours=frac_same,
+                   note="; ".join(note))
         out_rows.append(row)
         print("%-40s %-20s %-11s %-8s %9s %9s %9s %9s %8s %7s %7s  %s" % (
             r["model"][:40], r["subgraph"], (r.get("cls") or "")[:11],
@@ -911,11 +917,22 @@ def torch_table(rows, tres):
           "of the copy bandwidth: %d%s" % (
               len(mem_rows), len(ok_mem), "" if bw else
               " (no copy bandwidth measured)"))
+    ok_same = [m for m in mem_rows
+               if m["frac_same"] is not None and m["frac_same"] >= 0.9]
+    print("    at >= 90%% of a copy of the same bytes timed in the same rounds: "
+          "%d of %d (%d with that copy measured)" % (
+              len(ok_same), len(mem_rows),
+              sum(1 for m in mem_rows if m["frac_same"] is not None)))
     for m in mem_rows:
         if m not in ok_mem:
-            print("    below: %-40s %-20s %.4f ms, %.1f MB, %s of copy" % (
-                m["model"][:40], m["subgraph"], m["ours_ms"], m["bytes"] / 1e6,
-                "%.0f%%" % (100 * m["frac"]) if m["frac"] is not None else "?"))
+            print("    below: %-40s %-20s %.4f ms, %.1f MB, %s of copy, %s of "
+                  "a same-size copy" % (
+                      m["model"][:40], m["subgraph"], m["ours_ms"],
+                      m["bytes"] / 1e6,
+                      "%.0f%%" % (100 * m["frac"]) if m["frac"] is not None
+                      else "?",
+                      "%.0f%%" % (100 * m["frac_same"])
+                      if m["frac_same"] is not None else "?"))
     print("  swapped kernels with a torch.compile time: %d, within 10%% of "
           "torch.compile (or faster): %d, more than 10%% slower: %d" % (
               n_cmp, n_within, len(slower)))
@@ -937,6 +954,7 @@ def torch_table(rows, tres):
     return dict(device=tres.get("device"), torch=tres.get("torch"),
                 copy_GBps=bw, rows=out_rows, verified=n_ver, subgraphs=n_sg,
                 mem_bound_64mb=len(mem_rows), mem_bound_at_90pct=len(ok_mem),
+                mem_bound_at_90pct_same_size_copy=len(ok_same),
                 swapped_with_compile=n_cmp, within_10pct=n_within,
                 slower_than_compile=slower, error=tres.get("error"))
 

@@ -15,7 +15,10 @@ CUDA events around one call, a 256 MiB memset before each (an L2 flush),
 a warm-up call first, then iterations filling --budget-ms per variant
 (3 to 200) spread over 3 interleaved rounds; the median is reported. The
 copy bandwidth is the median of a 1 GiB device-to-device copy, counting
-bytes read plus written (bench/gpu/run.py's ceilings(), copy only).
+bytes read plus written (bench/gpu/run.py's ceilings(), copy only). For a memory-bound subgraph (reduction, elementwise) whose
+largest tensor is 64 MiB or more, a copy of the same number of bytes (its
+inputs and outputs once each, half read and half written) is timed with it,
+in the same rounds: same_size_copy_ms.
 
 torch.compile compiles per shape: its first call (the compile) is timed
 by the host clock and reported as compile_s, a second call warms up, then
@@ -165,7 +168,7 @@ def main():
             print("[%d/%d] %s: %s" % (i + 1, len(todo), name, rec["error"]),
                   flush=True)
             continue
-        ins = outs = fn = cf = None
+        ins = outs = fn = cf = csrc = cdst = None
         t0 = time.time()
         try:
             # A real module from a real file: torch.compile (dynamo)
@@ -227,7 +230,23 @@ def main():
                 compile_spent += time.time() - tc
             del outs
             outs = None
+            # A memory-bound subgraph on a tensor of 64 MiB or more: a copy
+            # of the same number of bytes (half read, half written), timed
+            # with it, is the bandwidth its size allows.
+            nbytes, big = 0, 0
+            for shape, elt in list(s["args"]) + list(s["results"]):
+                b = math.prod(shape) * torch.empty((), dtype=DT[elt]).element_size()
+                nbytes, big = nbytes + b, max(big, b)
+            if s.get("cls") in ("reduction", "elementwise") and big >= 64 << 20:
+                csrc = torch.empty((nbytes + 1) // 2, dtype=torch.uint8,
+                                   device="cuda")
+                cdst = torch.empty_like(csrc)
+                variants["same_size_copy"] = lambda: cdst.copy_(csrc)
+                rec["same_size_copy_bytes"] = 2 * csrc.numel()
             ts = time_variants(timer, variants, a.budget_ms)
+            if "same_size_copy" in ts:
+                rec["same_size_copy_ms"] = ts["same_size_copy"]["median"]
+                csrc = cdst = None
             rec["eager_ms"] = ts["eager"]["median"]
             rec["eager"] = ts["eager"]
             if "compile" in ts:
@@ -237,7 +256,7 @@ def main():
             rec["error"] = "%s: %s" % (type(e).__name__, str(e)[-400:])
             rec["traceback"] = traceback.format_exc()[-1500:]
         finally:
-            ins = outs = fn = cf = args = variants = None
+            ins = outs = fn = cf = args = variants = csrc = cdst = None
             try:
                 torch.cuda.synchronize()
             except Exception:  # noqa: BLE001
