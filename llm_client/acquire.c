@@ -1399,7 +1399,8 @@ static void grow_table(ctx_t *c, job_t *j, const char *template_text) {
                             fixed,      n,             template_text,
                             source,     name,          t->precision};
   char *path = NULL;
-  lf_status_t s = lf_table_write_entry(c->o->table_grow_dir, &e, &path);
+  lf_status_t s = lf_table_write_entry_signed(c->o->table_grow_dir, &e,
+                                              c->o->table_signer, &path);
   if (s) {
     lf_log_status(LF_LOG_WARN, "acquire: pattern table: growth", s);
     return;

@@ -227,6 +227,8 @@ typedef struct lf_acquire_options_s {
   /// (`// llm-fuse.template-size SK` lines) joins the pattern table, for
   /// later sizes to instantiate without a request (NULL: nowhere).
   const char *table_grow_dir;
+  /// Signs the entries growth writes (NULL: unsigned; borrowed).
+  const lf_signer_t *table_signer;
   const char *record_dir;  /* openai: also write every exchange here */
   const char *prompts_dir; /* NULL = lf_prompt_default_dir() */
   const char *gpu;         /* the GPU in words for the prompt; NULL: by arch */

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/fs.h"
 #include "base/log.h"
 
@@ -243,100 +244,6 @@ lf_status_t lf_cache_verdict_parse(const char *name,
                    "unverified");
 }
 
-/* ---- Base64 (RFC 4648, padded; decoding is strict) -----------------------*/
-
-static const char b64_digits[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64_encode(const unsigned char *data, size_t len) {
-  if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
-    return NULL;
-  char *out = malloc((len + 2) / 3 * 4 + 1);
-  if (!out)
-    return NULL;
-  char *o = out;
-  size_t i = 0;
-  for (; i + 3 <= len; i += 3) {
-    uint32_t v =
-        (uint32_t)data[i] << 16 | (uint32_t)data[i + 1] << 8 | data[i + 2];
-    *o++ = b64_digits[v >> 18];
-    *o++ = b64_digits[(v >> 12) & 63];
-    *o++ = b64_digits[(v >> 6) & 63];
-    *o++ = b64_digits[v & 63];
-  }
-  if (i < len) {
-    uint32_t v = (uint32_t)data[i] << 16;
-    if (i + 1 < len)
-      v |= (uint32_t)data[i + 1] << 8;
-    *o++ = b64_digits[v >> 18];
-    *o++ = b64_digits[(v >> 12) & 63];
-    *o++ = i + 1 < len ? b64_digits[(v >> 6) & 63] : '=';
-    *o++ = '=';
-  }
-  *o = '\0';
-  return out;
-}
-
-static int b64_value(char c) {
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if (c == '+')
-    return 62;
-  if (c == '/')
-    return 63;
-  return -1;
-}
-
-/* Decodes canonical padded base64: length a multiple of 4, '=' only as the
- * last one or two characters, unused bits zero. Returns false otherwise or
- * when memory runs out (*out_oom then set). */
-static bool b64_decode(const char *text, unsigned char **out, size_t *out_len,
-                       bool *out_oom) {
-  size_t n = strlen(text);
-  *out = NULL;
-  *out_len = 0;
-  if (n == 0 || n % 4 != 0)
-    return false;
-  size_t pad = text[n - 1] == '=' ? (text[n - 2] == '=' ? 2 : 1) : 0;
-  unsigned char *buf = malloc(n / 4 * 3);
-  if (!buf) {
-    *out_oom = true;
-    return false;
-  }
-  size_t o = 0;
-  for (size_t i = 0; i < n; i += 4) {
-    bool last = i + 4 == n;
-    int v[4];
-    for (int k = 0; k < 4; ++k) {
-      bool is_pad = last && k >= 4 - (int)pad;
-      v[k] = is_pad ? 0 : b64_value(text[i + k]);
-      if (v[k] < 0)
-        goto out_bad;
-    }
-    uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
-                 (uint32_t)v[2] << 6 | (uint32_t)v[3];
-    buf[o++] = (unsigned char)(w >> 16);
-    if (!(last && pad == 2))
-      buf[o++] = (unsigned char)(w >> 8);
-    else if (w & 0xffff)
-      goto out_bad;
-    if (!(last && pad >= 1))
-      buf[o++] = (unsigned char)w;
-    else if (w & 0xff)
-      goto out_bad;
-  }
-  *out = buf;
-  *out_len = o;
-  return true;
-
-out_bad:
-  free(buf);
-  return false;
-}
 
 /* ---- Time stamps: "YYYY-MM-DDTHH:MM:SSZ", UTC ----------------------------*/
 
@@ -541,7 +448,7 @@ static lf_status_t build_tree(const lf_cache_key_t *key,
   if (entry->ptx && !cJSON_AddStringToObject(root, "ptx", entry->ptx))
     goto out_oom;
   if (entry->cubin) {
-    cubin64 = b64_encode(entry->cubin, entry->cubin_len);
+    cubin64 = lf_base64_encode(entry->cubin, entry->cubin_len);
     if (!cubin64 || !cJSON_AddStringToObject(root, "cubin", cubin64))
       goto out_oom;
   }
@@ -618,7 +525,7 @@ static lf_status_t add_signature(cJSON *root, const char *digest,
   }
   if (!sig || !sig->key_id[0])
     return LF_OK;
-  char *value = b64_encode(sig->value, LF_SIGN_BYTES);
+  char *value = lf_base64_encode(sig->value, LF_SIGN_BYTES);
   cJSON *o = value ? cJSON_AddObjectToObject(root, "signature") : NULL;
   bool ok = o && cJSON_AddStringToObject(o, "alg", SIGNATURE_ALG) &&
             cJSON_AddStringToObject(o, "key", sig->key_id) &&
@@ -805,7 +712,7 @@ static lf_status_t extract_signature(const cJSON *obj, const char *origin,
   unsigned char *value = NULL;
   size_t vlen = 0;
   bool failed = false;
-  if (!b64_decode(m[SG_VALUE]->valuestring, &value, &vlen, &failed) ||
+  if (!lf_base64_decode(m[SG_VALUE]->valuestring, &value, &vlen, &failed) ||
       vlen != LF_SIGN_BYTES) {
     free(value);
     return failed ? oom()
@@ -879,7 +786,7 @@ static lf_status_t extract_entry(const cJSON *const *top, const char *origin,
     e->ptx = dup_or_null(top[TOP_PTX]->valuestring, &failed);
   if (failed)
     return oom();
-  if (top[TOP_CUBIN] && !b64_decode(top[TOP_CUBIN]->valuestring, &e->cubin,
+  if (top[TOP_CUBIN] && !lf_base64_decode(top[TOP_CUBIN]->valuestring, &e->cubin,
                                     &e->cubin_len, &failed))
     return failed ? oom() : corrupt(origin, "cubin is not canonical base64");
 

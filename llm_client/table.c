@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/sha256.h"
@@ -29,6 +30,9 @@ typedef struct entry_s {
   char source[256];
   char klass[32];
   char precision[8]; /* "" exact, "tf32" */
+  char checksum[LF_SHA256_HEX_SIZE];
+  char signed_by[LF_SIGN_KEY_ID_SIZE]; /* "" unsigned */
+  unsigned char signature[LF_SIGN_BYTES];
   char *path;
   struct entry_s *next;  /* same bucket, in load order */
   struct entry_s *order; /* all entries, in load order */
@@ -38,7 +42,18 @@ struct lf_table_s {
   entry_t *buckets[BUCKETS];
   entry_t *first, *last; /* load order */
   size_t count, skipped;
+  bool check_trust, require_signed; /* lf_table_set_trust */
+  const lf_keyring_t *trusted;
 };
+
+#define SIGNATURE_SCHEMA "llm-fuse-table-signature/1"
+
+/* The message an entry's signature covers. */
+static int signed_message(const char *pattern, const char *checksum,
+                          char *out, size_t size) {
+  return snprintf(out, size, SIGNATURE_SCHEMA "\n%s\nsha256:%s\n", pattern,
+                  checksum);
+}
 
 static lf_status_t oom(void) {
   return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -216,6 +231,37 @@ static lf_status_t parse_entry(const char *path, const char *name,
       st = LF_STATUS(LF_STATUS_DATA_LOSS,
                      "%s: checksum mismatch (the entry was changed)", path);
   }
+  const cJSON *sig = cJSON_GetObjectItemCaseSensitive(root, "signature");
+  if (!st)
+    memcpy(e->checksum, sum->valuestring + 7, LF_SHA256_HEX_SIZE);
+  if (!st && sig) {
+    const cJSON *alg = cJSON_GetObjectItemCaseSensitive(sig, "alg");
+    const cJSON *key = cJSON_GetObjectItemCaseSensitive(sig, "key");
+    const cJSON *val = cJSON_GetObjectItemCaseSensitive(sig, "value");
+    bool hex = cJSON_IsString(key) &&
+               strlen(key->valuestring) == LF_SIGN_KEY_ID_SIZE - 1;
+    for (const char *k = hex ? key->valuestring : ""; hex && *k; ++k)
+      hex = (*k >= '0' && *k <= '9') || (*k >= 'a' && *k <= 'f');
+    unsigned char *bytes = NULL;
+    size_t nbytes = 0;
+    bool oom_hit = false;
+    if (!cJSON_IsObject(sig) || !cJSON_IsString(alg) ||
+        strcmp(alg->valuestring, "ed25519") != 0 || !hex ||
+        !cJSON_IsString(val) ||
+        !lf_base64_decode(val->valuestring, &bytes, &nbytes, &oom_hit) ||
+        nbytes != LF_SIGN_BYTES)
+      st = oom_hit ? oom()
+                   : LF_STATUS(LF_STATUS_DATA_LOSS,
+                               "%s: signature is not {\"alg\": \"ed25519\", "
+                               "\"key\": <16 hex>, \"value\": <base64 of %d "
+                               "bytes>}",
+                               path, LF_SIGN_BYTES);
+    if (!st) {
+      memcpy(e->signed_by, key->valuestring, LF_SIGN_KEY_ID_SIZE);
+      memcpy(e->signature, bytes, LF_SIGN_BYTES);
+    }
+    free(bytes);
+  }
   if (!st) {
     snprintf(e->id, sizeof(e->id), "%.16s/%s", e->pattern, name);
     snprintf(e->source, sizeof(e->source), "%s",
@@ -235,6 +281,54 @@ static lf_status_t parse_entry(const char *path, const char *name,
 
 static int compare_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The trust rule of lf_table_set_trust for one parsed entry (freed here
+ * when refused). */
+static lf_status_t check_trust(const lf_table_t *t, entry_t *e) {
+  lf_status_t st = LF_OK;
+  if (e->signed_by[0]) {
+    char msg[256];
+    int n = signed_message(e->pattern, e->checksum, msg, sizeof(msg));
+    st = lf_keyring_verify(t->trusted, e->signed_by, msg, (size_t)n,
+                           e->signature);
+    if (st)
+      st = lf_status_annotate(st, "%s: forged or untrusted", e->path);
+  } else if (t->require_signed) {
+    st = LF_STATUS(LF_STATUS_PERMISSION_DENIED,
+                   "%s: the entry is not signed (a trusted signature is "
+                   "required)",
+                   e->path);
+  }
+  if (st)
+    entry_free(e);
+  return st;
+}
+
+void lf_table_set_trust(lf_table_t *table, const lf_keyring_t *trusted,
+                        bool require_signed) {
+  if (!table)
+    return;
+  table->check_trust = true;
+  table->trusted = trusted;
+  table->require_signed = require_signed;
+}
+
+lf_status_t lf_table_open_trusted(const char *dir, const lf_keyring_t *trusted,
+                                  bool require_signed,
+                                  lf_table_t **out_table) {
+  *out_table = NULL;
+  lf_table_t *t = calloc(1, sizeof(*t));
+  if (!t)
+    return oom();
+  lf_table_set_trust(t, trusted, require_signed);
+  lf_status_t st = lf_table_add_dir(t, dir);
+  if (st) {
+    lf_table_close(t);
+    return st;
+  }
+  *out_table = t;
+  return LF_OK;
 }
 
 lf_status_t lf_table_open(const char *dir, lf_table_t **out_table) {
@@ -287,6 +381,8 @@ lf_status_t lf_table_add_dir(lf_table_t *t, const char *dir) {
     entry_t *e = NULL;
     if (!st)
       st = parse_entry(path, names[i], buf.data, buf.len, &e);
+    if (!st && t->check_trust)
+      st = check_trust(t, e);
     lf_strbuf_free(&buf);
     free(names[i]);
     if (st) {
@@ -650,15 +746,64 @@ void lf_table_foreach(const lf_table_t *table,
                             .path = e->path,
                             .source = e->source,
                             .template_text = e->template_text,
-                            .precision = e->precision};
+                            .precision = e->precision,
+                            .signed_by = e->signed_by};
     if (!fn(&info, user))
       return;
   }
 }
 
+/* Sets the "signature" member of an entry's JSON (replacing one). */
+static lf_status_t add_signature(cJSON *root, const char *pattern,
+                                 const char *checksum,
+                                 const lf_signer_t *signer) {
+  char msg[256];
+  int n = signed_message(pattern, checksum, msg, sizeof(msg));
+  unsigned char sig[LF_SIGN_BYTES];
+  LF_RETURN_IF_ERROR(lf_signer_sign(signer, msg, (size_t)n, sig));
+  char *value = lf_base64_encode(sig, sizeof(sig));
+  cJSON_DeleteItemFromObjectCaseSensitive(root, "signature");
+  cJSON *o = value ? cJSON_AddObjectToObject(root, "signature") : NULL;
+  bool ok = o && cJSON_AddStringToObject(o, "alg", "ed25519") &&
+            cJSON_AddStringToObject(o, "key", lf_signer_key_id(signer)) &&
+            cJSON_AddStringToObject(o, "value", value);
+  free(value);
+  return ok ? LF_OK : oom();
+}
+
+lf_status_t lf_table_sign_entry(const char *origin, const char *data,
+                                size_t len, const lf_signer_t *signer,
+                                char **out_text) {
+  *out_text = NULL;
+  const char *base = strrchr(origin, '/');
+  entry_t *e = NULL;
+  LF_RETURN_IF_ERROR(
+      parse_entry(origin, base ? base + 1 : origin, data, len, &e));
+  cJSON *root = cJSON_ParseWithLength(data, len);
+  lf_status_t st =
+      root ? add_signature(root, e->pattern, e->checksum, signer) : oom();
+  entry_free(e);
+  char *text = st ? NULL : cJSON_Print(root);
+  cJSON_Delete(root);
+  if (st)
+    return st;
+  if (!text)
+    return oom();
+  *out_text = strdup(text);
+  cJSON_free(text);
+  return *out_text ? LF_OK : oom();
+}
+
 lf_status_t lf_table_write_entry(const char *dir,
                                  const lf_table_new_entry_t *in,
                                  char **out_path) {
+  return lf_table_write_entry_signed(dir, in, NULL, out_path);
+}
+
+lf_status_t lf_table_write_entry_signed(const char *dir,
+                                        const lf_table_new_entry_t *in,
+                                        const lf_signer_t *signer,
+                                        char **out_path) {
   if (out_path)
     *out_path = NULL;
   if (!lf_sha256_is_hex(in->pattern) || !in->arch || !in->klass ||
@@ -716,6 +861,13 @@ lf_status_t lf_table_write_entry(const char *dir,
   } else {
     cJSON_Delete(archs);
     cJSON_Delete(sizes);
+  }
+  if (ok && signer) {
+    lf_status_t ss = add_signature(root, in->pattern, sum, signer);
+    if (ss) {
+      cJSON_Delete(root);
+      return ss;
+    }
   }
   char *text = ok ? cJSON_Print(root) : NULL;
   cJSON_Delete(root);

@@ -26,6 +26,12 @@
  * `// llm-fuse.tune-require S0 % RPB == 0` requirements work as for tune
  * knobs, and the template's own tune knobs stay variants to time.
  *
+ * An entry may also carry "signature" (Ed25519, sign.h) over
+ * "llm-fuse-table-signature/1\n<pattern>\nsha256:<checksum>\n": who vouches
+ * for it. With a trust rule (lf_table_set_trust), an entry whose signature
+ * does not verify under the trusted keys is forged and never used, and
+ * with require_signed so is an unsigned one.
+ *
  * A table is immutable once opened and may be shared between threads.
  */
 #ifndef LF_LLM_CLIENT_TABLE_H
@@ -37,6 +43,7 @@
 
 #include "base/status.h"
 #include "base/strbuf.h"
+#include "llm_client/sign.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +63,28 @@ lf_status_t lf_table_open(const char *dir, lf_table_t **out_table);
 /// Loads the entries of another folder into `table`, after those it holds
 /// (lookups try entries in load order).
 lf_status_t lf_table_add_dir(lf_table_t *table, const char *dir);
+
+/// The trust rule for the folders added after this call (borrowed ring,
+/// NULL trusts nobody): an entry that carries a signature is skipped as
+/// forged unless a key of `trusted` made it and it verifies; with
+/// `require_signed`, an unsigned entry is skipped too. Without a call (the
+/// shipped table, a folder the user names) entries are not checked beyond
+/// their checksum.
+void lf_table_set_trust(lf_table_t *table, const lf_keyring_t *trusted,
+                        bool require_signed);
+
+/// lf_table_open with the trust rule of lf_table_set_trust for `dir`.
+lf_status_t lf_table_open_trusted(const char *dir, const lf_keyring_t *trusted,
+                                  bool require_signed,
+                                  lf_table_t **out_table);
+
+/// Signs the entry file text `data` with `signer` (replacing any signature
+/// it carries) and returns the new text (heap, *out_text). The entry is
+/// checked first as the loader checks it: DATA_LOSS naming `origin` for a
+/// corrupt one, which is never signed.
+lf_status_t lf_table_sign_entry(const char *origin, const char *data,
+                                size_t len, const lf_signer_t *signer,
+                                char **out_text);
 
 /// Replaces each `// llm-fuse.template-size SK` line of `text` by
 /// `// llm-fuse.tune SK = sizes[K]` (indent and line count kept) into
@@ -83,6 +112,12 @@ typedef struct lf_table_new_entry_s {
 lf_status_t lf_table_write_entry(const char *dir,
                                  const lf_table_new_entry_t *entry,
                                  char **out_path);
+
+/// lf_table_write_entry, the entry signed by `signer` (NULL: unsigned).
+lf_status_t lf_table_write_entry_signed(const char *dir,
+                                        const lf_table_new_entry_t *entry,
+                                        const lf_signer_t *signer,
+                                        char **out_path);
 
 /// The shipped table: $LLM_FUSE_TABLE_DIR, else share/llm-fuse/table beside
 /// the binary, else the source tree's kernels/table. Appends it to `out`.
@@ -194,6 +229,7 @@ typedef struct lf_table_info_s {
   const char *source;
   const char *template_text; /* the template, as loaded */
   const char *precision;     /* "" exact, "tf32" */
+  const char *signed_by;     /* the signing key's id, "" when unsigned */
 } lf_table_info_t;
 
 /// Calls `fn` for every loaded entry, by file name; stops when it returns

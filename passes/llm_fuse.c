@@ -1067,8 +1067,13 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
     if (!st && run->cache) {
       snprintf(run->grow_dir, sizeof(run->grow_dir), "%s/table",
                lf_cache_dir(run->cache));
+      /* As for the cache's own verdicts: the local folder is trusted as
+       * the disk is, unless require-signed asks for a trusted signature. */
+      if (run->o->require_signed)
+        lf_table_set_trust(run->table, run->trusted, true);
       st = lf_table_add_dir(run->table, run->grow_dir);
       ao.table_grow_dir = run->grow_dir;
+      ao.table_signer = run->signer;
     }
     if (st) {
       lf_strbuf_free(&td);

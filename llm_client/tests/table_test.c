@@ -329,6 +329,63 @@ LF_TEST(nearest_entry_of_an_older_arch) {
   lf_table_close(t);
 }
 
+LF_TEST(signed_entries_and_the_trust_rule) {
+  /* An entry signed with k1, one unsigned: a ring of k1 loads both (and
+   * the unsigned one is refused under require_signed); a ring of k2 refuses
+   * the signed one as untrusted; an empty rule (lf_table_open) loads both. */
+  static const char *key =
+      "9999000000000000000000000000000000000000000000000000000000000007";
+  char dir[300], k1[300], k2[300];
+  snprintf(dir, sizeof(dir), "%s/signed", root);
+  snprintf(k1, sizeof(k1), "%s/k1", root);
+  snprintf(k2, sizeof(k2), "%s/k2", root);
+  lf_strbuf_t pub1, pub2;
+  lf_strbuf_init(&pub1, 4096);
+  lf_strbuf_init(&pub2, 4096);
+  lf_status_t s = lf_sign_keygen(k1, "k1", &pub1);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  s = lf_sign_keygen(k2, "k2", &pub2);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  lf_signer_t *signer = NULL;
+  s = lf_signer_load(k1, &signer);
+  LF_EXPECT(!s && signer);
+  lf_status_free(s);
+  const int64_t sizes[2] = {-1, 768};
+  lf_table_new_entry_t e = {key,     "sm_90",  "reduction",
+                            sizes,   2,        "gpu.module @kernels {\n}\n",
+                            "test",  "signed", NULL};
+  s = lf_table_write_entry_signed(dir, &e, signer, NULL);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  e.name = "unsigned";
+  s = lf_table_write_entry(dir, &e, NULL);
+  LF_EXPECT(!s);
+  lf_status_free(s);
+  lf_keyring_t *ring1 = NULL, *ring2 = NULL;
+  lf_status_free(lf_keyring_parse(pub1.data, pub1.len, "k1", &ring1));
+  lf_status_free(lf_keyring_parse(pub2.data, pub2.len, "k2", &ring2));
+  lf_table_t *t = NULL;
+  lf_status_free(lf_table_open_trusted(dir, ring1, false, &t));
+  LF_EXPECT(lf_table_size(t) == 2 && lf_table_skipped(t) == 0);
+  lf_table_close(t);
+  lf_status_free(lf_table_open_trusted(dir, ring1, true, &t));
+  LF_EXPECT(lf_table_size(t) == 1 && lf_table_skipped(t) == 1);
+  lf_table_close(t);
+  lf_status_free(lf_table_open_trusted(dir, ring2, false, &t));
+  LF_EXPECT(lf_table_size(t) == 1 && lf_table_skipped(t) == 1);
+  lf_table_close(t);
+  lf_status_free(lf_table_open(dir, &t));
+  LF_EXPECT(lf_table_size(t) == 2 && lf_table_skipped(t) == 0);
+  lf_table_close(t);
+  lf_keyring_free(ring1);
+  lf_keyring_free(ring2);
+  lf_signer_free(signer);
+  lf_strbuf_free(&pub1);
+  lf_strbuf_free(&pub2);
+}
+
 /* When an entry's kernel fails, the acquire loop asks for the next entry
  * that admits the sizes (lf_table_instantiate_nth): in the order of the
  * first lookup (most specific, then file names; tf32 requests: the tf32
@@ -420,6 +477,7 @@ int main(void) {
   LF_RUN(missing_folder_is_an_empty_table);
   LF_RUN(nearest_refusing_entry_for_an_adapt_request);
   LF_RUN(nearest_entry_of_an_older_arch);
+  LF_RUN(signed_entries_and_the_trust_rule);
   LF_RUN(ten_thousand_entries);
   int rc = lf_test_finish();
   nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);

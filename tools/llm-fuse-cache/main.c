@@ -86,9 +86,13 @@ static void usage(FILE *f) {
       "                         every valid entry: pattern, class, archs, sizes\n"
       "                         (* free), source; exit 1 if one is corrupt\n"
       "  table export DIR [--table-dir DIR2]\n"
-      "                         copy the valid entries to DIR/v1/\n"
-      "  table import DIR [--table-dir DIR2]\n"
-      "                         validate DIR's entries, copy the valid ones in\n"
+      "                         copy the valid entries to DIR/v1/ (signed\n"
+      "                         with --signing-key when given)\n"
+      "  table import DIR [--table-dir DIR2] [--require-signed]\n"
+      "                         validate DIR's entries, copy the valid ones in;\n"
+      "                         with --trusted-keys a signature that does not\n"
+      "                         verify under them is forged (refused), and\n"
+      "                         --require-signed refuses unsigned entries\n"
       "                         (default table: $LLM_FUSE_TABLE_DIR, else the\n"
       "                         shipped kernels/table)\n"
       "\n"
@@ -1214,6 +1218,7 @@ typedef struct table_ctx_s {
   long copied, failed;
   bool json;
   cJSON *array;
+  const lf_signer_t *signer; /* export: signs the copies */
 } table_ctx_t;
 
 static bool table_list_one(const lf_table_info_t *in, void *user) {
@@ -1237,10 +1242,12 @@ static bool table_list_one(const lf_table_info_t *in, void *user) {
     cJSON_AddStringToObject(o, "sizes", sizes);
     cJSON_AddStringToObject(o, "path", in->path);
     cJSON_AddStringToObject(o, "source", in->source);
+    cJSON_AddStringToObject(o, "signed_by", in->signed_by);
     cJSON_AddItemToArray(t->array, o);
   } else {
-    printf("%.16s  %-12s %-20s %-24s %s\n", in->pattern, in->klass, archs,
-           sizes, in->source);
+    printf("%.16s  %-12s %-20s %-24s %s%s%s\n", in->pattern, in->klass, archs,
+           sizes, in->source, in->signed_by[0] ? "; signed by " : "",
+           in->signed_by);
   }
   return true;
 }
@@ -1253,6 +1260,10 @@ static bool table_copy_one(const lf_table_info_t *in, void *user) {
   lf_strbuf_init(&data, LF_TABLE_MAX_ENTRY_BYTES + 65536);
   lf_strbuf_init(&dst, 4096);
   lf_status_t s = lf_read_file(in->path, &data);
+  char *signed_text = NULL;
+  if (!s && t->signer)
+    s = lf_table_sign_entry(in->path, data.data, data.len, t->signer,
+                            &signed_text);
   if (!s)
     s = lf_strbuf_appendf(&dst, "%s/v1", t->dest);
   if (!s)
@@ -1260,7 +1271,10 @@ static bool table_copy_one(const lf_table_info_t *in, void *user) {
   if (!s)
     s = lf_strbuf_appendf(&dst, "/%s", base);
   if (!s)
-    s = lf_write_file_atomic(dst.data, data.data, data.len);
+    s = signed_text
+            ? lf_write_file_atomic(dst.data, signed_text, strlen(signed_text))
+            : lf_write_file_atomic(dst.data, data.data, data.len);
+  free(signed_text);
   if (s) {
     fprintf(stderr, PROG ": table: %s: %s\n", base, lf_status_message(s));
     lf_status_free(s);
@@ -1274,16 +1288,17 @@ static bool table_copy_one(const lf_table_info_t *in, void *user) {
 }
 
 static int cmd_table(ctx_t *c, args_t *a) {
-  (void)c;
   const char *dir = NULL, *v;
   int rc = 0;
   const char *sub = NULL, *arg = NULL;
-  bool json = false;
+  bool json = false, require_signed = false;
   while (a->i < a->argc) {
     if (take(a, "--table-dir", true, &dir, &rc))
       ;
     else if (take(a, "--json", false, &v, &rc))
       json = true;
+    else if (take(a, "--require-signed", false, &v, &rc))
+      require_signed = true;
     else if (!sub)
       sub = a->argv[a->i++];
     else if (!arg)
@@ -1309,9 +1324,15 @@ static int cmd_table(ctx_t *c, args_t *a) {
   }
   /* import reads the source as a table (so only valid entries pass) and
    * writes into --table-dir; list and export read --table-dir. */
-  const char *from = strcmp(sub, "import") == 0 ? arg : dir;
+  bool import = strcmp(sub, "import") == 0;
+  const char *from = import ? arg : dir;
   lf_table_t *t = NULL;
-  s = lf_table_open(from, &t);
+  /* An import from elsewhere: with trusted keys, an entry whose signature
+   * does not verify under them is forged and refused; with
+   * --require-signed, so is an unsigned one. */
+  s = import && (c->trusted || require_signed)
+          ? lf_table_open_trusted(from, c->trusted, require_signed, &t)
+          : lf_table_open(from, &t);
   if (s) {
     lf_strbuf_free(&def);
     return fail("table", s);
@@ -1336,10 +1357,13 @@ static int cmd_table(ctx_t *c, args_t *a) {
               lf_table_skipped(t), lf_table_skipped(t) == 1 ? "y" : "ies");
   } else {
     tc.dest = strcmp(sub, "export") == 0 ? arg : dir;
+    tc.signer = strcmp(sub, "export") == 0 ? c->signer : NULL;
     lf_table_foreach(t, table_copy_one, &tc);
-    printf("table %s: %ld entr%s copied to %s, %ld failed, %zu corrupt "
+    printf("table %s: %ld entr%s copied to %s%s%s, %ld failed, %zu corrupt "
            "skipped\n",
-           sub, tc.copied, tc.copied == 1 ? "y" : "ies", tc.dest, tc.failed,
+           sub, tc.copied, tc.copied == 1 ? "y" : "ies", tc.dest,
+           tc.signer ? ", signed by " : "",
+           tc.signer ? lf_signer_key_id(tc.signer) : "", tc.failed,
            lf_table_skipped(t));
     rc = tc.failed || lf_table_skipped(t) ? 1 : 0;
   }
