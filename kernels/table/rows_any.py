@@ -31,7 +31,12 @@ warps, in a fixed order: the result is deterministic.
 
 The row is not held in registers (its length is a placeholder, so the number
 of chunks is a loop trip count): a pass that needs it again after a
-reduction reads it again, from L1/L2 in practice. Softmax is online (max and
+reduction reads it again, from L1/L2 in practice. The norms (RMSNorm,
+LayerNorm) also have a resident form, knob RES (Kernel.resident): RES = 1
+reads the row and the weight vectors once, all loads in flight together,
+into up to RES_SLOTS chunks a thread, where N <= RES_SLOTS * TPR * V; it
+saves the second and third memory round trips of the short rows of small
+models (bench/NOTES.md session 25). Softmax is online (max and
 sum of exponentials in one read), LayerNorm two-pass (mean, then the sum of
 squared deviations: the IR's own order, stable). Everything is computed in
 f32, stored in the subgraph's type. The kernels of gen_rows.py, tuned for one
@@ -99,6 +104,17 @@ DTYPES = ["bf16", "f16", "f32"]
 # references NaN or constant).
 VMAX = {"bf16": 8, "f16": 8, "f32": 4}
 UNROLL = 4  # full chunks per step of the main loop
+# The resident form (RES = 1): chunk slots per thread (32 f32 or 64 16-bit
+# elements), the row held in registers when N <= RES_SLOTS * TPR * V.
+RES_SLOTS = {"bf16": 8, "f16": 8, "f32": 8}
+# The families with a resident form: the norms, whose streaming form reads
+# the row two or three times (the passes after a block reduction wait for
+# it). Not the row sum / max: at a constant row length LLVM unrolls their
+# one streaming pass and issues every load of the row at once anyway
+# (same PTX loads, same time on the H200: rowmax 1664 x 14336 0.0324 ms
+# either way, bench/NOTES.md session 25); not softmax, residual + RMSNorm
+# or bias + GELU, whose resident forms were not measured.
+RES_KINDS = ("rmsnorm", "layernorm")
 
 
 class Emitter:
@@ -523,9 +539,157 @@ class Kernel:
         else:
             raise ValueError(kind)
 
-    def text(self, kname, header):
+    def resident(self):
+        """The resident form (knob RES = 1): the row read once into
+        registers. Slot u of RES_SLOTS is chunk u of this thread, column
+        col0 + u TPR V; a slot exists in a variant only where u TPR V < N
+        (a constant condition per variant, {{u * TPR * V < N}}: the build
+        folds the dead slots away), and within it a thread's chunk is
+        inside the row or past its end (V divides N): its load is clamped
+        to a valid column (min(col, N - V)), its value replaced by the
+        reduction's identity and its store skipped past the end. Every
+        load (x and the weight vectors) is issued before the first
+        reduction: one memory round trip where the streaming form takes
+        two or three (the latency of the short rows of small models, and
+        more bytes in flight per thread for long rows)."""
+        e, f = self.e, self.fam
+        kind = f["kind"]
+        c0 = e.const(0, "index")
+        cN = e.const("{{N}}", "index")
+        last = e.const("{{N - V}}", "index")
+        zero_v = self.splat("0.000000e+00")
+        slots = []
+        for u in range(RES_SLOTS[self.t]):
+            if u == 0:
+                live = None
+                col = self.col0
+            else:
+                lv = e.const("{{%d * TPR * V < N}}" % u, "index")
+                live = e.op("arith.cmpi ne, %s, %s : index" % (lv, c0), "live")
+                col = e.op("arith.addi %s, %s : index" % (
+                    self.col0, e.const("{{%d * TPR * V}}" % u, "index")), "col")
+            inside = e.op("arith.cmpi ult, %s, %s : index" % (col, cN), "in")
+            cl = e.op("arith.minui %s, %s : index" % (col, last), "colc")
+            slots.append(dict(live=live, col=cl, inside=inside))
+
+        def loaded(sl, roles):
+            """The loads of `roles` at the slot's column: f32 vectors (zero
+            where the slot is dead)."""
+            if sl["live"] is None:
+                return [self.load(r, sl["col"]) for r in roles]
+            names = [e.fresh("ld") for _ in roles]
+            e.emit("%s = scf.if %s -> (%s) {" % (
+                ", ".join(names) if len(names) == 1 else "%s:%d" % (names[0], len(names)),
+                sl["live"], ", ".join([self.VF] * len(roles))))
+            e.indent += 2
+            vals = [self.load(r, sl["col"]) for r in roles]
+            e.emit("scf.yield %s : %s" % (", ".join(vals), ", ".join([self.VF] * len(roles))))
+            e.indent -= 2
+            e.emit("} else {")
+            e.emit("  scf.yield %s : %s" % (", ".join([zero_v] * len(roles)),
+                                            ", ".join([self.VF] * len(roles))))
+            e.emit("}")
+            if len(names) == 1:
+                return names
+            return ["%s#%d" % (names[0], i) for i in range(len(names))]
+
+        def store_at(sl, role, vf):
+            """vf (f32) stored at the slot's column where it is live, inside
+            the row and the row is valid."""
+            v = self.from_f32(vf)
+            ok = e.op("arith.andi %s, %s : i1" % (self.rowok, sl["inside"]), "ok")
+            text = "vector.store %s, %%%s[%s, %s] : %s, %s" % (
+                v, role, self.row, sl["col"], self.mem(role), self.VT)
+            if sl["live"] is not None:
+                e.emit("scf.if %s {" % sl["live"])
+                e.indent += 2
+            e.emit("scf.if %s {" % ok)
+            e.emit("  " + text)
+            e.emit("}")
+            if sl["live"] is not None:
+                e.indent -= 2
+                e.emit("}")
+
+        def masked(sl, v, ident):
+            return e.op("arith.select %s, %s, %s : %s" % (sl["inside"], v, ident, self.VF), "m")
+
+        vecs = {"rmsnorm": ["w"], "layernorm": ["g", "b"]}[kind]
+        data = [loaded(sl, ["x"] + vecs) for sl in slots]
+        xs = [d[0] for d in data]
+        ws = [d[1:] for d in data]
+        if kind == "rmsnorm":
+            acc = None
+            for sl, x in zip(slots, xs):
+                sq = e.op("arith.mulf %s, %s : %s" % (x, x, self.VF), "sq")
+                sq = masked(sl, sq, zero_v)
+                acc = sq if acc is None else e.op("arith.addf %s, %s : %s" % (acc, sq, self.VF),
+                                                  "acc")
+            ss = self.row_reduce(self.vsum(acc), "add", 0)
+            if f.get("recip"):
+                one = e.const("1.000000e+00", "f32")
+                inv = e.op("arith.divf %s, %s : f32" % (one, self.nf), "invn")
+                mean = e.op("arith.mulf %s, %s : f32" % (ss, inv), "mean")
+            else:
+                mean = e.op("arith.divf %s, %s : f32" % (ss, self.nf), "mean")
+            me = e.op("arith.addf %s, %s : f32" % (mean, e.const(f["eps"], "f32")), "me")
+            rs = self.bcast(e.op("math.rsqrt %s : f32" % me, "rstd"))
+            for sl, x, w in zip(slots, xs, ws):
+                t = e.op("arith.mulf %s, %s : %s" % (x, rs, self.VF), "xn")
+                u = e.op("arith.mulf %s, %s : %s" % (t, w[0], self.VF), "yf")
+                store_at(sl, "y", u)
+        elif kind == "layernorm":
+            acc = None
+            for sl, x in zip(slots, xs):
+                xm = masked(sl, x, zero_v)
+                acc = xm if acc is None else e.op("arith.addf %s, %s : %s" % (acc, xm, self.VF),
+                                                  "acc")
+            mean = e.op("arith.divf %s, %s : f32" % (self.row_reduce(self.vsum(acc), "add", 0),
+                                                     self.nf), "mean")
+            mv = self.bcast(mean)
+            ds, acc = [], None
+            for sl, x in zip(slots, xs):
+                d = e.op("arith.subf %s, %s : %s" % (x, mv, self.VF), "d")
+                ds.append(d)
+                d2 = masked(sl, e.op("arith.mulf %s, %s : %s" % (d, d, self.VF), "d2"), zero_v)
+                acc = d2 if acc is None else e.op("arith.addf %s, %s : %s" % (acc, d2, self.VF),
+                                                  "acc")
+            var = e.op("arith.divf %s, %s : f32" % (self.row_reduce(self.vsum(acc), "add", 1),
+                                                    self.nf), "var")
+            ve = e.op("arith.addf %s, %s : f32" % (var, e.const(f["eps"], "f32")), "ve")
+            rs = self.bcast(e.op("math.rsqrt %s : f32" % ve, "rstd"))
+            for sl, d, w in zip(slots, ds, ws):
+                n = e.op("arith.mulf %s, %s : %s" % (d, rs, self.VF), "nrm")
+                sc = e.op("arith.mulf %s, %s : %s" % (n, w[0], self.VF), "sc")
+                o = e.op("arith.addf %s, %s : %s" % (sc, w[1], self.VF), "o")
+                store_at(sl, "y", o)
+        else:
+            raise ValueError(kind)
+
+    def text(self, kname, header, resident=False):
+        """resident: the kernel holds both forms, the streaming one (RES =
+        0) and the resident one (RES = 1), in the cases of an
+        scf.index_switch on {{RES}} (each variant keeps one live body)."""
         self.prologue()
-        self.body()
+        if resident:
+            e = self.e
+            e.emit("scf.index_switch %s" % e.const("{{RES}}", "index"))
+            e.emit("case 0 {")
+            e.indent += 2
+            self.body()
+            e.emit("scf.yield")
+            e.indent -= 2
+            e.emit("}")
+            e.emit("case 1 {")
+            e.indent += 2
+            self.resident()
+            e.emit("scf.yield")
+            e.indent -= 2
+            e.emit("}")
+            e.emit("default {")
+            e.emit("  scf.yield")
+            e.emit("}")
+        else:
+            self.body()
         e = self.e
         args = ["%%%s: %s" % (r, self.mem(r)) for r in self.inputs + self.outputs]
         consts = ["    " + c for _, c in sorted(e.consts.values(), key=lambda x: int(
@@ -572,6 +736,16 @@ def tune_lines_any(t):
     ]
 
 
+def res_lines(t):
+    """The resident form's knob: RES = 0 streams the row (the first value,
+    the default), RES = 1 holds it in registers where it fits in
+    RES_SLOTS chunks a thread."""
+    return [
+        "llm-fuse.tune RES = 0, 1",
+        "llm-fuse.tune-require RES == 0 || N <= %d * TPR * %s" % (RES_SLOTS[t], v_expr(t, "N")),
+    ]
+
+
 def v_expr(t, n):
     """V, the elements per load: the largest of VMAX[t] (8 or 4), 4, 2, 1
     that divides the row length n (a symbol), as an expression of n (a
@@ -611,7 +785,10 @@ def _render(name, dtype, form):
         header += tune_lines_any(dtype)
         if rows == 1:
             header.append("llm-fuse.tune-require TPR != 64 && TPR != 128")
-        text = k.text("%s_%s" % (name, dtype), header)
+        res = fam["kind"] in RES_KINDS
+        if res:
+            header += res_lines(dtype)
+        text = k.text("%s_%s" % (name, dtype), header, resident=res)
         # The tokens become the pattern's symbols; placeholders and
         # requirements are evaluated by llm_client/tune.c.
         import re
