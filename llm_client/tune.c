@@ -674,6 +674,8 @@ static lf_status_t scan_declarations(tune_t *t, const char *text, size_t len,
   const char *p = text, *end = text + len;
   line_t l;
   out_brace->line = 0;
+  out_brace->at = NULL;
+  out_brace->len = 0;
   for (size_t line_no = 1; next_line(&p, end, &l); ++line_no) {
     line_kind_t kind;
     const char *rest = NULL;
