@@ -447,6 +447,100 @@ out:
   return s;
 }
 
+/* ---- Reductions over a leading dimension. ---- */
+
+/* Whether iterator type attribute `a` prints as a reduction. */
+static bool iter_is_reduction(MlirAttribute a) {
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 256);
+  mlirAttributePrint(a, lf_strbuf_print_cb, &b);
+  bool r = strstr(lf_strbuf_cstr(&b), "reduction") != NULL;
+  lf_strbuf_free(&b);
+  return r;
+}
+
+static MlirWalkResult no_index_cb(MlirOperation op, void *user_data) {
+  if (lf_op_is(op, "linalg.index")) {
+    *(bool *)user_data = true;
+    return MlirWalkResultInterrupt;
+  }
+  return MlirWalkResultAdvance;
+}
+
+/* A linalg.generic whose iteration space has a reduction loop outside a
+ * parallel one (a sum over the leading dimension: iterator types
+ * [reduction, parallel]) lowers to an scf.for on the host around the
+ * mapped loops, which a plan cannot hold. Its iteration space is permuted
+ * in place, the parallel loops first and the reductions last, each in
+ * their order: the indexing maps are composed with the permutation and
+ * the body is kept (it names operands, not loops; a body with linalg.index
+ * is left alone). The math is the same, the reduction now runs inside
+ * each thread. Counts the generics permuted in *(size_t *)user_data. */
+static MlirWalkResult reductions_innermost_cb(MlirOperation op,
+                                              void *user_data) {
+  if (!lf_op_is(op, "linalg.generic"))
+    return MlirWalkResultAdvance;
+  MlirAttribute its =
+      mlirOperationGetAttributeByName(op, lf_str("iterator_types"));
+  MlirAttribute maps =
+      mlirOperationGetAttributeByName(op, lf_str("indexing_maps"));
+  if (!mlirAttributeIsAArray(its) || !mlirAttributeIsAArray(maps))
+    return MlirWalkResultAdvance;
+  intptr_t n = mlirArrayAttrGetNumElements(its);
+  if (n < 2 || n > 16)
+    return MlirWalkResultAdvance;
+  intptr_t order[16], k = 0;
+  bool red[16], seen_red = false, needed = false;
+  for (intptr_t i = 0; i < n; ++i) {
+    red[i] = iter_is_reduction(mlirArrayAttrGetElement(its, i));
+    seen_red |= red[i];
+    needed |= seen_red && !red[i];
+  }
+  bool has_index = false;
+  mlirOperationWalk(op, no_index_cb, &has_index, MlirWalkPreOrder);
+  if (!needed || has_index)
+    return MlirWalkResultAdvance;
+  for (intptr_t i = 0; i < n; ++i)
+    if (!red[i])
+      order[k++] = i;
+  for (intptr_t i = 0; i < n; ++i)
+    if (red[i])
+      order[k++] = i;
+  MlirContext ctx = mlirOperationGetContext(op);
+  MlirAffineExpr to_new[16]; /* old loop i -> its new position's dim */
+  MlirAttribute new_its[16];
+  for (intptr_t j = 0; j < n; ++j) {
+    to_new[order[j]] = mlirAffineDimExprGet(ctx, j);
+    new_its[j] = mlirArrayAttrGetElement(its, order[j]);
+  }
+  MlirAffineMap perm = mlirAffineMapGet(ctx, n, 0, n, to_new);
+  intptr_t nm = mlirArrayAttrGetNumElements(maps);
+  MlirAttribute *new_maps = calloc((size_t)nm, sizeof(*new_maps));
+  if (!new_maps)
+    return MlirWalkResultInterrupt;
+  for (intptr_t m = 0; m < nm; ++m) {
+    MlirAffineMap a =
+        mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, m));
+    intptr_t nr = mlirAffineMapGetNumResults(a);
+    MlirAffineExpr res[16];
+    if (nr > 16 || mlirAffineMapGetNumDims(a) != n ||
+        mlirAffineMapGetNumSymbols(a) != 0) {
+      free(new_maps);
+      return MlirWalkResultAdvance;
+    }
+    for (intptr_t r = 0; r < nr; ++r)
+      res[r] = mlirAffineExprCompose(mlirAffineMapGetResult(a, r), perm);
+    new_maps[m] = mlirAffineMapAttrGet(mlirAffineMapGet(ctx, n, 0, nr, res));
+  }
+  mlirOperationSetAttributeByName(op, lf_str("indexing_maps"),
+                                  mlirArrayAttrGet(ctx, nm, new_maps));
+  mlirOperationSetAttributeByName(op, lf_str("iterator_types"),
+                                  mlirArrayAttrGet(ctx, n, new_its));
+  free(new_maps);
+  ++*(size_t *)user_data;
+  return MlirWalkResultAdvance;
+}
+
 /* Lowers by `pipeline`; when that leaves a memref.subview on the host,
  * once more by `views` (the same with fold-memref-alias-ops), so that only
  * the subgraphs that need it get the other plan. */
@@ -455,6 +549,23 @@ static lf_status_t lower_or_fold_views(MlirOperation func,
                                        const char *views,
                                        lf_reference_t *out) {
   lf_status_t s = lower_with(func, pipeline, out);
+  if (s && lf_status_code(s) == LF_STATUS_UNIMPLEMENTED &&
+      strstr(lf_status_message(s), "'scf.for' on the host")) {
+    /* A reduction over a leading dimension: once more with the reduction
+     * loops innermost (reductions_innermost_cb). */
+    MlirOperation copy = mlirOperationClone(func);
+    size_t permuted = 0;
+    mlirOperationWalk(copy, reductions_innermost_cb, &permuted,
+                      MlirWalkPreOrder);
+    if (permuted) {
+      lf_status_free(s);
+      s = lower_or_fold_views(copy, pipeline, views, out);
+      if (!s)
+        out->reductions_innermost = true;
+    }
+    mlirOperationDestroy(copy);
+    return s;
+  }
   if (!s || lf_status_code(s) != LF_STATUS_UNIMPLEMENTED ||
       !strstr(lf_status_message(s), "'memref.subview' on the host"))
     return s;
@@ -1068,6 +1179,8 @@ char *lf_reference_plan_json(const lf_reference_t *r) {
                                      : LF_REFERENCE_OPMATH_PIPELINE)
                   : (r->folded_views ? LF_REFERENCE_PIPELINE_VIEWS
                                      : LF_REFERENCE_PIPELINE));
+  if (r->reductions_innermost)
+    cJSON_AddTrueToObject(root, "reductions_innermost");
   cJSON *temps = cJSON_AddArrayToObject(root, "temps");
   for (size_t i = 0; i < r->num_temps; ++i) {
     cJSON *t = cJSON_CreateObject();

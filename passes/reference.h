@@ -151,6 +151,10 @@ typedef struct lf_reference_s {
   bool is_truth;
   /// Lowered by the *_VIEWS pipeline (views folded into the loops).
   bool folded_views;
+  /// Lowered with the iteration space of its linalg.generic ops permuted,
+  /// reduction loops innermost (a reduction over a leading dimension left
+  /// an scf.for on the host otherwise; reference.c reductions_innermost_cb).
+  bool reductions_innermost;
 } lf_reference_t;
 
 /// Lowers outlined function `func` (a func.func over static tensors) by the

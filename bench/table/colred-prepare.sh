@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# colred-prepare.sh - stages, on the build machine, what bench/table/
+# colred-device.sh needs on the GPU machine (kernels/table/colred_any.py:
+# reductions over the leading dimension(s)):
+#
+#   STAGE/<sg>/plan.json + k<N>.cubin  the default lowering of each subgraph
+#                                      (and truth/ for 16-bit IR)
+#   STAGE/<sg>/v<k>/                   each admitted tune variant of the
+#                                      table entry that answers (sm_90a)
+#   STAGE/cases.json                   the cases (bench/table/colred_stage.py)
+#   STAGE/bin/llm-fuse-verify, STAGE/lib/libcjson.so.1
+#
+#   bash bench/table/colred-prepare.sh [STAGE] [BUILD]   (.device/colred, build)
+# then carry STAGE and run there: bash bench/table/colred-device.sh STAGE $OUT
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+stage=${1:-$root/.device/colred}
+build=${2:-$root/build}
+bin=$build/bin
+rm -rf "$stage" && mkdir -p "$stage"
+stage=$(cd "$stage" && pwd)
+python3 "$root/bench/table/colred_stage.py" "$stage" "$bin"
+mkdir -p "$stage/bin" "$stage/lib"
+strip -o "$stage/bin/llm-fuse-verify" "$bin/llm-fuse-verify"
+cp -L "$(ldd "$bin/llm-fuse-verify" | awk '/libcjson/ { print $3 }')" "$stage/lib/libcjson.so.1"
+rm -rf "$stage/empty" "$stage/models"
+find "$stage" \( -name '*.mlir' -o -name '*.ptx' \) -delete
+du -sh "$stage"

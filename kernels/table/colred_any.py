@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+"""colred_any.py - the table's templates for reductions over the LEADING
+dimension(s) (issue 15: "reductions over the last or the leading
+dimension"), for any sizes and each float type.
+
+kernels/table/build.py imports this module and writes one entry per
+(family, element type, shape form) that `templates()` yields. The families
+are the models of examples/bench/col*.mlir:
+
+  colsum     y[j] = sum_i x[i, j]              (a bias gradient, x.sum(0))
+  colmean    y[j] = (sum_i x[i, j]) / R        (x.mean(0): sum, then divf)
+  colmax     y[j] = max_i x[i, j]  (from -inf, NaN propagates; x.amax(0))
+  colsumsq   y[j] = sum_i x[i, j]^2            (prologue inside the body)
+  coldiff    s[j] = sum_i (x[i, j] - y[i, j])  (an elementwise generic
+                                                before the reduction)
+  colsum3    y[t, n] = sum_b x[b, t, n]        ([B, T, N] -> [T, N])
+  colsum_bt  y[n] = sum_{b, t} x[b, t, n]      ([B, T, N] -> [N])
+
+each in f32, bf16 and f16 (the f32 model rewritten: the 16-bit IR then
+accumulates in 16 bits, as torch-mlir's aten.sum.dim_IntList lowering does,
+its init and addf in the result type; the kernels accumulate in f32, as
+torch does, and the verifier judges them against the opmath reference,
+docs/verification.md "16-bit accumulation"). The rank-2 families come in
+four shape forms, each its own pattern key (docs/pattern-key.md): `any`
+(R x N, R != N), `square` (R = N) and `col1` (R x 1 -> 1: the unit dimension
+stays in the key) and `row1` (1 x N). The rank-3 ones in `any` (B, T, N
+distinct) and `b1` (B = 1).
+
+One kernel serves every form. The reduction is seen as rows x columns: R
+rows (B, or B * T for colsum_bt) of C contiguous columns (N, or T * N for
+colsum3; a rank-3 operand is indexed [b, t, n] from the view's row and column):
+
+  * a CTA owns a strip of CW = TX * V columns (V the largest of 8 (4 for
+    f32), 4, 2, 1 dividing the innermost size, so a 16-byte vector load per
+    thread and row at most, coalesced along the contiguous dimension); its
+    BS threads are TX columns x TY = BS / TX row lanes; thread (tx, ty)
+    walks rows ty, ty + TY, ... of its CTA's row range, four rows per loop
+    step without a guard (the loads in flight together), then a guarded
+    tail; columns past C read the last chunk and store nothing;
+  * the TY partials of a CTA are summed (or maxed) by a fixed tree in
+    shared memory (halving steps, a barrier each);
+  * SPLIT > 1 (a knob) splits the rows across the SPLIT CTAs of a
+    thread-block cluster (known_cluster_size (SPLIT, 1, 1), sm_90): rank r
+    takes rows [r R / SPLIT, (r + 1) R / SPLIT); after a cluster barrier
+    rank 0 adds the ranks' partials in rank order through distributed
+    shared memory (nvvm.mapa + ld.shared::cluster); a second cluster
+    barrier keeps every CTA's shared memory alive until it is read.
+    No atomics: the result is the same on every run.
+
+Knobs the pass times on the GPU: TX (32, 8 or 1 threads across the columns;
+1 for very narrow tensors, with blocks of 1024 threads) and SPLIT (1, 2, 4,
+8; admitted while the previous split leaves fewer than 1056 CTAs, 8 per SM
+on 132 SMs, and every CTA keeps at least two rows per thread; on an H200
+the fastest variant had SPLIT 4 or 8 in 9 of 11 cases, up to 3.3x faster
+than the best unsplit one (65536 x 64), and SPLIT 1 in the other two;
+bench/NOTES.md "Session 25: leading-dimension reductions"). Accumulation in f32; the result
+is stored in the subgraph's type (a mean divides the f32 sum by R first).
+Clusters need sm_90: the entries are for sm_90 and sm_90a.
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
+from heldout import dtype_rewrite, size_rewrite  # noqa: E402
+
+ARCHS = ["sm_90", "sm_90a"]
+SMEM = "#gpu.address_space<workgroup>"
+NEG_INF = "0xFF800000"
+UNROLL = 4
+VMAX = {"bf16": 8, "f16": 8, "f32": 4}
+
+# name: (example, its rows, its columns, rank-3 batch or None, kind,
+#        inputs, float constant of the row count?)
+FAMILIES = {
+    "colsum": ("examples/bench/colsum.mlir", 8192, 3072, None, "sum", ["x"], False),
+    "colmean": ("examples/bench/colmean.mlir", 8192, 3072, None, "mean", ["x"], True),
+    "colmax": ("examples/bench/colmax.mlir", 8192, 3072, None, "max", ["x"], False),
+    "colsumsq": ("examples/bench/colsumsq.mlir", 8192, 3072, None, "sumsq", ["x"], False),
+    "coldiff": ("examples/bench/coldiff.mlir", 8192, 3072, None, "diff", ["x", "y"], False),
+    # rank 3: (B, T, N) = (64, 256, 768) in the example
+    "colsum3": ("examples/bench/colsum3.mlir", 64, 768, 256, "sum", ["x"], False),
+    "colsum_bt": ("examples/bench/colsum_bt.mlir", 64, 768, 256, "sum", ["x"], False),
+}
+RANK3_VIEW = {"colsum3": "b_tn", "colsum_bt": "bt_n"}
+# The sizes each form is outlined at (distinct from each other and from
+# the models' constants, so that sizes map back to roles by value).
+FORMS2 = {"any": (1000, 776), "square": (776, 776), "col1": (1000, 1), "row1": (1, 776)}
+FORMS3 = {"any": (12, 100, 776), "b1": (1, 100, 776)}  # B, T, N
+DTYPES = ["bf16", "f16", "f32"]
+
+
+class Emitter:
+    def __init__(self):
+        self.lines, self.n, self.indent, self.consts = [], 0, 4, {}
+
+    def fresh(self, hint):
+        self.n += 1
+        return "%%%s%d" % (hint, self.n)
+
+    def emit(self, text):
+        self.lines.append(" " * self.indent + text)
+
+    def op(self, text, hint="v"):
+        v = self.fresh(hint)
+        self.emit("%s = %s" % (v, text))
+        return v
+
+    def const(self, value, ty):
+        key = (value, ty)
+        if key not in self.consts:
+            v = self.fresh("c")
+            self.consts[key] = (v, "%s = arith.constant %s : %s" % (v, value, ty))
+        return self.consts[key][0]
+
+
+# Tokens in the kernel text, replaced by expressions of the pattern's
+# symbols in render(): RR rows, CC columns (of the 2-D view), NN the
+# innermost size (V divides it), and the shapes of the operands.
+BS = "(256 + 768 * (TX == 1))"        # threads per block
+TY = "(%s / TX)" % BS                 # row lanes
+NCB = "((CC + TX * V - 1) / (TX * V))"  # column strips
+
+
+class Kernel:
+    def __init__(self, kind, t, inputs, view):
+        self.kind, self.t, self.inputs, self.view = kind, t, inputs, view
+        self.e = Emitter()
+
+    @property
+    def VT(self):
+        return "vector<{{V}}x%s>" % self.t
+
+    VF = "vector<{{V}}xf32>"
+
+    def in_type(self):
+        if self.view is None:
+            return "memref<{{RR}}x{{CC}}x%s>" % self.t
+        return "memref<{{B}}x{{T}}x{{NN}}x%s>" % self.t
+
+    def out_type(self):
+        if self.view == "b_tn":  # [B, T, N] -> [T, N]
+            return "memref<{{T}}x{{NN}}x%s>" % self.t
+        return "memref<{{CC}}x%s>" % self.t
+
+    def at(self, row, col):
+        """The indices of (row, col) of the 2-D view RR x CC in an input
+        (a rank-3 one is indexed as it is: memref.collapse_shape there
+        broke the workgroup memory space's lowering in the builder)."""
+        e = self.e
+        if self.view is None:
+            return "%s, %s" % (row, col)
+        if self.view == "b_tn":  # columns t * N + n
+            nn = e.const("{{NN}}", "index")
+            return "%s, %s, %s" % (row, e.op("arith.divui %s, %s : index" % (col, nn), "t"),
+                                   e.op("arith.remui %s, %s : index" % (col, nn), "n"))
+        tt = e.const("{{T}}", "index")  # rows b * T + t
+        return "%s, %s, %s" % (e.op("arith.divui %s, %s : index" % (row, tt), "b"),
+                               e.op("arith.remui %s, %s : index" % (row, tt), "t"), col)
+
+    def to_f32(self, v):
+        if self.t == "f32":
+            return v
+        return self.e.op("arith.extf %s : %s to %s" % (v, self.VT, self.VF), "f")
+
+    def text(self, kname, header):
+        e = self.e
+        red = self.kind == "max"
+        comb = "arith.maximumf" if red else "arith.addf"
+        mt = self.in_type()
+        tid = e.op("gpu.thread_id x", "tid")
+        bid = e.op("gpu.block_id x", "bid")
+        c0, c1 = e.const(0, "index"), e.const(1, "index")
+        cTX = e.const("{{TX}}", "index")
+        cTY = e.const("{{%s}}" % TY, "index")
+        cV = e.const("{{V}}", "index")
+        cS = e.const("{{SPLIT}}", "index")
+        cR = e.const("{{RR}}", "index")
+        tx = e.op("arith.remui %s, %s : index" % (tid, cTX), "tx")
+        ty = e.op("arith.divui %s, %s : index" % (tid, cTX), "ty")
+        rank = e.op("arith.remui %s, %s : index" % (bid, cS), "rank")
+        strip = e.op("arith.divui %s, %s : index" % (bid, cS), "strip")
+        c0s = e.op("arith.muli %s, %s : index" % (strip, e.const("{{TX * V}}", "index")), "c0s")
+        col = e.op("arith.addi %s, %s : index" % (c0s, e.op("arith.muli %s, %s : index" % (
+            tx, cV), "txv")), "col")
+        colok = e.op("arith.cmpi ult, %s, %s : index" % (col, e.const("{{CC}}", "index")), "colok")
+        colc = e.op("arith.minui %s, %s : index" % (col, e.const("{{CC - V}}", "index")), "colc")
+        lo = e.op("arith.divui %s, %s : index" % (e.op("arith.muli %s, %s : index" % (
+            rank, cR), "rr"), cS), "lo")
+        hi = e.op("arith.divui %s, %s : index" % (e.op("arith.muli %s, %s : index" % (
+            e.op("arith.addi %s, %s : index" % (rank, c1), "r1"), cR), "rr"), cS), "hi")
+        xs = ["%" + n for n in self.inputs]
+        ident = e.const("dense<%s>" % (NEG_INF if red else "0.000000e+00"), self.VF)
+
+        def value(row):
+            """the prologue's f32 vector at (row, colc)"""
+            ix = self.at(row, colc)
+            vs = [self.to_f32(e.op("vector.load %s[%s] : %s, %s" % (
+                x, ix, mt, self.VT), "ld")) for x in xs]
+            if self.kind == "sumsq":
+                return e.op("arith.mulf %s, %s : %s" % (vs[0], vs[0], self.VF), "sq")
+            if self.kind == "diff":
+                return e.op("arith.subf %s, %s : %s" % (vs[0], vs[1], self.VF), "df")
+            return vs[0]
+
+        # main loop: groups of UNROLL * TY rows, every thread UNROLL rows
+        step = e.const("{{%d * %s}}" % (UNROLL, TY), "index")
+        n = e.op("arith.subi %s, %s : index" % (hi, lo), "n")
+        groups = e.op("arith.divui %s, %s : index" % (n, step), "ng")
+        base = e.op("arith.addi %s, %s : index" % (lo, ty), "base")
+        k, acc, res = e.fresh("k"), e.fresh("a"), e.fresh("acc")
+        e.emit("%s = scf.for %s = %s to %s step %s iter_args(%s = %s) -> (%s) {" % (
+            res, k, c0, groups, c1, acc, ident, self.VF))
+        e.indent += 2
+        r0 = e.op("arith.addi %s, %s : index" % (base, e.op("arith.muli %s, %s : index" % (
+            k, step), "ks")), "r0")
+        vals = []
+        for u in range(UNROLL):
+            row = r0 if u == 0 else e.op("arith.addi %s, %s : index" % (
+                r0, e.const("{{%d * %s}}" % (u, TY), "index")), "ru")
+            vals.append(value(row))
+        cur = acc
+        for v in vals:
+            cur = e.op("%s %s, %s : %s" % (comb, cur, v, self.VF), "s")
+        e.emit("scf.yield %s : %s" % (cur, self.VF))
+        e.indent -= 2
+        e.emit("}")
+        # tail: the rows left, one per step of TY
+        t0 = e.op("arith.addi %s, %s : index" % (base, e.op("arith.muli %s, %s : index" % (
+            groups, step), "gs")), "t0")
+        k2, acc2, res2 = e.fresh("k"), e.fresh("a"), e.fresh("acc")
+        e.emit("%s = scf.for %s = %s to %s step %s iter_args(%s = %s) -> (%s) {" % (
+            res2, k2, t0, hi, cTY, acc2, res, self.VF))
+        e.indent += 2
+        cur = e.op("%s %s, %s : %s" % (comb, acc2, value(k2), self.VF), "s")
+        e.emit("scf.yield %s : %s" % (cur, self.VF))
+        e.indent -= 2
+        e.emit("}")
+        # the CTA's fixed tree over its TY row lanes (shared memory)
+        part = e.op("memref.get_global @part : memref<{{%s * V}}xf32, %s>" % (BS, SMEM), "part")
+        pt = "memref<{{%s * V}}xf32, %s>" % (BS, SMEM)
+        slot = e.op("arith.addi %s, %s : index" % (e.op("arith.muli %s, %s : index" % (
+            ty, e.const("{{TX * V}}", "index")), "tyo"), e.op("arith.muli %s, %s : index" % (
+                tx, cV), "txo")), "slot")
+        e.emit("vector.store %s, %s[%s] : %s, %s" % (res2, part, slot, pt, self.VF))
+        e.emit("gpu.barrier")
+        cur = res2
+        h = 512
+        while h >= 1:
+            live = e.const("{{%d < %s}}" % (h, TY), "i1")
+            act = e.op("arith.andi %s, %s : i1" % (live, e.op("arith.cmpi ult, %s, %s : index" % (
+                ty, e.const(h, "index")), "lt")), "act")
+            r = e.fresh("t")
+            e.emit("%s = scf.if %s -> (%s) {" % (r, act, self.VF))
+            e.indent += 2
+            o = e.op("arith.addi %s, %s : index" % (slot, e.const("{{%d * TX * V}}" % h, "index")),
+                     "o")
+            p = e.op("vector.load %s[%s] : %s, %s" % (part, o, pt, self.VF), "p")
+            nv = e.op("%s %s, %s : %s" % (comb, cur, p, self.VF), "s")
+            e.emit("vector.store %s, %s[%s] : %s, %s" % (nv, part, slot, pt, self.VF))
+            e.emit("scf.yield %s : %s" % (nv, self.VF))
+            e.indent -= 2
+            e.emit("} else {")
+            e.emit("  scf.yield %s : %s" % (cur, self.VF))
+            e.emit("}")
+            e.emit("scf.if %s {" % live)
+            e.emit("  gpu.barrier")
+            e.emit("}")
+            cur = r
+            h //= 2
+        # the cluster: rank 0 adds the ranks' partials (slots 0 .. CW - 1 of
+        # each CTA's `part`) in rank order
+        e.emit("nvvm.cluster.arrive")
+        e.emit("nvvm.cluster.wait")
+        st = e.op("arith.andi %s, %s : i1" % (
+            e.op("arith.andi %s, %s : i1" % (
+                e.op("arith.cmpi eq, %s, %s : index" % (ty, c0), "ty0"),
+                e.op("arith.cmpi eq, %s, %s : index" % (rank, c0), "rk0")), "a"), colok), "st")
+        e.emit("scf.if %s {" % st)
+        e.indent += 2
+        addr = e.op("memref.extract_aligned_pointer_as_index %s : %s -> index" % (part, pt), "pa")
+        a = e.op("arith.addi %s, %s : index" % (addr, e.op("arith.muli %s, %s : index" % (
+            slot, e.const(4, "index")), "sb")), "pa")
+        p3 = e.op("llvm.inttoptr %s : i64 to !llvm.ptr<3>" % e.op(
+            "arith.index_cast %s : index to i64" % a, "pa"), "p3")
+        q, accq, tot = e.fresh("q"), e.fresh("a"), e.fresh("tot")
+        e.emit("%s = scf.for %s = %s to %s step %s iter_args(%s = %s) -> (%s) {" % (
+            tot, q, c0, cS, c1, accq, ident, self.VF))
+        e.indent += 2
+        qi = e.op("arith.index_cast %s : index to i32" % q, "qi")
+        p7 = e.op("nvvm.mapa %s, %s : !llvm.ptr<3> -> !llvm.ptr<7>" % (p3, qi), "p7")
+        x = e.op("llvm.load %s {alignment = {{4 * V - 4 * (V > 4) * (V - 4)}} : i64} : "
+                 "!llvm.ptr<7> -> %s" % (p7, self.VF), "px")
+        s = e.op("%s %s, %s : %s" % (comb, accq, x, self.VF), "s")
+        e.emit("scf.yield %s : %s" % (s, self.VF))
+        e.indent -= 2
+        e.emit("}")
+        out = tot
+        if self.kind == "mean":
+            rf = e.op("arith.uitofp %s : i32 to f32" % e.const("{{RR}}", "i32"), "rf")
+            out = e.op("arith.divf %s, %s : %s" % (out, e.op("vector.broadcast %s : f32 to %s" % (
+                rf, self.VF), "rv"), self.VF), "mean")
+        if self.t != "f32":
+            out = e.op("arith.truncf %s : %s to %s" % (out, self.VF, self.VT), "tr")
+        ot = self.out_type()
+        if self.view == "b_tn":
+            nn = e.const("{{NN}}", "index")
+            oi = "%s, %s" % (e.op("arith.divui %s, %s : index" % (col, nn), "t"),
+                             e.op("arith.remui %s, %s : index" % (col, nn), "n"))
+        else:
+            oi = col
+        e.emit("vector.store %s, %%out[%s] : %s, %s" % (out, oi, ot, self.VT))
+        e.indent -= 2
+        e.emit("}")
+        e.emit("nvvm.cluster.arrive")
+        e.emit("nvvm.cluster.wait")
+
+        args = ["%%%s: %s" % (nm, self.in_type()) for nm in self.inputs]
+        args.append("%%out: %s" % self.out_type())
+        consts = ["    " + c for _, c in sorted(e.consts.values(), key=lambda z: int(
+            z[0].lstrip("%c")))]
+        lines = ["gpu.module @kernels {"] + ["  // " + h for h in header]
+        lines.append("  memref.global \"private\" @part : memref<{{%s * V}}xf32, %s> = "
+                     "uninitialized {alignment = 16}" % (BS, SMEM))
+        lines.append("  gpu.func @%s(%s) kernel" % (kname, ", ".join(args)))
+        lines.append("      attributes {known_block_size = array<i32: {{%s}}, 1, 1>," % BS)
+        lines.append("                  known_grid_size = array<i32: {{%s * SPLIT}}, 1, 1>," % NCB)
+        lines.append("                  known_cluster_size = array<i32: {{SPLIT}}, 1, 1>} {")
+        lines += consts + e.lines
+        lines.append("    gpu.return")
+        lines.append("  }")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+def v_expr(t, n):
+    """V: the largest of VMAX[t], 4, 2, 1 that divides n (a symbol or 1)."""
+    if n == "1":
+        return "1"
+    if VMAX[t] == 8:
+        return "(8 - 4 * (%s %% 8 != 0) - 2 * (%s %% 4 != 0) - (%s %% 2 != 0))" % (n, n, n)
+    return "(4 - 2 * (%s %% 4 != 0) - (%s %% 2 != 0))" % (n, n)
+
+
+def tune_lines():
+    nv = "(CC / V)"
+    return [
+        "llm-fuse.tune TX = 32, 8, 1",
+        "llm-fuse.tune-require (TX == 32 && %s >= 32) || (TX == 8 && %s >= 2) || "
+        "(TX == 1 && %s < 16)" % (nv, nv, nv),
+        "llm-fuse.tune SPLIT = 1, 2, 4, 8",
+        "llm-fuse.tune-require SPLIT == 1 || (%s * SPLIT / 2 < 1056 && RR >= SPLIT * %s * 2)"
+        % (NCB, TY),
+    ]
+
+
+def example_text(name, dtype, sizes):
+    """The family's model at sizes (rows, cols) or (B, T, N), in dtype."""
+    src, rows, cols, t3, kind, ins, rfloat = FAMILIES[name]
+    text = open(os.path.join(ROOT, src)).read()
+    if t3 is None:
+        r, n = sizes
+        ints = {rows: r, cols: n} if r != n else {rows: n, cols: n}
+        text = size_rewrite(text, ints, {float(rows): r} if rfloat else {})
+    else:
+        b, t, n = sizes
+        text = size_rewrite(text, {rows: b, t3: t, cols: n}, {})
+    if dtype != "f32":
+        text = dtype_rewrite(text, "f32", dtype)
+    return text
+
+
+def _render(name, dtype, form, sizes):
+    src, rows, cols, t3, kind, ins, rfloat = FAMILIES[name]
+    view = RANK3_VIEW.get(name)
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        sym = {v: k for k, v in sorted(ps.items(), reverse=True)}
+        if view is None:
+            r, n = sizes
+            toks = {"RR": "1" if r == 1 else sym[r], "CC": "1" if n == 1 else sym[n]}
+            toks["NN"] = toks["CC"]
+        else:
+            b, t, n = sizes
+            sb = "1" if b == 1 else sym[b]
+            toks = {"B": sb, "T": sym[t], "NN": sym[n]}
+            if view == "b_tn":
+                toks.update(RR=sb, CC="%s * %s" % (sym[t], sym[n]))
+            else:
+                toks.update(RR="%s * %s" % (sb, sym[t]), CC=sym[n])
+        vx = v_expr(dtype, toks["NN"])
+        free = sorted(ps, key=lambda s: int(s[1:]))
+        header = [
+            "Pattern-table template: kernels/table/colred_any.py %s %s (%s form): a reduction "
+            "over the leading dimension(s), any sizes." % (name, dtype, form),
+            "%s rows x %s columns (2-D view); TX threads across the columns, %s row lanes, "
+            "V elements per load; SPLIT CTAs of a cluster split the rows." % (
+                toks["RR"], toks["CC"], TY),
+        ] + ["llm-fuse.template-size %s" % s for s in free] + tune_lines()
+        k = Kernel(kind, dtype, ins, view)
+        text = k.text("%s_%s" % (name, dtype), header)
+
+        def sub(s):
+            for tok in ("RR", "CC", "NN", "B", "T"):
+                if tok in toks:
+                    s = re.sub(r"\b%s\b" % tok, "(%s)" % toks[tok] if " " in toks[tok]
+                               else toks[tok], s)
+            return re.sub(r"\bV\b", vx, s)
+        text = re.sub(r"\{\{[^}]*\}\}", lambda m: sub(m.group(0)), text)
+        text = "\n".join(sub(l) if "tune-require" in l else l for l in text.split("\n"))
+        return text, [None] * len(ps)
+    return render
+
+
+def templates():
+    out = []
+    for name in sorted(FAMILIES):
+        src, rows, cols, t3 = FAMILIES[name][:4]
+        forms = sorted((FORMS3 if t3 is not None else FORMS2).items())
+        for dtype in DTYPES:
+            for form, sizes in forms:
+                def pick(groups):
+                    gs = [g for g in groups if g.get("class") == "reduction"]
+                    return gs[0] if len(groups) == 1 and len(gs) == 1 else None
+                out.append(dict(
+                    name="colred-%s-%s-%s" % (name, dtype, form),
+                    example=example_text(name, dtype, sizes),
+                    pick=pick,
+                    render=_render(name, dtype, form, sizes),
+                    archs=ARCHS,
+                    source="kernels/table/colred_any.py %s %s %s (from %s at %s)" % (
+                        name, dtype, form, src, " x ".join(str(s) for s in sizes))))
+    return out
