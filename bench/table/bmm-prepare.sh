@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# bmm-prepare.sh - stages, on the build machine, what bench/table/bmm-device.sh
+# needs on the GPU machine (kernels/table/bmm_any.py: the batched-GEMM
+# templates):
+#
+#   STAGE/<sg>/plan.json + k<N>.cubin  the default lowering of each subgraph
+#   STAGE/<sg>/first-v<k>/             the admitted tune variants (up to 3) of
+#                                      the entry the table answers with (sm_90a)
+#   STAGE/<sg>/gen-v0/                 the general kernel's entry, where the
+#                                      first is a gen_gemm.py kernel
+#   STAGE/cases.json                   the cases (bench/table/bmm_stage.py)
+#   STAGE/bin/llm-fuse-verify, STAGE/lib/libcjson.so.1
+#
+#   bash bench/table/bmm-prepare.sh [STAGE] [BUILD]   (.device/bmm, build)
+# then carry STAGE and run there: bash bench/table/bmm-device.sh STAGE $OUT
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+stage=${1:-$root/.device/bmm}
+build=${2:-$root/build}
+bin=$build/bin
+rm -rf "$stage" && mkdir -p "$stage"
+stage=$(cd "$stage" && pwd)
+python3 "$root/bench/table/bmm_stage.py" "$stage" "$bin"
+mkdir -p "$stage/bin" "$stage/lib"
+strip -o "$stage/bin/llm-fuse-verify" "$bin/llm-fuse-verify"
+cp -L "$(ldd "$bin/llm-fuse-verify" | awk '/libcjson/ { print $3 }')" "$stage/lib/libcjson.so.1"
+rm -rf "$stage/empty" "$stage/models"/*.outlined.mlir
+find "$stage" \( -name '*.mlir' -o -name '*.ptx' \) -delete
+du -sh "$stage"
