@@ -98,6 +98,30 @@ FAMILIES = {
                         floats=["D"]),
     "gemm_epilogue": dict(src="examples/gemm_epilogue.mlir", dtype="f32",
                           rows=1024, hidden={"H": 8192}),
+    # batched GEMMs (kernels/table/bmm_any.py): rows = T (M, and N or K where
+    # the form makes them equal), H = the head size or the other dimension
+    "bmm_nt": dict(src="examples/bench/bmm_nt.mlir", dtype="f32", rows=512,
+                   hidden={"H": 64}),
+    "bmm_nn": dict(src="examples/bench/bmm_nn.mlir", dtype="f32", rows=512,
+                   hidden={"H": 64}),
+    "bmm_tn": dict(src="examples/bench/bmm_tn.mlir", dtype="f32", rows=512,
+                   hidden={"H": 256}),
+    "bmm_scores_torch": dict(src="examples/bench/bmm_scores_torch.mlir",
+                             dtype="f32", rows=512, hidden={"H": 64}),
+    "bmm_pv_torch": dict(src="examples/bench/bmm_pv_torch.mlir", dtype="f32",
+                         rows=512, hidden={"H": 64}),
+    # Reductions over the leading dimension(s) (kernels/table/colred_any.py):
+    # "rows" is the reduced dimension (B for the rank-3 colsum_bt, whose T
+    # stays 256), H the columns. colmean is left out: its divisor (8192.0)
+    # would have to follow the rows, which this table does not rewrite.
+    "colsum": dict(src="examples/bench/colsum.mlir", dtype="f32", rows=8192,
+                   hidden={"H": 3072}),
+    "colmax": dict(src="examples/bench/colmax.mlir", dtype="f32", rows=8192,
+                   hidden={"H": 3072}),
+    "colsumsq": dict(src="examples/bench/colsumsq.mlir", dtype="f32",
+                     rows=8192, hidden={"H": 3072}),
+    "colsum_bt": dict(src="examples/bench/colsum_bt.mlir", dtype="f32",
+                      rows=64, hidden={"H": 768}),
 }
 
 OTHER_DTYPES = {"bf16": ["f16", "f32"], "f16": ["bf16", "f32"],

@@ -82,9 +82,39 @@ the producer, and optionally the consumers' division of work:
   where tiles x S exceeds a wave, hence the table admits each split only up
   to one wave (kernels/table/gemm_any.py SMALL_M).
 
+Split-K for exact f32 (session 25): f32x3_wgmma_tma takes `splitk` too
+(cooperative 128 x BN tiles; not tf32_wgmma_tma). Each CTA of the cluster
+runs its k-tiles [r KT / S, (r + 1) KT / S) with the usual per-k-tile
+promotion (the promoted mainloop counts the CTA's own k-tiles), and the
+partials written to shared memory are the promoted f32 accumulators, so
+the rank-order sum is f32 adds of f32 partial sums: still exact f32 (the
+f32 verifier, no TF32 tolerance) and deterministic. On the H200
+(bench/tma/f32-splitk-device.sh, bench/NOTES.md session 25) at
+512 x 3072 -> 768 S 4 took 0.0467 ms against 0.1498 unsplit.
+
+A box of 64 rows (knob a_rows 64, cooperative tiles): the producer lands
+the 128-row A tile as two [64, BK] boxes at rows m0 and m0 + 64, one
+above the other in the stage (the second at 64 x 128 B: whole 1024-byte
+swizzle atoms, so the layout is the one-box layout); the transaction
+count is unchanged (a box wholly past M still lands, zero-filled, and
+counts). So M >= 64 suffices where a 128-row box needs M >= 128
+(runtime/tensor_map.c refuses a box larger than the tensor).
+
+vacc (knob, f32x3 with promotion): the main accumulator M is a
+vector<NACC x f32> rather than an LLVM struct: each k-tile's T (the
+wgmma struct) is gathered into a vector and added with one vector
+arith.addf; the epilogue takes pairs by vector.extract_strided_slice. The
+same f32 adds in the same order; about 45% less kernel text (every
+extractvalue / insertvalue spells the 64-field struct type), which a
+template of five tilings needs to stay under the builder's 1 MiB.
+grid_compact (knob): the persistent grid's min(G, tiles) placeholder in
+the compact form the 16-bit kinds use (the f32 kinds default to the long
+form, which five tilings push past 512 bytes).
+
 Knobs (--set K=V): BN (multiple of 64, <= 256), stages (S), BM (pingpong:
 64 or 128), pingpong (0/1), persistent (0/1), grid, group_m, WGN, REGP,
-REGC, l2promo (0/64/128/256), splitk (1 = off, 2..8). The 16-bit operands
+REGC, l2promo (0/64/128/256), splitk (1 = off, 2..8), a_rows (64 or BM),
+vacc (0/1), grid_compact (0/1). The 16-bit operands
 are bf16 or f16 (the signature's; wgmma .bf16 / .f16), kind
 bf16_wgmma_tma either way.
 
@@ -229,6 +259,11 @@ def generate(cfg, g):
     f32 = tf32 or f32x3
     terms = cfg.get("terms", 3) if f32x3 else 1  # 1: big_a*big_b only (TF32 with rna operands; a diagnostic)
     promote = cfg.get("promote", 1) if f32x3 else 0   # 1: per k-tile partial sums added in f32 (docstring)
+    # vacc 1: the promoted main accumulator M as a vector<NACCxf32> (one vector arith.addf per k-tile) instead of
+    # an LLVM struct (an extractvalue / insertvalue pair per element, each spelling the struct type): the same
+    # f32 adds in the same order, about 40% less kernel text (the table's templates: the builder takes at most
+    # 1 MiB of kernel text, and a template holds every tiling it offers)
+    vacc = bool(promote and cfg.get("vacc", 0))
     bnk = bool(cfg.get("b_nk"))
     dt = "f32" if f32 else ins[cfg["a"]][1]        # bf16 or f16 (wgmma with f32 accumulation either way)
     assert f32 or dt in ("bf16", "f16"), "16-bit operands: bf16 or f16"
@@ -254,12 +289,16 @@ def generate(cfg, g):
     persistent = cfg.get("persistent", 1)
     SPLIT = cfg.get("splitk", 1)                 # split-K: a cluster of SPLIT CTAs per tile (docstring)
     if SPLIT > 1:
-        assert not f32 and not pp, "split-K: bf16 cooperative tiles only"
+        assert not tf32 and not pp, "split-K: bf16 / f16 / f32x3 cooperative tiles only"
         assert 2 <= SPLIT <= 8 and (BN // 8) % SPLIT == 0, "split-K: 2..8 CTAs, each BN / 8 / SPLIT n8 blocks"
         persistent = 0                           # one tile per cluster
     REGP, REGC = cfg.get("REGP", 40), cfg.get("REGC", 232)
     l2promo = cfg.get("l2promo", 256)
     assert BN % 64 == 0 and 64 <= BN <= 256 and S >= 2 and BM in (64, 128)
+    # the A box's rows (knob a_rows, docstring "A box of 64 rows"): BM (one box per stage) or 64 (BM / 64 boxes
+    # per stage, stacked in the same tile: M >= 64 suffices where M >= BM would be needed)
+    AR = cfg.get("a_rows", BM)
+    assert AR in (64, BM) and BM % AR == 0
     assert not pp or persistent, "ping-pong needs persistent CTAs (two tiles per CTA at least)"
     assert 128 * REGP + 256 * REGC <= 65536 and REGP % 8 == 0 and REGC % 8 == 0 and REGP >= 24
     em = g.Emitter()
@@ -268,9 +307,9 @@ def generate(cfg, g):
     # sizes: ints, or (tf32 templates) expressions over the template's symbols
     need = [(N, 128 // 16 if not f32 else 4, 64 if not bnk else BN, "N"), (K, 16 // esz, BK, "K")]
     if g.is_sym(M):
-        em.require("%s >= %d" % (M, BM))
+        em.require("%s >= %d" % (M, AR))
     else:
-        assert M >= BM, "a box may not exceed the tensor"
+        assert M >= AR, "a box may not exceed the tensor"
     for x, align, lo, what in need:
         if g.is_sym(x):
             em.require("%s %% %d == 0 && %s >= %d" % (x, align, x, lo))
@@ -291,7 +330,8 @@ def generate(cfg, g):
     elif not persistent:
         grid = ntiles
     elif g.is_sym(ntiles):
-        grid = grid_expr(ntiles, G, compact=not f32)
+        # compact: the 16-bit kinds, and templates that set grid_compact (gemm_any.py's *_0x3tma: five tilings)
+        grid = grid_expr(ntiles, G, compact=bool(cfg.get("grid_compact", not f32)))
     else:
         grid = min(G, ntiles)
     a_bytes = BM * BK * esz
@@ -325,7 +365,7 @@ def generate(cfg, g):
     # tensor maps: A box [BM, BK], B boxes [BK, 64] (B [K, N]) or [BN, BK] (B [N, K], K-major like A);
     # a leading 1 for TOSA's 1xMxK view
     maps = []   # (name, viewed param index, type, box, operand)
-    a_box = [1] * len(A.prefix) + [BM, BK]
+    a_box = [1] * len(A.prefix) + [AR, BK]
     maps.append(("%map_a", cfg["a"], map_type(a_box, l2promo, dt), a_box, A))
     for j, bi in enumerate(cfg["b"]):
         b_box = [1] * len(Bs[j].prefix) + ([BN, BK] if bnk else [BK, BW])
@@ -443,10 +483,11 @@ def generate(cfg, g):
         k0 = em.mul(em.add(kbase, kt), BK)
         so = em.mul(st, stage_bytes)
         nm, _, ty, box, op = maps[0]
-        dst, dty = smem_tile(so, box, "sa")
-        coords = [em.v(k0), em.v(m0)] + [em.idx(0)] * len(op.prefix)
-        em.emit("nvgpu.tma.async.load %s[%s], %s[%s] to %s : %s, %s -> %s" % (
-            nm, ", ".join(coords), full, st, dst, ty, grp_ty, dty))
+        for r in range(BM // AR):   # a_rows 64: the tile's row blocks of 64, each its own box (rows r * 64..)
+            dst, dty = smem_tile(em.add(so, r * AR * BK * esz), box, "sa")
+            coords = [em.v(k0), em.v(em.add(m0, r * AR))] + [em.idx(0)] * len(op.prefix)
+            em.emit("nvgpu.tma.async.load %s[%s], %s[%s] to %s : %s, %s -> %s" % (
+                nm, ", ".join(coords), full, st, dst, ty, grp_ty, dty))
         for j in range(nb):
             nm, _, ty, box, op = maps[1 + j]
             if bnk:   # one K-major box [BN n][BK k] at (k0, n0)
@@ -696,18 +737,32 @@ def generate(cfg, g):
                                                                   acc_ty), "m")
             return x
 
+        vec_ty = "vector<%dxf32>" % nacc
+
+        def vec_add(m, t):
+            """m (vector) + t (the wgmma struct), element by element (f32 adds, round to nearest)"""
+            es = [em.op("llvm.extractvalue %s[%d] : %s" % (t, e, acc_ty), "u") for e in range(nacc)]
+            tv = em.op("vector.from_elements %s : %s" % (", ".join(es), vec_ty), "tv")
+            return em.op("arith.addf %s, %s : %s" % (m, tv, vec_ty), "mv")
+
         def promoted_mainloop(g0):
             em.comment("3xTF32 with promotion: each k-tile's wgmmas accumulate from zero into T (the tensor cores' "
                        "accumulation truncates), then after wgmma.wait_group 0 the main accumulators M += T in f32 "
                        "(round to nearest); k-tile kt + 1's wait, split and barrier run while kt's wgmmas are in flight")
             t0 = ktile(g0, [undef] * nst, True)
-            zero = em.const_op("llvm.mlir.zero : %s" % acc_ty, "zacc")
+            if vacc:
+                zero = em.const_op("arith.constant dense<0.000000e+00> : %s" % vec_ty, "zvacc")
+            else:
+                zero = em.const_op("llvm.mlir.zero : %s" % acc_ty, "zacc")
+            m_ty = vec_ty if vacc else acc_ty
+            add = vec_add if vacc else acc_add
             res_names = em.fresh("acc")
             kt = em.fresh("kt")
             iter_args = ", ".join(["%%m%d = %s" % (j, zero) for j in range(nst)] +
                                   ["%%t%d = %s" % (j, t0[j]) for j in range(nst)])
             em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-                res_names, 2 * nst, kt, em.idx(1), em.v(KTv), em.idx(1), iter_args, ", ".join([acc_ty] * (2 * nst))))
+                res_names, 2 * nst, kt, em.idx(1), em.v(KTn), em.idx(1), iter_args,
+                ", ".join([m_ty] * nst + [acc_ty] * nst)))
             em.indent += 2
             gk = em.add(g0, kt)
             ms = []
@@ -717,15 +772,15 @@ def generate(cfg, g):
                 em.comment("k-tile gk-1's wgmmas are retired: release its stage, add its partial sums")
                 release(em.add(gk, S - 1))
                 for j in range(nst):
-                    ms.append(acc_add("%%m%d" % j, "%%t%d" % j))
+                    ms.append(add("%%m%d" % j, "%%t%d" % j))
             ts = ktile(gk, ["%%t%d" % j for j in range(nst)], True, pre_mma=pre)
-            em.emit("scf.yield %s : %s" % (", ".join(ms + ts), ", ".join([acc_ty] * (2 * nst))))
+            em.emit("scf.yield %s : %s" % (", ".join(ms + ts), ", ".join([m_ty] * nst + [acc_ty] * nst)))
             em.indent -= 2
             em.emit("}")
             em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
             em.comment("release the last k-tile's stage (the producer may fill it for the next tile)")
-            release(em.add(g0, em.sub(KTv, 1)))
-            return [acc_add("%s#%d" % (res_names, j), "%s#%d" % (res_names, nst + j)) for j in range(nst)]
+            release(em.add(g0, em.sub(KTn, 1)))
+            return [add("%s#%d" % (res_names, j), "%s#%d" % (res_names, nst + j)) for j in range(nst)]
 
         def plain_mainloop(g0):
             em.comment("k-tile 0 of the tile (peeled: scale-d 0 starts the accumulators)")
@@ -766,6 +821,9 @@ def generate(cfg, g):
         def pair(j, mi, ni, h):
             sub, nl = divmod(j * (BN // 8) + ni, WGN // 8)
             st_i = mi * nsub + sub
+            if vacc:
+                return em.op("vector.extract_strided_slice %s {offsets = [%d], sizes = [2], strides = [1]} : "
+                             "%s to vector<2xf32>" % (fin[st_i], nl * 4 + 2 * h, vec_ty), "c")
             e0 = em.op("llvm.extractvalue %s[%d] : %s" % (fin[st_i], nl * 4 + 2 * h, acc_ty), "c")
             e1 = em.op("llvm.extractvalue %s[%d] : %s" % (fin[st_i], nl * 4 + 2 * h + 1, acc_ty), "c")
             return em.op("vector.from_elements %s, %s : vector<2xf32>" % (e0, e1), "c")
@@ -869,8 +927,9 @@ def generate(cfg, g):
             "accumulator; relative error per product about 2^-21 against f32's 2^-24 (docstring)" % (
                 "3 terms" if terms == 3 else "DIAGNOSTIC: big_a*big_b only", raw_bytes, WGN),
             "TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg %d) issues per stage "
-            "mbarrier.arrive.expect_tx(%d B) + 1 A box [%d,%d] + %s (nvgpu.tma.async.load, 128B swizzle); %s" % (
-                REGP, raw_bytes, BM, BK, "1 B box [%d,%d] (B [N, K], K-major)" % (BN, BK) if bnk else
+            "mbarrier.arrive.expect_tx(%d B) + %s + %s (nvgpu.tma.async.load, 128B swizzle); %s" % (
+                REGP, raw_bytes, "1 A box [%d,%d]" % (BM, BK) if AR == BM else
+                "%d A boxes [%d,%d] (the tile's rows 64 r.., so M >= 64 suffices)" % (BM // AR, AR, BK), "1 B box [%d,%d] (B [N, K], K-major)" % (BN, BK) if bnk else
                 "%d B boxes [%d k,%d n] (B [K, N]; the split transposes them into K-major rows)" % (BN // BW, BK, BW),
                 what),
             "pipeline: %d-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after "

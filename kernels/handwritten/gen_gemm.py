@@ -1790,6 +1790,39 @@ def all_configs():
     return out
 
 
+def generate_sentinel(cfg, shipped_m):
+    """The text of a kernel for kernels/table/build.py's sentinel entries (M
+    free, N and K fixed: the table tries them before the general templates
+    of kernels/table/gemm_any.py). For the exact f32 kernels
+    (f32x3_wgmma_tma) the entry is admitted only at M >= the shipped row
+    count or where no split-K tiling of gemm_any.py's *_0x3tma entry fits
+    one wave (128 x 128 tiles x 2 CTAs over 132): below that the general
+    entry, which times its split-K tilings beside this same default
+    tiling, takes the size (session 25; held-out 017_minigpt_mlp_r512 ran
+    this entry's 24 CTAs, 2.20x torch.compile). At the shipped size the
+    entry and its kernel are what they were.
+
+    Where split-K by 2 fits one wave at the shipped size itself (N = 768
+    at 1024 rows: 48 tiles, 96 CTAs), the entry also offers it as tune
+    alternative 1 (TILE 108; gemm_wgmma_tma.py splitk = 2, vacc = 1),
+    admitted where its grid fits one wave and the row tiles make whole
+    GROUP_M groups (this unmasked kernel's raster assumes them): at
+    1024 x 768 x 3072 on the H200 0.0839 ms against the shipped tiling's
+    0.1506 (bench/tma/f32-splitk-device.sh, 2026-11-25). Variant 0 (TILE 8,
+    what a build without a GPU takes) is the shipped kernel."""
+    c = dict(cfg)
+    if c["kind"] == "f32x3_wgmma_tma" and not is_sym(c["M"]):
+        M = c["M"]
+        gn = (c["N"] + 127) // 128
+        c["require"] = "%d >= %d || (%d + 127) / 128 * %d * 2 > 132" % (M, shipped_m, M, gn)
+        gm_ship = (shipped_m + 127) // 128
+        if gm_ship * gn * 2 <= 132 and gm_ship % c["group_m"] == 0 and c.get("BN") == 128:
+            a = dict(c, persistent=0, splitk=2, vacc=1)
+            admit = "(%d / 128) %% %d == 0 && (%d + 127) / 128 * %d * 2 <= 132" % (M, c["group_m"], M, gn)
+            return generate_alternatives([(c, None), (a, admit)])[1]
+    return generate(c)[1]
+
+
 def generate(cfg):
     pct = lambda lst: [a.replace("%%", "%") for a in lst]
     assert not cfg.get("b_nk") or cfg["kind"] in ("f32_simt", "tf32_mma", "tf32_wgmma_tma",

@@ -135,7 +135,7 @@ def families():
                 .replace("tensor<1x%dx" % M, "tensor<1x%dx" % m)
             c["product"] = cfg["product"].replace("[%d," % M, "[%d," % m)
             c["M"] = m
-            return gen_gemm.generate(c)[1]
+            return gen_gemm.generate_sentinel(c, M)
         out.append(dict(name=fname[:-5].replace(".", "_"), sg=cfg["sg"], fp=cfg["fingerprint"],
                         example=cfg["example"], size=cfg["M"], d=4096, archs=archs, gen=gen,
                         source="kernels/handwritten/gen_gemm.py %s (%s %s, verified on an H200 "
@@ -250,7 +250,8 @@ def spec_entries(opt, module):
     return out
 
 
-SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any", "tf32_any", "skinny_any"]
+SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any", "tf32_any", "skinny_any", "bmm_any"]
+SPEC_MODULES += ["colred_any"]  # reductions over the leading dimension(s)
 
 
 def main():

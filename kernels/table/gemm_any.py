@@ -135,6 +135,13 @@ TMA_BM = 128  # every TMA form's rows per tile: the requirement M >= 128
 # promotion; bench/NOTES.md "3xTF32"), M, N and K masked by TMA's zero fill
 # and the partial tiles' epilogue. Tried before the SIMT entries on sm_90a.
 F32X3 = dict(BN=128, stages=3, pingpong=0, persistent=1, group_m=8)
+# The A box of the *_0x3tma entries (gemm_wgmma_tma.py `a_rows`): 64 rows,
+# two boxes per 128-row tile, so that the requirement is M >= 64 and the
+# 65..127-row GEMMs (between kernels/table/skinny_any.py's M <= 64 and the
+# 128-row box) get the 3xTF32 kernel and its split-K tilings (session 25;
+# held-out 023_gemm_epilogue_r127 was 1.55x torch.compile on the SIMT
+# entry). importer_any.py's entries keep the 128-row box (F32X3 alone).
+F32X3_A_ROWS = 64
 
 # sm_90a forms: gen_gemm.py's plain wgmma kernel (the SwiGLU's shipped sm_90a
 # kernel is the warp-specialized persistent one of gemm_wgmma_ws.py, which is
@@ -192,7 +199,19 @@ WGMMA = {
 #   f32x3_wgmma_tma (the *_0x3tma entries; cooperative tiles only, 128
 #     rows): cooperative 128 x 64, 4 stages (48 KiB a stage with the small
 #     halves: 193 KiB), 2x the CTAs of the default 128 x 128 (N = 768: 12
-#     per 128 rows); admitted at M <= 1024.
+#     per 128 rows); admitted at M <= 1024. Split-K by clusters (session
+#     25: gemm_wgmma_tma.py `splitk` on the 3xTF32 kernel, the same rank-
+#     order sum of f32 partials through distributed shared memory, so
+#     still exact f32 and deterministic): 128 x 128 with S = 2, 4 and 8,
+#     each admitted only where tiles x S is at most one wave (SPLITK_WAVE).
+#     At N = 768, K = 3072 (the MiniGPT MLP's down-projection) the default
+#     makes 6 CTAs per 128 rows: 24 at M = 512, where S = 4 makes 96. On
+#     the H200 (bench/tma/f32-splitk-device.sh, 2026-11-25) at N = 768,
+#     K = 3072: M = 512 0.1498 ms default, 0.0467 S 4 (torch.compile
+#     0.0677); M = 606 0.1514 / 0.0475 S 4 (0.0848); M = 256 0.1501 /
+#     0.0287 S 8 (0.0445); M = 96 0.1475 / 0.0274 S 8 (0.0299); at
+#     127 x 8192 x 8192 (GEMM + ReLU) 0.3824 / 0.2031 S 2 (0.3450). The
+#     128 x 64 tiling lost to a split wherever one was admitted there.
 # With GROUP_M fixed for the alternatives and the default's GROUP_M values
 # other than the configured one kept only below its row-tile count, at most
 # 4 variants survive at any size (the default's GROUP_M values: at most
@@ -209,7 +228,13 @@ SMALL_M = {
                         lambda s: splitk_admit(s, 64, 2)),
                        (dict(BN=64, stages=8, pingpong=0, persistent=0, splitk=4, group_m=8), ("BM",),
                         lambda s: splitk_admit(s, 64, 4))],
-    "f32x3_wgmma_tma": [(dict(BN=64, stages=4, pingpong=0, persistent=1, group_m=8), ("BM",), 1024)],
+    "f32x3_wgmma_tma": [(dict(BN=64, stages=4, pingpong=0, persistent=1, group_m=8), ("BM",), 1024),
+                        (dict(BN=128, stages=3, pingpong=0, persistent=0, splitk=2, group_m=8), ("BM",),
+                         lambda s: splitk_admit(s, 128, 2)),
+                        (dict(BN=128, stages=3, pingpong=0, persistent=0, splitk=4, group_m=8), ("BM",),
+                         lambda s: splitk_admit(s, 128, 4)),
+                        (dict(BN=128, stages=3, pingpong=0, persistent=0, splitk=8, group_m=8), ("BM",),
+                         lambda s: splitk_admit(s, 128, 8))],
 }
 TMA_KINDS = ("bf16_wgmma_tma", "f32x3_wgmma_tma")
 SPLITK_WAVE = 132   # the SMs of an H100 / H200: a split-K grid is admitted up to one wave
@@ -235,8 +260,9 @@ def tma_max_stages(cfg):
 
 def tma_a_box_rows(cfg):
     """The rows of a TMA kind's A box (its tile's rows: BM under ping-pong,
-    128 cooperative), part of the kernel's tensor-map argument type."""
-    return cfg.get("BM", 128) if cfg.get("pingpong", 0) else 128
+    128 cooperative; `a_rows` where set), part of the kernel's tensor-map
+    argument type."""
+    return cfg.get("a_rows", cfg.get("BM", 128) if cfg.get("pingpong", 0) else 128)
 
 
 # M = 1 (a unit dimension: its own pattern key, the entries *_row): the
@@ -270,6 +296,9 @@ def f32x3_cfg(sg):
         cfg.pop(k, None)
     cfg.update(kind="f32x3_wgmma_tma", chips=["sm_90a"])
     cfg.update(F32X3)
+    cfg["a_rows"] = F32X3_A_ROWS
+    cfg["vacc"] = 1   # the promoted accumulator as a vector: ~45% less text per tiling (gemm_wgmma_tma.py vacc)
+    cfg["grid_compact"] = 1   # the grid placeholder of five tilings under the 512 bytes of an expression
     cfg["product"] = cfg["product"].replace("(f32 FMA)", "(exact f32: 3xTF32 wgmma)")
     return cfg
 
@@ -431,7 +460,7 @@ def _render(name, dtype, cfg, small=(), single=None, nk=False):
         tma = c["kind"] == "bf16_wgmma_tma"
         what = ("M = 1 (a single row: the tile's other rows read row 0 and are never stored)" if single else
                 "M, N and K are masked by TMA's zero fill and the partial tiles' epilogue (M >= %d; N and K "
-                "multiples of 4, N >= 64, K >= 32); exact f32 by the 3xTF32 split" % TMA_BM
+                "multiples of 4, N >= 64, K >= 32); exact f32 by the 3xTF32 split" % c.get("a_rows", TMA_BM)
                 if c["kind"] == "f32x3_wgmma_tma" else
                 "M, N and K are masked by TMA's zero fill and the partial tiles' epilogue (M >= %d; N and K "
                 "multiples of 8, at least 64)" % TMA_BM if tma else
@@ -483,7 +512,7 @@ def templates():
                 # exact f32 on sm_90a: the 3xTF32 TMA form, tried before the SIMT entries (0x3tma sorts first)
                 small = SMALL_M["f32x3_wgmma_tma"]
                 entry(name, dtype, "0x3tma", f32x3_cfg(sg), ["sm_90a"],
-                      "exact f32 by 3xTF32, masked M, N and K by TMA, M >= %d" % TMA_BM + small_note(small),
+                      "exact f32 by 3xTF32, masked M, N and K by TMA, M >= %d" % F32X3_A_ROWS + small_note(small),
                       small=small)
             forms = [("1wgmma", True), ("2mma", False)] if tc and has_wgmma else [("simt", False)]
             for tag, wg in forms:
