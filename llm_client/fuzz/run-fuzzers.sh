@@ -74,7 +74,7 @@ if ! "$cc" "${flags[@]}" "$probe" -o "$build/probe" 2>"$build/probe.log"; then
 fi
 
 base=("$root"/base/status.c "$root"/base/strbuf.c "$root"/base/log.c
-      "$root"/base/fs.c "$root"/base/sha256.c)
+      "$root"/base/fs.c "$root"/base/sha256.c "$root"/base/base64.c)
 sources_of() {
   case "$1" in
     reply) echo "$root/llm_client/reply.c" ;;
