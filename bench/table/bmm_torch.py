@@ -15,25 +15,11 @@ import time
 import torch
 from triton.testing import do_bench
 
+from verdict_json import find  # noqa: E402  (beside this script)
+
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-
-
-def find(o, key):
-    if isinstance(o, dict):
-        if key in o and isinstance(o[key], (int, float)):
-            return o[key]
-        for v in o.values():
-            r = find(v, key)
-            if r is not None:
-                return r
-    if isinstance(o, list):
-        for v in o:
-            r = find(v, key)
-            if r is not None:
-                return r
-    return None
 
 
 def torch_fn(form, d=None):
