@@ -8,7 +8,8 @@
 #
 #   bash bench/tma/splitk-device.sh STAGE OUT
 #   (SPLITK_VERIFY_TRIALS default 2; SPLITK_BUDGET_MS default 150 per
-#    variant; SPLITK_COMPILE_UNTIL_S: no torch.compile after that many s)
+#    variant; SPLITK_COMPILE_UNTIL_S: no torch.compile after that many s;
+#    SPLITK_BENCH: the case script, default bench/tma/splitk_bench.py)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 stage=$(cd "${1:?usage: splitk-device.sh STAGE OUT}" && pwd)
@@ -29,4 +30,4 @@ for cand in "$stage"/*/sg_*/v-*/; do
 done
 echo "verify: $ok accepted, $bad rejected"
 cd "$root"
-PYTHONUNBUFFERED=1 python3 bench/tma/splitk_bench.py run "$stage" "$out" "$vdir"
+PYTHONUNBUFFERED=1 python3 "${SPLITK_BENCH:-bench/tma/splitk_bench.py}" run "$stage" "$out" "$vdir"

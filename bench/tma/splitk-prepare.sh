@@ -13,6 +13,9 @@
 #
 #   bash bench/tma/splitk-prepare.sh [STAGE] [BUILD]   (.device/splitk, build)
 # then carry STAGE and run there: bash bench/tma/splitk-device.sh STAGE $OUT
+# (SPLITK_BENCH: the case script, default bench/tma/splitk_bench.py;
+# bench/tma/f32-splitk-prepare.sh sets it. A failing prepare still stages
+# what it built, and the exit status says so.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 stage=${1:-$root/.device/splitk}
@@ -21,9 +24,12 @@ bin=$build/bin
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/lib"
 stage=$(cd "$stage" && pwd)
-python3 "$root/bench/tma/splitk_bench.py" prepare "$stage" "$bin"
+rc=0
+python3 "$root/${SPLITK_BENCH:-bench/tma/splitk_bench.py}" prepare "$stage" "$bin" || rc=$?
 strip -o "$stage/bin/llm-fuse-verify" "$bin/llm-fuse-verify"
 cp -L "$(ldd "$bin/llm-fuse-verify" | awk '/libcjson/ { print $3 }')" "$stage/lib/libcjson.so.1"
 cp "$build/lib/libllm_fuse_rt.so" "$stage/"
 find "$stage" \( -name '*.mlir' -o -name '*.ptx' \) -delete
+rm -rf "$stage"/*/tmp-build
 du -sh "$stage"
+exit $rc

@@ -63,8 +63,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
 from heldout import dtype_rewrite, size_rewrite  # noqa: E402
+from rows_any import Emitter  # noqa: E402  (SSA text for one kernel body)
 
 ARCHS = ["sm_90", "sm_90a"]
 SMEM = "#gpu.address_space<workgroup>"
@@ -90,30 +92,6 @@ RANK3_VIEW = {"colsum3": "b_tn", "colsum_bt": "bt_n"}
 FORMS2 = {"any": (1000, 776), "square": (776, 776), "col1": (1000, 1), "row1": (1, 776)}
 FORMS3 = {"any": (12, 100, 776), "b1": (1, 100, 776)}  # B, T, N
 DTYPES = ["bf16", "f16", "f32"]
-
-
-class Emitter:
-    def __init__(self):
-        self.lines, self.n, self.indent, self.consts = [], 0, 4, {}
-
-    def fresh(self, hint):
-        self.n += 1
-        return "%%%s%d" % (hint, self.n)
-
-    def emit(self, text):
-        self.lines.append(" " * self.indent + text)
-
-    def op(self, text, hint="v"):
-        v = self.fresh(hint)
-        self.emit("%s = %s" % (v, text))
-        return v
-
-    def const(self, value, ty):
-        key = (value, ty)
-        if key not in self.consts:
-            v = self.fresh("c")
-            self.consts[key] = (v, "%s = arith.constant %s : %s" % (v, value, ty))
-        return self.consts[key][0]
 
 
 # Tokens in the kernel text, replaced by expressions of the pattern's
