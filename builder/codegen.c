@@ -170,6 +170,12 @@ static bool needs_libdevice(LLVMModuleRef m) {
  * (consumes src; true on failure). */
 bool lf_link_only_needed(LLVMModuleRef dst, LLVMModuleRef src);
 
+/* In streaming_loads.cpp: the kernel's nontemporal loads of its buffers
+ * become evict-first streaming loads; returns how many (in *skipped, how
+ * many nontemporal loads stayed plain). */
+unsigned lf_streaming_loads(LLVMModuleRef m, LLVMValueRef kernel,
+                            unsigned *skipped);
+
 /* Links the libdevice functions `m` calls into `m`. The library is read
  * lazily and linked "only needed", as clang links it: only the functions
  * the kernel reaches are read from the bitcode (reading and linking all
@@ -387,6 +393,22 @@ lf_status_t lf_codegen_ptx(MlirOperation gpu_module, const char *kernel_name,
     status = lf_build_result_fail(result, LF_BUILD_LOWERING,
                                   "unresolved function: %s", sink->first_raw);
     goto out_module;
+  }
+
+  /* Streaming loads need createpolicy (PTX 7.4); the sm_80 PTX is 7.0, so
+   * there a nontemporal load stays a plain load. */
+  if (strncmp(chip, "sm_", 3) == 0 && atoi(chip + 3) >= 90) {
+    unsigned plain = 0;
+    lf_streaming_loads(m, kernel, &plain);
+    if (plain > 0) {
+      char text[200];
+      int n = snprintf(text, sizeof(text),
+                       "%u nontemporal load(s) stay plain loads: not a "
+                       "2/4/8/16-byte load aligned to its size from a "
+                       "buffer parameter",
+                       plain);
+      lf_diag_sink_add(sink, "note", 0, 0, text, (size_t)n);
+    }
   }
 
   LLVMMemoryBufferRef ptx = NULL;
