@@ -562,6 +562,35 @@ class Timer:
         return [a.elapsed_time(b) for a, b in ev]
 
 
+class PadTimer(Timer):
+    """Timer with the GPU held busy (torch.cuda._sleep, pad_us) before each
+    sample's flush, so that the host has queued the events and the call
+    before the GPU reaches them: the event interval is the GPU's time alone.
+    A call whose host cost outlasts the 256 MiB memset (torch.compile's
+    guards and launcher, 20-35 us; session 25) otherwise leaves the GPU idle
+    between the first event and its kernel, and that idle time is counted."""
+
+    def __init__(self, pad_us):
+        super().__init__()
+        self.cycles = int(pad_us * 2000)  # ~2 GHz SM clock
+
+    def once(self, fn):
+        torch.cuda._sleep(self.cycles)
+        return super().once(fn)
+
+    def series(self, fn, n):
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(n)]
+        for a, b in ev:
+            torch.cuda._sleep(self.cycles)
+            self.flush.zero_()
+            a.record()
+            fn()
+            b.record()
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) for a, b in ev]
+
+
 class HostTimer(Timer):
     """For calls that run on a stream of their own and synchronize (the
     AOT model): the host clock around the call and a device synchronize,

@@ -4,10 +4,14 @@
 # templates):
 #
 #   STAGE/<sg>/plan.json + k<N>.cubin  the default lowering of each subgraph
-#   STAGE/<sg>/first-v<k>/             the admitted tune variants (up to 3) of
-#                                      the entry the table answers with (sm_90a)
-#   STAGE/<sg>/gen-v0/                 the general kernel's entry, where the
-#                                      first is a gen_gemm.py kernel
+#   STAGE/<sg>/first-v<k>/             the tune variants of the entry the table
+#                                      answers with (sm_90a): each tiling
+#                                      alternative at the first variant's GROUP_M
+#   STAGE/<sg>/x-v<k>/                 BMM_EXPLORE=1: the tilings of
+#                                      bmm_any.EXPLORE (BMM_EXPLORE_SET=run2:
+#                                      EXPLORE_RUN2) for the cases marked so
+#   (BMM_TABLE=DIR: ask DIR/v1 instead of kernels/table; BMM_SET=all: the
+#   session-25 cases too; bench/table/bmm_stage.py)
 #   STAGE/cases.json                   the cases (bench/table/bmm_stage.py)
 #   STAGE/bin/llm-fuse-verify, STAGE/lib/libcjson.so.1
 #

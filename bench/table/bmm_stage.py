@@ -8,14 +8,26 @@ For each case (a form of bmm_any.model_text at attention-like or GEMM-like
 sizes, in f32, bf16 and f16), outlines it, builds the default lowering's
 plan (llm-fuse-reference), asks the pass offline (verify=none, sm_90a, the
 shipped table, the replay set empty) which table entry answers, and builds
-up to 3 admitted tune variants of that entry ("first-v<k>") and, where
-that entry is a gen_gemm.py kernel, the general kernel's entry too
-("gen-v0"), with llm-fuse-build-kernel (sm_90a):
+the tune variants of that entry ("first-v<k>", below), with
+llm-fuse-build-kernel (sm_90a):
 STAGE/<sg>/<tag>/result.json + kernel.cubin. STAGE/cases.json lists them
 for bmm_torch.py and bmm-device.sh.
+
+Session 26: the first entry's variants are those of its first variant's
+GROUP_M (TILE % 100: every tiling alternative once);
+BMM_SET=session26 (the default) stages the session-26 cases (the held-out
+models' keys, unit dimensions, T = d, and the speed cases), BMM_SET=all
+the session-25 ones too. With BMM_EXPLORE=1 a case marked "x" also gets
+"x-v<k>": the tilings of bmm_any.EXPLORE (BMM_EXPLORE_SET=run2:
+EXPLORE_RUN2) as one extra fast kernel (only the alternatives past the
+entry's two), or for a general-kernel entry (EXPLORE only) that kernel with
+the next k-tile prefetched. BMM_TABLE=DIR (holding v1/) asks that
+table instead of kernels/table (a table built before it is written to
+the repository).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +49,42 @@ CASES = [
     ("pv_t2048_d128", "nn", 16, 2048, 128, 2048, None),
     ("nt_b4_1024", "nt", 4, 1024, 1024, 1024, None),
     ("nn_b4_1024", "nn", 4, 1024, 1024, 1024, None),
+]
+# Session 26 (issue 15 points 2 and 7): (name, form, B, M, N, K, d, types,
+# explore): the held-out models of `heldout.py gen --seed 1 --count 50`
+# (000, 041: T = 1; 007: T = d = 64; 013, 023, 011: the scores at other T;
+# 021: P V at T = 394), unit dimensions of a decode step, T = d, and the
+# speed gaps of session 25 (16-bit Q K^T at T >= 512, 16-bit GEMM-like,
+# f32 P V), with the tilings of bmm_any.EXPLORE.
+CASES26 = [
+    ("ho000_pv_t1", "tmpv", 12, 1, 64, 1, None, ["f32"], False),
+    ("ho041_nn_t1", "nn", 32, 1, 64, 1, None, ["f32"], False),
+    ("ho007_scores_t64", "tms", 12, 64, 64, 64, 64, ["f32"], False),
+    ("ho011_scores_t55", "tms", 12, 55, 55, 64, 64, ["f32"], False),
+    ("ho013_scores_t576", "tms", 12, 576, 576, 64, 64, ["f32"], True),
+    ("ho023_scores_t1024", "tms", 12, 1024, 1024, 64, 64, ["f32"], True),
+    ("ho021_nn_r394", "nn", 32, 394, 64, 394, None, ["f32"], True),
+    ("dec_pv_m1_k2048", "nn", 32, 1, 128, 2048, None, ["f32", "bf16"], False),
+    ("dec_qk_m1_n2048", "nt", 32, 1, 2048, 128, None, ["bf16"], False),
+    ("tn_m1", "tn", 8, 1, 256, 1024, None, ["f32"], False),
+    ("nt_mn1", "nt", 32, 1, 1, 64, None, ["f16"], False),
+    ("tms_t1", "tms", 12, 1, 1, 64, 64, ["bf16"], False),
+    ("tmpv_t64_d64", "tmpv", 12, 64, 64, 64, None, ["bf16"], False),
+    ("nts_t128_d128", "nts", 12, 128, 128, 128, 128, ["f32"], False),
+    ("qk_t512_d96", "nt", 32, 512, 512, 96, None, ["bf16", "f16"], True),
+    ("qk_t512_d64", "nt", 32, 512, 512, 64, None, ["bf16"], True),
+    ("qk_t2048_d128", "nt", 16, 2048, 2048, 128, None, ["bf16", "f16"], True),
+    ("nts_t1024_d64", "nts", 16, 1024, 1024, 64, 64, ["f16"], True),
+    ("nt_b4_1024", "nt", 4, 1024, 1024, 1024, None, ["bf16"], True),
+    ("nn_b4_1024", "nn", 4, 1024, 1024, 1024, None, ["bf16"], True),
+    ("pv_t2048_d128", "nn", 16, 2048, 128, 2048, None, ["bf16", "f32"], True),
+    ("pv_t512_d64", "nn", 32, 512, 64, 512, None, ["f32"], True),
+    ("tmpv_h12_t256_d64", "tmpv", 12, 256, 64, 256, None, ["f32"], False),
+    ("tmpv_h4_t128_d64", "tmpv", 4, 128, 64, 128, None, ["f32"], False),
+    ("ntm_t256_d64", "ntm", 16, 256, 256, 64, None, ["bf16"], False),
+    ("nts_t512_d128", "nts", 16, 512, 512, 128, 128, ["bf16"], False),
+    ("qk_t128_d64", "nt", 32, 128, 128, 64, None, ["f16"], False),
+    ("tmpv_r394", "tmpv", 12, 394, 64, 394, None, ["f32"], False),
 ]
 # The other forms, each in two types: verified (torch times them too).
 EXTRA = [
@@ -78,11 +126,15 @@ def main():
     os.makedirs(models, exist_ok=True)
     empty = os.path.join(stage, "empty")
     os.makedirs(empty, exist_ok=True)
-    tdir = os.path.join(ROOT, "kernels", "table", "v1")
+    table = os.environ.get("BMM_TABLE") or os.path.join(ROOT, "kernels", "table")
+    tdir = os.path.join(table, "v1")
+    explore = os.environ.get("BMM_EXPLORE") == "1"
     cases = []
-    todo = [(c, dt) for dt in bmm_any.DTYPES for c in CASES] + \
-        [(c[:7], dt) for c in EXTRA for dt in c[7]]
-    for (name, form, B, M, N, K, d), dt in todo:
+    todo = [(c[:7], dt, c[8]) for c in CASES26 for dt in c[7]]
+    if os.environ.get("BMM_SET", "session26") == "all":
+        todo += [(c, dt, False) for dt in bmm_any.DTYPES for c in CASES] + \
+            [(c[:7], dt, False) for c in EXTRA for dt in c[7]]
+    for (name, form, B, M, N, K, d), dt, xc in todo:
         if True:
             cname = "%s_%s" % (name, dt)
             if only and cname not in only:
@@ -95,7 +147,8 @@ def main():
             rep = os.path.join(models, cname + ".json")
             cache = os.path.join(stage, "cache-" + cname)
             r = subprocess.run([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s "
-                                "cache-dir=%s report=%s" % (empty, cache, rep), path, "-o", os.devnull],
+                                "pattern-table=%s cache-dir=%s report=%s" % (empty, table, cache, rep), path,
+                                "-o", os.devnull],
                                capture_output=True, text=True, env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
             shutil.rmtree(cache, ignore_errors=True)
             if r.returncode:
@@ -111,21 +164,38 @@ def main():
                     cases.append(case)
                     continue
                 f = ent.split("/", 1)[1]
-                todo = [("first", f, 3)]
-                if "-9gen" not in f:
-                    todo.append(("gen", f.split("-bmm-any-")[0] + "-bmm-any-" +
-                                 f.split("-bmm-any-")[1].rsplit("-", 1)[0] + "-9gen.json", 1))
-                for tag, fname, cap in todo:
-                    tmpl = json.load(open(os.path.join(tdir, fname)))["template"]
+                tmpl0 = json.load(open(os.path.join(tdir, f)))["template"]
+                todo = [("first", f, tmpl0)]
+                if explore and xc:
+                    sizes = bind_sizes(tmpl0, s["signature"])
+                    by_value = {v: k for k, v in sizes.items()}
+                    sym = {r: 1 if v == 1 else by_value[v] for r, v in dict(B=B, M=M, N=N, K=K).items()}
+                    ex = bmm_any.EXPLORE_RUN2 if os.environ.get("BMM_EXPLORE_SET") == "run2" else bmm_any.EXPLORE
+                    xt = None
+                    if "-9gen" not in f and ex["f32" if dt == "f32" else "16"]:
+                        xt = bmm_any.fast_kernel(form, dt, sym, d, tilings=ex["f32" if dt == "f32" else "16"])
+                    elif "-9gen" in f and ex is bmm_any.EXPLORE:   # the general kernel, next k-tile prefetched
+                        xt = bmm_any.gen_kernel(form, dt, sym, d, pf=True)
+                    if xt:
+                        todo.append(("x", "explore", xt))
+                for tag, fname, tmpl in todo:
                     sizes = bind_sizes(tmpl, s["signature"])
-                    for i, (label, text) in enumerate(variants(tmpl, sizes)[:cap]):
+                    vs = variants(tmpl, sizes)
+                    # the first variant, then each tiling alternative at the default GROUP_M (x: past the entry's two)
+                    g0 = re.search(r"TILE=(\d+)", vs[0][0]) if vs else None
+                    keep = [(lb, t) for i, (lb, t) in enumerate(vs) if i == 0 or (
+                        g0 and int(re.search(r"TILE=(\d+)", lb).group(1)) % 100 == int(g0.group(1)) % 100)]
+                    if tag == "x" and "TILE=" in vs[0][0]:
+                        keep = [(lb, t) for lb, t in keep if int(re.search(r"TILE=(\d+)", lb).group(1)) >= 200]
+                    for i, (label, text) in enumerate(keep):
                         d2 = os.path.join(stage, s["name"], "%s-v%d" % (tag, i))
                         j = build(binp, s["signature"], text, d2)
                         print("bmm_stage: %-22s %s %-5s v%d %-12s %s %s" % (
                             cname, s["name"], tag, i, label, "built" if j.get("ok") else "FAILED",
                             (j.get("ptxas_info") or j.get("message", ""))[:100]), flush=True)
                         if j.get("ok"):
-                            case["variants"]["%s-v%d" % (tag, i)] = "%s %s" % (fname.split("-bmm-any-")[1][:-5], label)
+                            case["variants"]["%s-v%d" % (tag, i)] = "%s %s" % (
+                                fname.split("-bmm-any-")[1][:-5] if tag != "x" else "explore", label)
                 cases.append(case)
     json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)
 

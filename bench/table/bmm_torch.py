@@ -104,6 +104,12 @@ def main():
             "%.4f" % c["ref_ms"] if c.get("ref_ms") else "-",
             "%.4f" % c["eager_ms"] if c.get("eager_ms") else "-", "%.4f" % comp if comp else "-",
             "%.2f" % (b[0] / comp) if b and comp else "-"))
+    print("\nper variant (ms; * = not accepted):")
+    for c in cases:
+        vs = sorted(c.get("verify", {}).items(), key=lambda kv: kv[0])
+        print("%s: %s" % (c["case"], "; ".join("%s %s%s" % (
+            v["label"].replace("explore ", "x:"), "%.4f" % v["ms"] if v.get("ms") else "-",
+            "" if v["accepted"] else "*") for _, v in vs)))
     for c in cases:
         for tag, v in c.get("verify", {}).items():
             if not v["accepted"]:

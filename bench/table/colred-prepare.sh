@@ -7,10 +7,15 @@
 #                                      (and truth/ for 16-bit IR)
 #   STAGE/<sg>/v<k>/                   each admitted tune variant of the
 #                                      table entry that answers (sm_90a)
+#   STAGE/<sg>/x<k>/                   experimental candidates (colred_stage.py)
 #   STAGE/cases.json                   the cases (bench/table/colred_stage.py)
-#   STAGE/bin/llm-fuse-verify, STAGE/lib/libcjson.so.1
+#   STAGE/bin/llm-fuse-verify, STAGE/lib/libcjson.so.1, libllm_fuse_rt.so
 #
-#   bash bench/table/colred-prepare.sh [STAGE] [BUILD]   (.device/colred, build)
+# all packed into STAGE/stage.tar.xz.
+#
+#   bash bench/table/colred-prepare.sh [STAGE] [BUILD] [CASES]
+#     (.device/colred, build, heldout; CASES: heldout, s25 or all;
+#      COLRED_EXPERIMENTS=0: the table's variants only)
 # then carry STAGE and run there: bash bench/table/colred-device.sh STAGE $OUT
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,10 +24,15 @@ build=${2:-$root/build}
 bin=$build/bin
 rm -rf "$stage" && mkdir -p "$stage"
 stage=$(cd "$stage" && pwd)
-python3 "$root/bench/table/colred_stage.py" "$stage" "$bin"
+python3 "$root/bench/table/colred_stage.py" "$stage" "$bin" "${3:-heldout}"
 mkdir -p "$stage/bin" "$stage/lib"
 strip -o "$stage/bin/llm-fuse-verify" "$bin/llm-fuse-verify"
 cp -L "$(ldd "$bin/llm-fuse-verify" | awk '/libcjson/ { print $3 }')" "$stage/lib/libcjson.so.1"
+strip -o "$stage/lib/libllm_fuse_rt.so" "$build/lib/libllm_fuse_rt.so"
 rm -rf "$stage/empty" "$stage/models"
 find "$stage" \( -name '*.mlir' -o -name '*.ptx' \) -delete
+# one xz archive (5 MB of cubins and plans become ~0.3 MB: the tree and
+# the carry share 64 MiB); colred-device.sh unpacks it
+tar cJf "$stage.tar.xz" -C "$stage" .
+rm -rf "$stage" && mkdir -p "$stage" && mv "$stage.tar.xz" "$stage/stage.tar.xz"
 du -sh "$stage"

@@ -3,21 +3,29 @@
 GPU machine (bench/table/colred-prepare.sh runs it; kernels/table/
 colred_any.py).
 
-    colred_stage.py STAGE BUILD_BIN
+    colred_stage.py STAGE BUILD_BIN [CASES]
 
-For each case (a family of examples/bench/col*.mlir at some sizes and
-element type), writes the model, outlines it, builds the default
-lowering's plan (llm-fuse-reference --build: STAGE/<sg>/plan.json, and the
-opmath truth reference for 16-bit IR), asks the pass offline (verify=none,
-sm_90a, the replay set empty) which table entry answers, and builds every
-tune variant the entry's requirements admit at the subgraph's sizes
+CASES (default `heldout`, or $COLRED_CASES): `heldout` (the held-out draw's
+leading-dimension reductions, `heldout.py gen DIR --seed 1 --count 50`),
+`s25` (session 25's eleven cases) or `all`. For each case (a family of
+examples/bench/col*.mlir at some sizes and element type), writes the
+model, outlines it, builds the default lowering's plan
+(llm-fuse-reference --build: STAGE/<sg>/plan.json, and the opmath truth
+reference for 16-bit IR), asks the pass offline (verify=none, sm_90a, the
+replay set empty) which table entry answers, and builds every tune
+variant the entry's requirements admit at the subgraph's sizes
 (llm-fuse-build-kernel, sm_90a): STAGE/<sg>/v<k>/result.json +
-kernel.cubin. STAGE/cases.json lists them for colred-device.sh and
-colred_torch.py.
+kernel.cubin. With COLRED_EXPERIMENTS=1 (default), also candidates that
+are not in the table (STAGE/<sg>/x<k>/: other block sizes, unrolls,
+column widths and the streaming loads, EXPERIMENTS below), and with
+COLRED_OLD=PATH (an earlier colred_any.py) that generator's variants
+(STAGE/<sg>/o<k>/), to be timed beside the table's. STAGE/cases.json lists them for colred-device.sh and
+colred_torch.py; with the subgraph's torch source and argument shapes
+(bench/table/torch_ref.py) so that colred_torch.py can launch ours and
+torch in one process.
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -26,10 +34,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import colred_any  # noqa: E402
+from build import outline_text  # noqa: E402
 from skinny_stage import bind_sizes, variants  # noqa: E402
 
 # (case, family, dtype, sizes: (R, N) or (B, T, N))
-CASES = [
+CASES_S25 = [
     ("colsum_f32_8192x3072", "colsum", "f32", (8192, 3072)),
     ("colsum_f32_65536x1", "colsum", "f32", (65536, 1)),
     ("colsum_f16_1x16384", "colsum", "f16", (1, 16384)),
@@ -42,6 +51,36 @@ CASES = [
     ("colsum_bt_f32_64x256x768", "colsum_bt", "f32", (64, 256, 768)),
     ("colsum_bf16_32768x16384", "colsum", "bf16", (32768, 16384)),
 ]
+# the held-out draw's (bench/gpu/results/2026-11-25b-h200-heldout50.log)
+CASES_HELD = [
+    ("034_colsum_bt_f16_575x256x768", "colsum_bt", "f16", (575, 256, 768)),
+    ("006_colsum_bt_f32_640x256x768", "colsum_bt", "f32", (640, 256, 768)),
+    ("008_colsum_bt_f32_512x256x768", "colsum_bt", "f32", (512, 256, 768)),
+    ("029_colsum_bt_f32_335x256x1166", "colsum_bt", "f32", (335, 256, 1166)),
+    ("039_colsum_bt_f32_16x256x14336", "colsum_bt", "f32", (16, 256, 14336)),
+    ("045_colmax_f32_3840x8192", "colmax", "f32", (3840, 8192)),
+    ("022_colsum_f32_6x768", "colsum", "f32", (6, 768)),
+    ("019_colmax_f32_7x3072", "colmax", "f32", (7, 3072)),
+    ("038_colsumsq_f32_59x3072", "colsumsq", "f32", (59, 3072)),
+    ("025_colsum_f32_8x3072", "colsum", "f32", (8, 3072)),
+    ("015_colsum_f32_3259x3072", "colsum", "f32", (3259, 3072)),
+    ("026_colmax_f16_2496x1536", "colmax", "f16", (2496, 1536)),
+    ("040_colsumsq_bf16_512x1024", "colsumsq", "bf16", (512, 1024)),
+    ("030_colsum_bt_f32_5x256x768", "colsum_bt", "f32", (5, 256, 768)),
+    ("042_colsum_bt_f32_25x256x768", "colsum_bt", "f32", (25, 256, 768)),
+]
+CASES = {"s25": CASES_S25, "heldout": CASES_HELD, "all": CASES_HELD + CASES_S25}
+
+# Candidates beside the table's (COLRED_EXPERIMENTS=1): per case name
+# prefix, a list of (BS, UN, NT, TX values, SPLIT values): BS the block
+# size, UN the rows per thread in flight, NT the streaming (evict-first)
+# loads; TX and SPLIT become knobs.
+EXPERIMENTS = {
+    "034_": [(1024, 4, 1, [8], [8]), (1024, 8, 1, [8], [8]), (1024, 8, 0, [8], [8])],
+    "029_": [(b, u, 0, [8, 16, 32], [4, 8]) for b, u in ((256, 8), (512, 4), (512, 8))],
+    "039_": [(256, 4, 1, [8], [1]), (512, 4, 1, [8], [1])],
+    "045_": [(256, 4, 1, [8], [1]), (512, 4, 1, [8], [1]), (256, 8, 1, [8], [1])],
+}
 
 
 def run(cmd, **kw):
@@ -51,15 +90,72 @@ def run(cmd, **kw):
     return r
 
 
+def form_of(fam, sizes):
+    if len(sizes) == 3:
+        return "b1" if sizes[0] == 1 else "any"
+    r, n = sizes
+    return "col1" if n == 1 else "row1" if r == 1 else "square" if r == n else "any"
+
+
+def group_of(opt, fam, dt, sizes):
+    form = form_of(fam, sizes)
+    base = (colred_any.FORMS3 if len(sizes) == 3 else colred_any.FORMS2)[form]
+    groups = outline_text(opt, colred_any.example_text(fam, dt, base))
+    return form, base, [x for x in groups if x.get("class") == "reduction"][0]
+
+
+def exp_texts(opt, fam, dt, sizes, spec):
+    """(label, template text) of the experimental candidates of one case"""
+    form, base, g = group_of(opt, fam, dt, sizes)
+    out = []
+    for bs, un, nt, txs, splits in spec:
+        tune = ["llm-fuse.tune TX = %s" % ", ".join(map(str, txs)),
+                "llm-fuse.tune-require NV >= TX",
+                "llm-fuse.tune SPLIT = %s" % ", ".join(map(str, splits)),
+                "llm-fuse.tune-require SPLIT == 1 || RR >= SPLIT * %s * 2" % colred_any.TY]
+        rules = dict(TX="TX", BS=str(bs), UN=str(un), NT=str(nt))
+        text, _ = colred_any._render(fam, dt, form, base, rules=rules, tune=tune)(g)
+        out.append(("BS=%d UN=%d NT=%d" % (bs, un, nt), text))
+    return out
+
+
+def old_texts(opt, fam, dt, sizes, path):
+    """the template of the generator at path (an earlier colred_any.py,
+    COLRED_OLD) for this case: its variants are timed beside the table's"""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("colred_old", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    form, base, g = group_of(opt, fam, dt, sizes)
+    return mod._render(fam, dt, form, base)(g)[0]
+
+
+def build(binp, d, text, sig):
+    os.makedirs(d, exist_ok=True)
+    kp = os.path.join(d, "kernel.mlir")
+    open(kp, "w").write(text)
+    r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", "sm_90a",
+                        "--signature", sig, "--out-dir", d, kp], capture_output=True, text=True)
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {"ok": False, "message": r.stderr[-300:]}
+    if not j.get("ok"):
+        shutil.rmtree(d, ignore_errors=True)
+    return j
+
+
 def main():
     stage, binp = sys.argv[1:3]
+    which = sys.argv[3] if len(sys.argv) > 3 else os.environ.get("COLRED_CASES", "heldout")
+    exps = os.environ.get("COLRED_EXPERIMENTS", "1") == "1"
     opt = os.path.join(binp, "llm-fuse-opt")
     models = os.path.join(stage, "models")
     os.makedirs(models, exist_ok=True)
     empty = os.path.join(stage, "empty")
     os.makedirs(empty, exist_ok=True)
     cases = []
-    for name, fam, dt, sizes in CASES:
+    for name, fam, dt, sizes in CASES[which]:
         path = os.path.join(models, name + ".mlir")
         open(path, "w").write(colred_any.example_text(fam, dt, sizes))
         outl = os.path.join(models, name + ".outlined.mlir")
@@ -87,23 +183,27 @@ def main():
         f = ent.split("/", 1)[1]
         tmpl = json.load(open(os.path.join(ROOT, "kernels/table/v1", f)))["template"]
         bound = bind_sizes(tmpl, s["signature"])
-        for i, (label, text) in enumerate(variants(tmpl, bound)):
-            d2 = os.path.join(stage, s["name"], "v%d" % i)
-            os.makedirs(d2, exist_ok=True)
-            kp = os.path.join(d2, "kernel.mlir")
-            open(kp, "w").write(text)
-            r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", "sm_90a",
-                                "--signature", s["signature"], "--out-dir", d2, kp],
-                               capture_output=True, text=True)
-            try:
-                j = json.loads(r.stdout)
-            except ValueError:
-                j = {"ok": False, "message": r.stderr[-300:]}
-            print("colred_stage: %-26s %s v%d %-16s %s %s" % (
-                name, s["name"], i, label, "built" if j.get("ok") else "FAILED",
-                (j.get("ptxas_info") or j.get("message", ""))[:150]))
+        todo = [("v%d" % i, label, text) for i, (label, text) in enumerate(variants(tmpl, bound))]
+        if os.environ.get("COLRED_OLD"):
+            t_old = old_texts(opt, fam, dt, sizes, os.environ["COLRED_OLD"])
+            todo += [("o%d" % i, label, text) for i, (label, text) in
+                     enumerate(variants(t_old, bind_sizes(t_old, s["signature"])))]
+        if exps:
+            k = 0
+            for pre, spec in EXPERIMENTS.items():
+                if not name.startswith(pre):
+                    continue
+                for lab0, text0 in exp_texts(opt, fam, dt, sizes, spec):
+                    for label, text in variants(text0, bind_sizes(text0, s["signature"])):
+                        todo.append(("x%d" % k, "%s %s" % (label, lab0), text))
+                        k += 1
+        for tag, label, text in todo:
+            j = build(binp, os.path.join(stage, s["name"], tag), text, s["signature"])
+            print("colred_stage: %-26s %s %s %-40s %s %s" % (
+                name, s["name"], tag, label, "built" if j.get("ok") else "FAILED",
+                (j.get("ptxas_info") or j.get("message", ""))[:150]), flush=True)
             if j.get("ok"):
-                case["variants"]["v%d" % i] = label
+                case["variants"][tag] = label
         cases.append(case)
     json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)
 

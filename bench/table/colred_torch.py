@@ -1,27 +1,39 @@
 #!/usr/bin/env python3
-"""colred_torch.py STAGE OUT - on the GPU machine, after colred-device.sh's
-verify runs: times torch eager and torch.compile on every staged case of
-bench/table/colred_stage.py (the same reduction: x.sum(0), x.mean(0),
-x.amax(0), (x * x).sum(0), (x - y).sum(0), x.sum((0, 1)); the same sizes
-and element type; triton.testing.do_bench, median, L2 flushed) and a 1 GiB
-device copy for the bandwidth, and prints per case: verified variants, the
-fastest verified variant's time (llm-fuse-verify's candidate_ms), the
-default lowering's (reference_ms), eager, compile, ours/compile, GB/s
-(inputs + output once each) and % of the copy's GB/s. OUT/colred.json
-keeps everything."""
+"""colred_torch.py STAGE OUT [report] - on the GPU machine: times every staged
+variant of bench/table/colred_stage.py (the table's, v<k>, and the
+experimental candidates, x<k>) side by side with torch eager,
+torch.compile and a copy of the same bytes, in one process and with one
+method, bench/gpu/run.py's (its Timer: a 256 MiB memset before each call,
+CUDA events around it; time_variants: interleaved rounds, the median):
+the same method as the held-out run's torch_time.py. Our cubins are
+launched through libllm_fuse_rt (run.py's Runtime / launch_built), on
+the case's inputs, after a check against torch eager on NaN-poisoned
+outputs (run.py's compare, the verifier's tolerance); a variant that fails
+the check is not timed. The big cases (64 MiB or more) are timed a second
+time with a clean flush (a 256 MiB read instead of the memset, so the L2
+holds no dirty lines; COLRED_CLEAN=0 skips it). A 1 GiB device copy gives
+the bandwidth; the same-size copy moves the case's bytes (inputs + output,
+half read, half written).
+
+Prints per case: the fastest table variant and the fastest of all, eager,
+compile, ours/compile, % of the 1 GiB copy's GB/s and of the same-size
+copy's. OUT/colred.json keeps every variant's statistics, and
+OUT/verify/<sg>.<tag>.json, where colred-device.sh left them, are read for
+the verdicts (llm-fuse-verify); `report` merges them into OUT/colred.json
+again and prints the tables."""
 import json
-import math
 import os
 import sys
 import time
 
 import torch
-from triton.testing import do_bench
 
-from verdict_json import find  # noqa: E402  (beside this script)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
+from run import DT, Runtime, Timer, compare, launch_built, time_variants  # noqa: E402
 
-DT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 ELT = {"f32": 4, "bf16": 2, "f16": 2}
+BIG = 64 << 20
 
 
 def fn(fam):
@@ -36,80 +48,230 @@ def fn(fam):
     }[fam]
 
 
+class CleanTimer(Timer):
+    """Timer with a clean L2 flush: a 256 MiB read (the L2 ends full of
+    clean lines) instead of the memset (dirty lines, whose write-back the
+    next kernel's loads pay)."""
+
+    def __init__(self):
+        super().__init__()
+        self.src = torch.ones(self.flush.numel() // 4, device="cuda")
+        self.sink = torch.empty((), device="cuda")
+
+    def _flush(self):
+        torch.sum(self.src, dim=0, out=self.sink)
+
+    def once(self, f):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        self._flush()
+        a.record()
+        f()
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b)
+
+    def series(self, f, n):
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(n)]
+        for a, b in ev:
+            self._flush()
+            a.record()
+            f()
+            b.record()
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) for a, b in ev]
+
+
+def verdict(out, c, tag):
+    p = os.path.join(out, "verify", "%s.%s.json" % (c["sg"], tag))
+    try:
+        v = json.load(open(p))
+    except (OSError, ValueError):
+        return None
+    return bool(v.get("accepted")), (v.get("reason") or "")[:160]
+
+
+def merge_verdicts(res, cases, out):
+    for rec, c in zip(res["cases"], cases):
+        for tag, vr in rec["variants"].items():
+            v = verdict(out, c, tag)
+            if v is not None:
+                vr["verified"], vr["verify_reason"] = v
+
+
 def main():
     stage, out = sys.argv[1:3]
-    budget = float(os.environ.get("COLRED_COMPILE_BUDGET_S", "90"))
+    if sys.argv[3:] == ["report"]:  # after colred-device.sh's verify runs
+        res = json.load(open(os.path.join(out, "colred.json")))
+        merge_verdicts(res, json.load(open(os.path.join(stage, "cases.json"))), out)
+        json.dump(res, open(os.path.join(out, "colred.json"), "w"), indent=1)
+        report(res)
+        return
+    budget = float(os.environ.get("COLRED_BUDGET_MS", "20"))
+    compile_budget = float(os.environ.get("COLRED_COMPILE_BUDGET_S", "120"))
+    compile_spent = 0.0
+    clean_on = os.environ.get("COLRED_CLEAN", "1") == "1"
     cases = json.load(open(os.path.join(stage, "cases.json")))
-    print("device %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
-    n = 1 << 28  # 1 GiB of f32
-    a = torch.empty(n, device="cuda")
-    b = torch.empty_like(a)
-    copy_ms = do_bench(lambda: b.copy_(a), warmup=10, rep=50, return_mode="median")
-    copy_gbs = 2 * n * 4 / copy_ms / 1e6
-    del a, b
-    print("1 GiB device copy: %.4f ms, %.0f GB/s (read + write)" % (copy_ms, copy_gbs))
-    t_compile = 0.0
-    rows = []
-    for c in cases:
+    rt = Runtime(os.path.join(stage, "lib", "libllm_fuse_rt.so"))
+    timer = Timer()
+    res = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, cases=[],
+               started=time.strftime("%Y-%m-%d %H:%M:%S"))
+    n = 1 << 30
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    t = time_variants(timer, {"copy": lambda: dst.copy_(src)}, 200)["copy"]["median"]
+    res["copy_ms"], res["copy_GBps"] = t, 2 * n / (t * 1e-3) / 1e9
+    del src, dst
+    torch.cuda.empty_cache()
+    copy_bw = res["copy_GBps"]
+    print("device %s, torch %s; 1 GiB copy: %.4f ms, %.0f GB/s (read + write)" % (
+        res["device"], res["torch"], t, copy_bw), flush=True)
+    clean = CleanTimer() if clean_on else None
+
+    def save():
+        json.dump(res, open(os.path.join(out, "colred.json"), "w"), indent=1)
+
+    for i, c in enumerate(cases):
         fam, dt, sizes = c["family"], c["dtype"], c["sizes"]
-        shape = sizes if fam in ("colsum3", "colsum_bt") else sizes
-        g = torch.Generator(device="cuda").manual_seed(0)
-        nin = 2 if fam == "coldiff" else 1
-        xs = [torch.randn(*shape, device="cuda", generator=g).to(DT[dt]) for _ in range(nin)]
-        f = fn(fam)
-        y = f(*xs)
-        nbytes = sum(x.numel() for x in xs) * ELT[dt] + y.numel() * ELT[dt]
-        eager = do_bench(lambda: f(*xs), warmup=10, rep=50, return_mode="median")
-        comp = None
-        if t_compile < budget:
-            t0 = time.time()
+        rec = dict(case=c["case"], sg=c["sg"], entry=c["entry"], sizes=sizes, dtype=dt,
+                   variants={})
+        res["cases"].append(rec)
+        t0 = time.time()
+        try:
+            g = torch.Generator(device="cuda").manual_seed(1000 + i)
+            nin = 2 if fam == "coldiff" else 1
+            ins = [(torch.rand(*sizes, generator=g, device="cuda") * 2 - 1).to(DT[dt])
+                   for _ in range(nin)]
+            f = fn(fam)
+            ref = f(*ins)
+            outs = [torch.empty_like(ref)]
+            nbytes = sum(x.numel() for x in ins) * ELT[dt] + ref.numel() * ELT[dt]
+            rec["bytes"] = nbytes
+            runs = {"eager": lambda: f(*ins)}
+            tc = time.time()
             try:
-                cf = torch.compile(f)
-                cf(*xs)
-                comp = do_bench(lambda: cf(*xs), warmup=10, rep=50, return_mode="median")
-            except Exception as ex:  # a failure is the row's note
-                c["compile_error"] = str(ex)[:200]
-            t_compile += time.time() - t0
-        best, ver = None, {}
-        for tag, label in c["variants"].items():
-            p = os.path.join(out, "verify", "%s.%s.json" % (c["sg"], tag))
-            try:
-                v = json.load(open(p))
-            except Exception:
-                ver[tag] = dict(label=label, accepted=None, reason="no verify result")
-                continue
-            ms = find(v, "candidate_ms")
-            ver[tag] = dict(label=label, accepted=v.get("accepted"), reason=v.get("reason"), ms=ms,
-                            ref_ms=find(v, "reference_ms"))
-            if v.get("accepted") and ms and (best is None or ms < best[0]):
-                best = (ms, label, find(v, "reference_ms"))
-        c.update(bytes=nbytes, eager_ms=eager, compile_ms=comp, verify=ver,
-                 best=list(best) if best else None)
-        rows.append(c)
-        del xs, y
-        torch.cuda.empty_cache()
-    json.dump(dict(copy_ms=copy_ms, copy_gbs=copy_gbs, cases=rows),
-              open(os.path.join(out, "colred.json"), "w"), indent=1)
-    print("| case | verified | ours ms (variant) | default ms | eager ms | compile ms | "
-          "ours/compile | GB/s | % of copy |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for c in rows:
-        nv = len(c["verify"])
-        na = sum(1 for v in c["verify"].values() if v["accepted"])
-        b = c["best"]
-        comp = c["compile_ms"]
-        gbs = c["bytes"] / b[0] / 1e6 if b else None
-        print("| %s | %d/%d | %s | %s | %.4f | %s | %s | %s | %s |" % (
-            c["case"], na, nv, "%.4f (%s)" % (b[0], b[1]) if b else "-",
-            "%.4f" % b[2] if b and b[2] else "-", c["eager_ms"],
-            "%.4f" % comp if comp else "-",
-            "%.2f" % (b[0] / comp) if b and comp else "-",
-            "%.0f" % gbs if gbs else "-", "%.0f%%" % (100 * gbs / copy_gbs) if gbs else "-"))
-    for c in rows:
-        for tag, v in sorted(c["verify"].items()):
-            print("variant: %s %s %s accepted=%s ms=%s %s" % (
-                c["case"], tag, v["label"], v["accepted"], v.get("ms"),
-                "" if v["accepted"] else (v.get("reason") or "")[:160]))
+                if compile_spent > compile_budget:
+                    raise RuntimeError("compile budget spent")
+                # a fresh compile per case: the lambdas of one family share
+                # their code object, and dynamo would otherwise recompile
+                # the second shape with dynamic shapes
+                torch._dynamo.reset()
+                cf = torch.compile(f, dynamic=False)
+                cf(*ins)
+                runs["compile"] = lambda: cf(*ins)
+            except Exception as e:  # noqa: BLE001
+                rec["compile_error"] = str(e)[-300:]
+            compile_spent += time.time() - tc
+            half = max(nbytes // 2, 1)
+            cs = torch.empty(half, dtype=torch.uint8, device="cuda").random_()
+            cd = torch.empty_like(cs)
+            runs["copy"] = lambda: cd.copy_(cs)
+            for tag, label in c["variants"].items():
+                vr = rec["variants"][tag] = dict(label=label)
+                try:
+                    run = launch_built(rt, os.path.join(stage, c["sg"], tag), ins, outs)
+                    outs[0].fill_(float("nan"))
+                    run()
+                    torch.cuda.synchronize()
+                    rt.check(tag)
+                    ok, worst, bad = compare(outs[0], ref)
+                    run()  # the same bits again (no atomics)
+                    again = outs[0].clone()
+                    run()
+                    torch.cuda.synchronize()
+                    vr.update(check=ok, worst=worst, bad=bad,
+                              same_bits=bool(torch.equal(again.view(torch.uint8),
+                                                         outs[0].view(torch.uint8))))
+                    if ok:
+                        runs[tag] = run
+                except Exception as e:  # noqa: BLE001
+                    vr["error"] = str(e)[-300:]
+            ts = time_variants(timer, runs, budget)
+            for k, s in ts.items():
+                if k in rec["variants"]:
+                    rec["variants"][k]["ms"] = s["median"]
+                    rec["variants"][k]["stats"] = s
+                else:
+                    rec[k + "_ms"] = s["median"]
+            if clean is not None and nbytes >= BIG:
+                # the clean flush: compile, copy, and the five fastest of ours
+                mine = sorted([k for k in ts if k in rec["variants"]], key=lambda k: ts[k]["median"])
+                sel = {k: runs[k] for k in ["compile", "copy"] + mine[:5] if k in runs}
+                for k, s in time_variants(clean, sel, budget).items():
+                    if k in rec["variants"]:
+                        rec["variants"][k]["clean_ms"] = s["median"]
+                    else:
+                        rec[k + "_clean_ms"] = s["median"]
+            del cs, cd
+        except Exception as e:  # noqa: BLE001
+            import traceback
+            rec["error"] = traceback.format_exc()[-800:]
+        finally:
+            ins = outs = ref = runs = cf = None
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        rec["seconds"] = round(time.time() - t0, 1)
+        print("%s: %d variants, %.1f s" % (c["case"], len(c["variants"]), rec["seconds"]),
+              flush=True)
+        save()
+    merge_verdicts(res, cases, out)
+    save()
+    report(res)
+
+
+def best(rec, pick):
+    vs = [(v["ms"], k, v) for k, v in rec["variants"].items()
+          if v.get("ms") and v.get("check") and pick(k, v) and v.get("verified", True) is not False]
+    return min(vs) if vs else None
+
+
+def report(res):
+    bw = res["copy_GBps"]
+    print("\n1 GiB copy %.0f GB/s; ms medians (run.py Timer: memset flush, events)" % bw)
+    print("| case | MB | table best (variant) | before (o) | all best (variant) | eager | compile | "
+          "table/compile | best/compile | table % copy | same-size copy % | verified |")
+    print("|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
+    for rec in res["cases"]:
+        if "error" in rec:
+            print("| %s | error: %s |" % (rec["case"], rec["error"].splitlines()[-1][:100]))
+            continue
+        tb = best(rec, lambda k, v: k.startswith("v"))
+        ab = best(rec, lambda k, v: not k.startswith("o"))
+        ob = best(rec, lambda k, v: k.startswith("o"))
+        comp = rec.get("compile_ms")
+        mb = rec["bytes"] / 1e6
+        big = rec["bytes"] >= BIG
+
+        def pct(ms):
+            return "%.0f%%" % (100 * rec["bytes"] / ms / 1e6 / bw) if ms and big else "-"
+        nv = [v for k, v in rec["variants"].items() if k.startswith("v")]
+        ver = "%d/%d" % (sum(1 for v in nv if v.get("verified")), len(nv))
+        print("| %s | %.1f | %s | %s | %s | %.4f | %s | %s | %s | %s | %s | %s |" % (
+            rec["case"], mb, "%.4f (%s %s)" % (tb[0], tb[1], tb[2]["label"]) if tb else "-",
+            "%.4f" % ob[0] if ob else "-",
+            "%.4f (%s %s)" % (ab[0], ab[1], ab[2]["label"]) if ab else "-",
+            rec.get("eager_ms", 0), "%.4f" % comp if comp else "-",
+            "%.2f" % (tb[0] / comp) if tb and comp else "-",
+            "%.2f" % (ab[0] / comp) if ab and comp else "-",
+            pct(tb[0] if tb else None),
+            "%.0f%%" % (100 * rec["copy_ms"] / tb[0]) if tb and big else "-", ver))
+    print("\nclean flush (256 MiB read), big cases: compile / copy / our five fastest")
+    for rec in res["cases"]:
+        if rec.get("compile_clean_ms") or rec.get("copy_clean_ms"):
+            mine = sorted([(v["clean_ms"], k, v["label"], v["ms"]) for k, v in
+                           rec["variants"].items() if v.get("clean_ms")])
+            print("%s: compile %.4f copy %.4f | %s" % (
+                rec["case"], rec.get("compile_clean_ms", 0), rec.get("copy_clean_ms", 0),
+                "; ".join("%s %s %.4f (dirty %.4f)" % (k, lab, ms, d) for ms, k, lab, d in mine)))
+    print("\nevery variant (ms, dirty flush):")
+    for rec in res["cases"]:
+        for k, v in sorted(rec["variants"].items(), key=lambda kv: kv[1].get("ms") or 9):
+            print("variant %s %s %s ms=%s check=%s bits=%s verified=%s %s" % (
+                rec["case"], k, v["label"], "%.4f" % v["ms"] if v.get("ms") else "-",
+                v.get("check"), v.get("same_bits"), v.get("verified"),
+                v.get("error", "") or ("" if v.get("verified") is not False else
+                                       v.get("verify_reason", ""))))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,14 @@ kernels/table/skinny_any.py (gen_gemm.py's Emitter, operands, epilogues and
 module layout are reused; gen_gemm.py itself does not know this kind).
 
 * Exact f32: fma.rn.f32 only (no TF32), like gen_gemm.py's f32_simt.
+* 16-bit operands (kind "skinny16", session 26): A, W and C bf16 or f16
+  (all one type), W [K, N] only, one B operand or two (SwiGLU: both W
+  read in the same steps, two sets of accumulators, the epilogue on both
+  sums). W and A are read in 8-byte loads of 4 elements and extended to
+  f32 (arith.extf); the products accumulate in f32 FMAs as above and the
+  epilogue runs in f32, rounded once at the store: gen_gemm.py's
+  tensor-core kernels' arithmetic, so the verifier's 16-bit tolerances
+  judge it the same way. The f32 kernel text is unchanged.
 * A CTA owns NB output columns and MT rows (grid = N / NB column slabs x
   ceil(M / MT) row tiles, the row tile fastest, so that the CTAs sharing a
   W slab run together and all but the first read it from L2). Its 256
@@ -39,7 +47,7 @@ T = 256      # threads per CTA
 PAD = 4      # words of padding per staged A row (16-byte aligned rows)
 
 
-def _alt_shape(alt, bnk):
+def _alt_shape(alt, bnk, nb=1):
     MT, NB, U = alt["MT"], alt["NB"], alt["U"]
     NG = NB // 4                 # column groups of 4
     assert NB % 4 == 0 and T % NG == 0
@@ -52,17 +60,20 @@ def _alt_shape(alt, bnk):
         assert NG <= 32
         P = 8                    # one partial per warp
     a_bytes = MT * (KC + PAD) * 4
-    red_bytes = P * MT * NB * 4
+    red_bytes = P * nb * MT * NB * 4            # per B operand: a [P, MT, NB] block of partials
     return dict(MT=MT, NB=NB, U=U, NG=NG, KG=KG, KC=KC, P=P, a_bytes=a_bytes,
                 smem=a_bytes + red_bytes)
 
 
 def _body(em, gg, cfg, alt, ops, helper, smem_v):
     """one tiling's kernel body (no gpu.return)"""
-    A, W, C, bias, res = ops
+    A, Ws, C, bias, res = ops
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     bnk = bool(cfg.get("b_nk"))
-    sh = _alt_shape(alt, bnk)
+    nb = len(Ws)
+    wide = A.dt != "f32"         # 16-bit operands: 8-byte loads of 4 elements, extended to f32 (module doc)
+    v4in = "vector<4x%s>" % A.dt
+    sh = _alt_shape(alt, bnk, nb)
     MT, NB, U, NG, KG, KC, P = (sh[k] for k in ("MT", "NB", "U", "NG", "KG", "KC", "P"))
     WG = gg.WG
     v4 = "vector<4xf32>"
@@ -94,7 +105,7 @@ def _body(em, gg, cfg, alt, ops, helper, smem_v):
         part, writer = warp, em.div(lane, NG)
     ncol = em.add(n0, em.mul(cg, 4))
     sa_ty = gg.memref_ty([MT, KC + PAD], "f32", WG)
-    red_ty = gg.memref_ty([P, MT, NB], "f32", WG)
+    red_ty = gg.memref_ty([P, nb * MT, NB], "f32", WG)
     sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sa_ty), "sA")
     red = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(sh["a_bytes"]), WG, red_ty),
                 "red")
@@ -121,30 +132,40 @@ def _body(em, gg, cfg, alt, ops, helper, smem_v):
             okr = em.op("arith.andi %s, %s : i1" % (okr, inr), "okr")
         a_slots.append((r, kq, em.minu(grow, m_last), okr, MT * per_row % T != 0))
 
-    accs = [em.fresh("acc") for m in range(MT)]
+    NA = nb * MT                 # accumulators: operand b, row m at b * MT + m
+    accs = [em.fresh("acc") for m in range(NA)]
     res_name = em.fresh("accs")
     em.emit("%s:%d = scf.for %%ch = %s to %s step %s iter_args(%s) -> (%s) {" % (
-        res_name, MT, em.idx(0), nch_v, em.idx(1),
-        ", ".join("%s = %s" % (a, zero4) for a in accs), ", ".join([v4] * MT)))
+        res_name, NA, em.idx(0), nch_v, em.idx(1),
+        ", ".join("%s = %s" % (a, zero4) for a in accs), ", ".join([v4] * NA)))
     em.indent += 2
     c0 = em.op("arith.muli %%ch, %s : index" % em.idx(KC), "c0")
-    em.comment("W loads of this chunk first (they do not wait for A): %d steps x 4 x 16 bytes" % U)
+    em.comment("W loads of this chunk first (they do not wait for A): %d steps x 4 x %d bytes%s" % (
+        U, 8 if wide else 16, " x %d operands" % nb if nb > 1 else ""))
     steps = []
     for j in range(U):
         kloc = em.mul(em.add(kgi, j * KG), 4)
         kg_ = em.op("arith.addi %s, %s : index" % (c0, em.v(kloc)), "k")
         valid = em.op("arith.cmpi ult, %s, %s : index" % (kg_, k_n), "kv")
         kc = em.op("arith.minui %s, %s : index" % (kg_, k_last4), "kc")
-        raw = []
-        for r in range(4):
-            if bnk:
-                nn = em.add(ncol, r)
-                raw.append(em.op("vector.load %s : %s, %s" % (W.at(em.v(nn), kc), W.ty, v4), "w"))
-            else:
-                kk = em.op("arith.addi %s, %s : index" % (kc, em.idx(r)), "kr") if r else kc
-                raw.append(em.op("vector.load %s : %s, %s" % (W.at(kk, em.v(ncol)), W.ty, v4), "w"))
-        raw = [em.op("arith.select %s, %s, %s : %s" % (valid, x, zero4, v4), "w") for x in raw]
-        steps.append((kloc, raw))
+        kks = []
+        raws = []
+        for W in Ws:
+            raw = []
+            for r in range(4):
+                if bnk:
+                    nn = em.add(ncol, r)
+                    raw.append(em.op("vector.load %s : %s, %s" % (W.at(em.v(nn), kc), W.ty, v4), "w"))
+                else:
+                    if r and len(kks) < r:
+                        kks.append(em.op("arith.addi %s, %s : index" % (kc, em.idx(r)), "kr"))
+                    kk = kks[r - 1] if r else kc
+                    raw.append(em.op("vector.load %s : %s, %s" % (W.at(kk, em.v(ncol)), W.ty, v4in), "w"))
+            if wide:
+                raw = [em.op("arith.extf %s : %s to %s" % (x, v4in, v4), "wf") for x in raw]
+            raws.append(raw)
+        raws = [[em.op("arith.select %s, %s, %s : %s" % (valid, x, zero4, v4), "w") for x in raw] for raw in raws]
+        steps.append((kloc, raws))
     em.comment("stage A[m0 .. m0+%d, chunk] (zero past M and past K)" % (MT - 1))
     vals = []
     for (r, kq, grow, okr, partial) in a_slots:
@@ -152,7 +173,9 @@ def _body(em, gg, cfg, alt, ops, helper, smem_v):
         okk = em.op("arith.cmpi ult, %s, %s : index" % (kk, k_n), "oka")
         ok = em.op("arith.andi %s, %s : i1" % (okr, okk), "ok")
         kcl = em.op("arith.minui %s, %s : index" % (kk, k_last4), "kac")
-        x = em.op("vector.load %s : %s, %s" % (A.at(em.v(grow), kcl), A.ty, v4), "a")
+        x = em.op("vector.load %s : %s, %s" % (A.at(em.v(grow), kcl), A.ty, v4in), "a")
+        if wide:
+            x = em.op("arith.extf %s : %s to %s" % (x, v4in, v4), "af")
         vals.append((r, kq, em.op("arith.select %s, %s, %s : %s" % (ok, x, zero4, v4), "a"), partial, okr))
     em.emit("gpu.barrier")
     for (r, kq, x, partial, okr) in vals:
@@ -166,22 +189,27 @@ def _body(em, gg, cfg, alt, ops, helper, smem_v):
             em.emit(st)
     em.emit("gpu.barrier")
     cur = list(accs)
-    for kloc, raw in steps:
-        if bnk:
-            # raw[c] = W[n + c][k .. k+3]: w_kk = (raw[0][kk], .., raw[3][kk])
-            ws = []
-            for kk in range(4):
-                el = [em.op("vector.extract %s[%d] : f32 from %s" % (raw[c], kk, v4), "e") for c in range(4)]
-                ws.append(em.op("vector.from_elements %s : %s" % (", ".join(el), v4), "wt"))
-        else:
-            ws = raw
+    for kloc, raws in steps:
+        wss = []
+        for raw in raws:
+            if bnk:
+                # raw[c] = W[n + c][k .. k+3]: w_kk = (raw[0][kk], .., raw[3][kk])
+                ws = []
+                for kk in range(4):
+                    el = [em.op("vector.extract %s[%d] : f32 from %s" % (raw[c], kk, v4), "e") for c in range(4)]
+                    ws.append(em.op("vector.from_elements %s : %s" % (", ".join(el), v4), "wt"))
+            else:
+                ws = raw
+            wss.append(ws)
         for m in range(MT):
             a = em.op("vector.load %s[%s, %s] : %s, %s" % (sA, em.idx(m), em.v(kloc), sa_ty, v4), "as")
             for kk in range(4):
                 s = em.op("vector.extract %s[%d] : f32 from %s" % (a, kk, v4), "s")
                 b = em.op("vector.broadcast %s : f32 to %s" % (s, v4), "b")
-                cur[m] = em.op("vector.fma %s, %s, %s : %s" % (b, ws[kk], cur[m], v4), "f")
-    em.emit("scf.yield %s : %s" % (", ".join(cur), ", ".join([v4] * MT)))
+                for bi, ws in enumerate(wss):
+                    i = bi * MT + m
+                    cur[i] = em.op("vector.fma %s, %s, %s : %s" % (b, ws[kk], cur[i], v4), "f")
+    em.emit("scf.yield %s : %s" % (", ".join(cur), ", ".join([v4] * NA)))
     em.indent -= 2
     em.emit("}")
 
@@ -189,7 +217,7 @@ def _body(em, gg, cfg, alt, ops, helper, smem_v):
     offs = [16, 8, 4, 2, 1] if bnk else [o for o in (16, 8, 4, 2, 1) if o >= NG]
     width = em.const(32, "i32", "w32")
     tot = []
-    for m in range(MT):
+    for m in range(NA):
         v = "%s#%d" % (res_name, m)
         if offs:
             el = [em.op("vector.extract %s[%d] : f32 from %s" % (v, c, v4), "r") for c in range(4)]
@@ -204,7 +232,7 @@ def _body(em, gg, cfg, alt, ops, helper, smem_v):
     isw = em.op("arith.cmpi eq, %s, %s : index" % (em.v(writer), em.idx(0)), "isw")
     em.emit("scf.if %s {" % isw)
     em.indent += 2
-    for m in range(MT):
+    for m in range(NA):
         em.emit("vector.store %s, %s[%s, %s, %s] : %s, %s" % (
             tot[m], red, em.v(part), em.idx(m), em.v(em.mul(cg, 4)), red_ty, v4))
     em.indent -= 2
@@ -223,15 +251,20 @@ def _body(em, gg, cfg, alt, ops, helper, smem_v):
             ok = em.op("arith.andi %s, %s : i1" % (ok, inr), "ok")
         em.emit("scf.if %s {" % ok)
         em.indent += 2
-        s = None
-        for p in range(P):
-            x = em.op("vector.load %s[%s, %s, %s] : %s, %s" % (red, em.idx(p), em.v(r), em.v(c), red_ty, v4), "p")
-            s = x if s is None else em.op("arith.addf %s, %s : %s" % (s, x, v4), "p")
+        sums = []
+        for bi in range(nb):
+            rb = em.add(r, bi * MT) if bi else r
+            s = None
+            for p in range(P):
+                x = em.op("vector.load %s[%s, %s, %s] : %s, %s" % (red, em.idx(p), em.v(rb), em.v(c), red_ty, v4),
+                          "p")
+                s = x if s is None else em.op("arith.addf %s, %s : %s" % (s, x, v4), "p")
+            sums.append(s)
         col = em.add(n0, c)
         bv = bias.load(em, [col], 4, "bias") if bias else None
         rv = res.load(em, [row, col], 4, "res") if res else None
-        y = helper.call(em, [s], bv, rv)
-        em.emit("vector.store %s, %s : %s, %s" % (y, C.at(row, col), C.ty, v4))
+        y = helper.call(em, sums, bv, rv)
+        em.emit("vector.store %s, %s : %s, %s" % (y, C.at(row, col), C.ty, helper.out_ty))
         em.indent -= 2
         em.emit("}")
     return sh, gg.smul(gg.sdiv(N, NB) if gg.is_sym(N) else N // NB, gm)
@@ -247,7 +280,12 @@ def generate(cfg, gg, alts, admit=None):
     em = gg.Emitter()
     names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
     A, Bs, C, bias, res = gg.operands(em, cfg, ins, outs, names)
-    assert len(Bs) == 1 and A.dt == "f32" and Bs[0].dt == "f32" and C.dt == "f32", "f32_skinny: f32 only"
+    wide = A.dt != "f32"
+    if wide:   # 16-bit operands (kind skinny16): W [K, N]; one or two B operands (SwiGLU)
+        assert A.dt in ("bf16", "f16") and all(b.dt == A.dt for b in Bs) and C.dt == A.dt, "skinny16: one 16-bit type"
+        assert not cfg.get("b_nk") and len(Bs) in (1, 2), "skinny16: W [K, N], one or two B operands"
+    else:
+        assert len(Bs) == 1 and A.dt == "f32" and Bs[0].dt == "f32" and C.dt == "f32", "f32_skinny: f32 only"
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     for r in admit or []:
         em.require(r)
@@ -256,7 +294,7 @@ def generate(cfg, gg, alts, admit=None):
     else:
         assert K % 4 == 0
     bnk = bool(cfg.get("b_nk"))
-    helper = gg.EpilogueHelper(cfg, 4, 1, bias.dt if bias else None, res.dt if res else None, C.dt)
+    helper = gg.EpilogueHelper(cfg, 4, len(Bs), bias.dt if bias else None, res.dt if res else None, C.dt)
     smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % gg.WG, "smem")
     sel = em.sym_idx("ALT", "ALT")
     shapes, grids, reqs = [], [], []
@@ -273,7 +311,7 @@ def generate(cfg, gg, alts, admit=None):
             isi = em.op("arith.cmpi eq, %s, %s : index" % (sel, em.idx(i)), "alt")
             em.emit("scf.if %s {" % isi)
             em.indent += 2
-        sh, grid = _body(em, gg, cfg, alt, (A, Bs[0], C, bias, res), helper, smem_v)
+        sh, grid = _body(em, gg, cfg, alt, (A, Bs, C, bias, res), helper, smem_v)
         shapes.append((i, sh))
         grids.append((i, grid))
         if i < nalt - 1:
@@ -295,6 +333,9 @@ def generate(cfg, gg, alts, admit=None):
     smem = pick([(i, sh["smem"]) for i, sh in shapes])
     launch = dict(block=[T, 1, 1], grid=["{{%s}}" % grid, 1, 1], smem=0)
     header = [
+        ("skinny-M %s GEMM (%s operands, f32 FMA accumulation, one rounding at the store): each CTA owns NB "
+         "columns x MT rows, its %d threads split K in k-groups of 4 (W [K, N] read in 8-byte loads of 4 "
+         "columns%s)" % (A.dt, A.dt, T, ", both B operands" if len(Bs) > 1 else "")) if wide else
         "skinny-M f32 GEMM (exact f32 FMA): each CTA owns NB columns x MT rows, its %d threads split K in "
         "k-groups of 4 (W %s read in 16-byte loads along its contiguous dimension)" % (T, "[N, K]" if bnk else "[K, N]"),
         "alternatives (ALT): " + "; ".join("%d: MT=%d NB=%d U=%d%s" % (i, a["MT"], a["NB"], a["U"],

@@ -291,9 +291,13 @@ def row_prologue(e, g):
     return tid, row, cols
 
 
-def load_row(e, g, x, row, cols, hint="x"):
-    """All C vector loads first (all in flight), then widen to f32."""
-    raw = [e.op("vector.load %s[%s, %s] : %s, %s" % (x, row, c, g.mem, vty(g.V, g.et)),
+def load_row(e, g, x, row, cols, hint="x", nt=False):
+    """All C vector loads first (all in flight), then widen to f32. nt: the
+    loads are marked nontemporal, which the builder emits as evict-first
+    streaming loads (docs/kernel-contract.md, "Streaming loads"): for a row
+    read once, so that its lines do not evict other data from L2."""
+    attr = " {nontemporal = true}" if nt else ""
+    raw = [e.op("vector.load %s[%s, %s]%s : %s, %s" % (x, row, c, attr, g.mem, vty(g.V, g.et)),
                 hint + ("raw" if g.et != "f32" else "v"))
            for c in cols]
     if g.et == "f32":
@@ -522,7 +526,9 @@ def gen_rowreduce(p):
     e = p.get("_emitter") or Emitter(("x", "y"))
     tid, row, cols = row_prologue(e, g)
     red = red_ref(e) if g.nwarps > 1 else None
-    xs = load_row(e, g, "%x", row, cols)
+    # p["nt"]: streaming loads (the pattern table's entries, build.py): the
+    # row is read once
+    xs = load_row(e, g, "%x", row, cols, nt=bool(p.get("nt")))
     part = vsum(e, g, xs, kind=p["op"], hint="part")
     total = reduce_row(e, g, part, p["op"], red, 0, tid, "total")
     first = e.op("arith.cmpi eq, %s, %s : index" % (g.t, e.idx(0)), "t0")

@@ -22,8 +22,10 @@ yields. The forms are the batched products importers emit
 Which sizes are equal is part of the pattern key (docs/pattern-key.md): the
 self-attention scores (M = N = T), P V (M = K = T) and a square GEMM
 (M = N = K) are other keys than all-distinct sizes, so each form comes in
-the size patterns it is used with (SHAPES). A key not listed (e.g. B equal
-to K) has no template.
+the size patterns it is used with (SHAPES). So are unit dimensions (a 1
+stays in the key: M = 1, M = K = 1, M = N = 1) and T equal to the head size
+d (the scores and att @ v at T = d: M = N = K). A key not listed (e.g. B
+equal to K, or T equal to the head count) has no template.
 
 Kernels:
 
@@ -45,6 +47,21 @@ Kernels:
     the kernel is generated. f32 covers nn, nt/ntm (gen_gemm's b_nk: B
     staged N x K) and tmpv; bf16/f16 (mma.sync reads B [K, N] only) cover
     nn and tmpv. A size they refuse falls to the `gen` entry.
+
+  * `vec` (unit-dimension keys, entries *-5vec; session 26): M = 1 (a
+    decode step), M = K = 1 and M = N = 1 (the held-out T = 1 models) keep
+    their 1 in the pattern key; a GEMV-like kernel (vec_kernel) answers
+    them in every form and type.
+  * More tilings inside the fast entries (session 26, TILINGS and
+    ship_tilings; measured in bench/NOTES.md): 16-bit Q K^T ("mn" keys of
+    nt, ntm, nts) also time the mma.sync kernel with its C tile staged in
+    shared memory and stored in 16-byte rows ("sep", _SEP_EDITS); f32 nn
+    and tmpv the 64 x 64 split-2 SIMT tiling where N <= 128; the general
+    entries of f32 P V (nn-mk, tmpv-mk) time the general kernel with two
+    k-slices beside the plain one (gen_tilings). EXPLORE holds what
+    bench/table/bmm_stage.py can time besides (128 x 128 mma.sync, staged
+    C at 128 x 128, and wgmma with B [K, N] or, via _WG_NK_EDITS, [N, K]:
+    sm_90a only, so no all-arch entry offers it).
 
 Every kernel accumulates in f32 (a 16-bit IR's batch_matmul accumulates in
 16 bits; the verifier judges it against the opmath reference,
@@ -77,12 +94,17 @@ SHAPES = {
     "mn": (12, 200, 200, 72),      # M = N (self-attention scores)
     "mk": (12, 200, 72, 200),      # M = K (P V: [T, T] x [T, d])
     "mnk": (12, 200, 200, 200),    # M = N = K (a square GEMM)
+    # unit dimensions (a 1 stays in the key): the `vec` kernel
+    "m1": (12, 1, 136, 72),        # M = 1 (a decode step's Q K^T or P V; A^T B at T = 1)
+    "mk1": (12, 1, 136, 1),        # M = K = 1 (P V at T = 1: the held-out bmm_nn / torch att @ v)
+    "mn1": (12, 1, 1, 72),         # M = N = 1 (Q K^T at T = 1: one dot product per batch)
 }
+UNIT_KEYS = ("m1", "mk1", "mn1")
 FORM_SHAPES = {
-    "nn": ["any", "mk", "mnk"],
-    "nt": ["any", "mn", "mnk"],
-    "ntm": ["any", "mn"],
-    "tn": ["any", "mn", "mnk"],
+    "nn": ["any", "mk", "mnk", "m1", "mk1"],
+    "nt": ["any", "mn", "mnk", "m1", "mn1"],
+    "ntm": ["any", "mn", "mnk", "m1", "mn1"],
+    "tn": ["any", "mn", "mnk", "m1"],
 }
 
 
@@ -247,9 +269,17 @@ GEN_T = (GEN_BM // 4) * (GEN_BN // 4)   # 256 threads, 4 x 4 outputs each
 PAD = 4
 
 
-def gen_kernel(form, dt, sym, d=None, name="bmm"):
+def gen_kernel(form, dt, sym, d=None, name="bmm", parts=None, pf=False, ks=1):
     """The gpu.module text of the general kernel: sym maps the roles B, M,
-    N, K to their size symbols ("S0", ...)."""
+    N, K to their size symbols ("S0", ...). With parts (a dict), the
+    pieces gen_gemm.generate_alternatives() combines instead (the kernel as
+    one tiling alternative of a fast entry, _GenAlternative). pf: the
+    next k-tile's global loads are issued before this one's products (held
+    in registers, stored to shared memory at the top of the next
+    iteration), so that their latency hides behind the arithmetic. ks = 2:
+    two thread groups of 256 split the k-tiles (even, odd) and their 4 x 4
+    blocks are added in shared memory (group 0 + group 1) before the
+    epilogue (twice the warps per SM where the grid is small: P V)."""
     em = gen_gemm.Emitter()
     BM, BN, BK, T = GEN_BM, GEN_BN, GEN_BK, GEN_T
     TX = BN // 4
@@ -272,10 +302,17 @@ def gen_kernel(form, dt, sym, d=None, name="bmm"):
     sa_ty = "memref<%dx%dxf32, %s>" % (BK, LDA, WG)
     sb_ty = "memref<%dx%dxf32, %s>" % (BK, LDB, WG)
     smem = BK * (LDA + LDB) * 4
+    slice_bytes = smem
+    if ks > 1:
+        assert ks == 2
+        smem = max(2 * slice_bytes, T * 16 * 4)
 
     pid = em.op("gpu.block_id x", "pid")
     bz = em.op("gpu.block_id z", "bz")
     tid = em.op("gpu.thread_id x", "tid")
+    if ks > 1:
+        ksl = em.div(tid, T)        # the k-slice: k-tiles ksl, ksl + 2, ...
+        tid = em.rem(tid, T)
     gn_v = em.symc(gn)
     pid_m = em.div(pid, gn_v)
     pid_n = em.rem(pid, gn_v)
@@ -288,8 +325,14 @@ def gen_kernel(form, dt, sym, d=None, name="bmm"):
     zero = em.f32("0.000000e+00", "zero")
 
     smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
-    sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sa_ty), "sA")
-    sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(BK * LDA * 4), WG, sb_ty), "sB")
+    if ks > 1:
+        so = em.mul(ksl, slice_bytes)
+        sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, so, WG, sa_ty), "sA")
+        sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.add(so, BK * LDA * 4), WG, sb_ty),
+                   "sB")
+    else:
+        sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sa_ty), "sA")
+        sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(BK * LDA * 4), WG, sb_ty), "sB")
 
     def index(role, b, m, n, k):
         env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
@@ -341,26 +384,69 @@ def gen_kernel(form, dt, sym, d=None, name="bmm"):
     zacc = em.const("dense<0.000000e+00>", q_ty, "zero44")
     ra = em.mul(ty_, 4)
     cb = em.mul(tx, 4)
-    kt_v = em.symc(kt)
+    kt_v = em.symc(kt if ks == 1 else "(%s + 1) / 2" % kt)
     res = em.fresh("acc")
-    em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (%s) {" % (
-        res, em.idx(0), kt_v, em.idx(1), zacc, q_ty))
-    em.indent += 2
-    k0 = em.mul("%kt", BK)
-    av = load("a", a_plan, k0)
-    bv = load("b", b_plan, k0)
-    em.emit("gpu.barrier")
-    store(sA, sa_ty, a_plan, av)
-    store(sB, sb_ty, b_plan, bv)
-    em.emit("gpu.barrier")
+    if pf:
+        pv = load("a", a_plan, 0) + load("b", b_plan, 0)
+        names_pf = ["%%pf%d" % i for i in range(len(pv))]
+        em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s, %s) -> (%s) {" % (
+            res, 1 + len(pv), em.idx(0), kt_v, em.idx(1), zacc,
+            ", ".join("%s = %s" % (n_, v_) for n_, v_ in zip(names_pf, pv)), ", ".join([q_ty] + ["f32"] * len(pv))))
+        em.indent += 2
+        av, bv = names_pf[:len(a_plan)], names_pf[len(a_plan):]
+        em.emit("gpu.barrier")
+        store(sA, sa_ty, a_plan, av)
+        store(sB, sb_ty, b_plan, bv)
+        em.emit("gpu.barrier")
+        k1 = em.mul(em.add("%kt", 1), BK)   # past K on the last k-tile: clamped, zero
+        nxt = load("a", a_plan, k1) + load("b", b_plan, k1)
+    else:
+        em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (%s) {" % (
+            res, em.idx(0), kt_v, em.idx(1), zacc, q_ty))
+        em.indent += 2
+        k0 = em.mul("%kt", BK) if ks == 1 else em.mul(em.add(em.mul("%kt", 2), ksl), BK)
+        av = load("a", a_plan, k0)
+        bv = load("b", b_plan, k0)
+        em.emit("gpu.barrier")
+        store(sA, sa_ty, a_plan, av)
+        store(sB, sb_ty, b_plan, bv)
+        em.emit("gpu.barrier")
     acc = "%acc"
     for k in range(BK):
         a4 = em.op("vector.load %s[%s, %s] : %s, %s" % (sA, em.idx(k), em.v(ra), sa_ty, v4), "a")
         b4 = em.op("vector.load %s[%s, %s] : %s, %s" % (sB, em.idx(k), em.v(cb), sb_ty, v4), "b")
         acc = em.op("vector.outerproduct %s, %s, %s {kind = #vector.kind<add>} : %s, %s" % (a4, b4, acc, v4, v4), "acc")
-    em.emit("scf.yield %s : %s" % (acc, q_ty))
+    if pf:
+        em.emit("scf.yield %s, %s : %s" % (acc, ", ".join(nxt), ", ".join([q_ty] + ["f32"] * len(nxt))))
+        res = res + "#0"
+    else:
+        em.emit("scf.yield %s : %s" % (acc, q_ty))
     em.indent -= 2
     em.emit("}")
+    if ks > 1:
+        em.comment("k-slice 1's 4 x 4 blocks to shared memory, added to slice 0's (in that order)")
+        red_ty = "memref<%dx16xf32, %s>" % (T, WG)
+        em.emit("gpu.barrier")
+        red = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, red_ty), "red")
+        s1 = em.op("arith.cmpi eq, %s, %s : index" % (ksl, em.idx(1)), "s1")
+        em.emit("scf.if %s {" % s1)
+        em.indent += 2
+        for i in range(4):
+            r_ = em.op("vector.extract %s[%d] : %s from %s" % (res, i, v4, q_ty), "r")
+            em.emit("vector.store %s, %s[%s, %s] : %s, %s" % (r_, red, tid, em.idx(4 * i), red_ty, v4))
+        em.indent -= 2
+        em.emit("}")
+        em.emit("gpu.barrier")
+        s0 = em.op("arith.cmpi eq, %s, %s : index" % (ksl, em.idx(0)), "s0")
+        em.emit("scf.if %s {" % s0)
+        em.indent += 2
+        tot = zacc
+        for i in range(4):
+            r_ = em.op("vector.extract %s[%d] : %s from %s" % (res, i, v4, q_ty), "r")
+            o_ = em.op("vector.load %s[%s, %s] : %s, %s" % (red, tid, em.idx(4 * i), red_ty, v4), "o")
+            tot = em.op("vector.insert %s, %s [%d] : %s into %s" % (
+                em.op("arith.addf %s, %s : %s" % (r_, o_, v4), "r"), tot, i, v4, q_ty), "r")
+        res = tot
 
     if ep != "none":
         sc = em.f32(scale, "scale")
@@ -391,8 +477,19 @@ def gen_kernel(form, dt, sym, d=None, name="bmm"):
             em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], index("c", bz, row, col, None), ty["c"]))
             em.indent -= 2
             em.emit("}")
+    if ks > 1:
+        em.indent -= 2
+        em.emit("}")
     em.emit("gpu.return")
 
+    if parts is not None:
+        parts.update(em=em, launch=dict(block=[T * ks, 1, 1], grid=["{{%s * %s}}" % (gen_gemm.par(gm), gen_gemm.par(gn)),
+                                                                1, 1], smem=smem),
+                     header=["bmm_any.py general SIMT kernel: CTA %d x %d x %d, %d threads of 4 x 4 f32 outputs%s, "
+                             "A^T and B staged f32 in shared memory, every size masked" % (
+                                 BM, BN, BK, T, " x %d k-slices" % ks if ks > 1 else "")],
+                     helpers=[])
+        return None
     free = sorted(set(sym.values()), key=lambda s: int(s[1:]))
     lines = ["gpu.module @kernels {"]
     lines.append("  // Pattern-table template: kernels/table/bmm_any.py %s %s (general SIMT kernel): C[b] = A[b] @ B[b]"
@@ -415,6 +512,176 @@ def gen_kernel(form, dt, sym, d=None, name="bmm"):
     lines.append("                  known_grid_size = array<i32: {{%s * %s}}, 1, {{%s}}>," % (
         gen_gemm.par(gm), gen_gemm.par(gn), Bs))
     lines.append("                  llm_fuse.dynamic_shared_memory = %d : i32} {" % smem)
+    lines += em.body(4)
+    lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- The unit-dimension kernel (`vec`) ---------------------------------------
+#
+# A size pattern with a unit dimension (M = 1: a decode step's Q K^T or P V;
+# the held-out T = 1 models: M = K = 1, M = N = 1) is its own key: the 1
+# stays in the key (docs/pattern-key.md, item 1). A 64 x 64 tile would leave
+# 63 of 64 rows idle there, so these keys get a GEMV-like kernel: a CTA of
+# VEC_W warps x 32 lanes owns 32 consecutive outputs (m, n) of one batch
+# (row-major over M x N, so lanes run along n: B [K, N] and C are read and
+# written coalesced); warp w sums k = w, w + VEC_W, ... (VEC_U loads in
+# flight per thread), and the VEC_W partial sums meet in shared memory and
+# are added in warp order (deterministic). Every size is masked, any size is
+# admitted (B <= 65535).
+
+VEC_W, VEC_U = 16, 8
+
+
+def _dim(sym, r):
+    """a role's size: the int 1 (a unit dimension, literal in the key) or
+    its symbol"""
+    return 1 if sym[r] == 1 else sym[r]
+
+
+def vec_kernel(form, dt, sym, d=None, name="bmm"):
+    """The gpu.module text of the unit-dimension kernel: sym maps B, M, N,
+    K to their symbols ("S0", ...) or to 1."""
+    em = gen_gemm.Emitter()
+    W, U = VEC_W, VEC_U
+    T = 32 * W
+    args = form_args(form)
+    ep, scale = form_epilogue(form, d)
+    Bs = sym["B"]
+    Ms, Ns, Ks = _dim(sym, "M"), _dim(sym, "N"), _dim(sym, "K")
+    em.require("%s <= 65535" % Bs)
+
+    def txt(s):
+        return "{{%s}}" % s if isinstance(s, str) else str(s)
+
+    def size_v(s):
+        return em.symc(s) if isinstance(s, str) else s
+
+    names = ["%%arg%d" % i for i in range(len(args))]
+    ty = {}
+    for (role, shape, _), nm in zip(args, names):
+        et = "i1" if role == "mask" else dt
+        ty[role] = "memref<%sx%s>" % ("x".join(txt(sym[s]) if isinstance(s, str) else str(s) for s in shape), et)
+    arg = {role: nm for (role, _, _), nm in zip(args, names)}
+    idx_of = {role: ix for role, _, ix in args}
+    mn = [s for s in (Ms, Ns) if isinstance(s, str)]
+    mn_e = " * ".join(mn) if mn else "1"          # M * N (the outputs per batch)
+    gx = "(%s + 31) / 32" % mn_e if mn else "1"
+
+    def index(role, b, m, n, k):
+        env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
+        return ", ".join(em.v(env[x]) for x in idx_of[role])
+
+    pid = em.op("gpu.block_id x", "pid")
+    bz = em.op("gpu.block_id z", "bz")
+    tid = em.op("gpu.thread_id x", "tid")
+    lane = em.rem(tid, 32)
+    w = em.div(tid, 32)
+    o = em.add(em.mul(pid, 32), lane)
+    zero = em.f32("0.000000e+00", "zero")
+    if mn:
+        MN = em.symc(mn_e)
+        MN1 = em.symc("%s - 1" % mn_e)
+        ok_o = em.op("arith.cmpi ult, %s, %s : index" % (o, MN), "oko")
+        oc = em.minu(o, MN1)
+    else:
+        ok_o = em.op("arith.cmpi ult, %s, %s : index" % (o, em.idx(1)), "oko")
+        oc = 0
+    em.comment("output (m, n) = (o / N, o %% N) of o = 32 * pid + lane (clamped; stored where o < M * N)")
+    if Ms == 1:
+        m, n = 0, oc
+    elif Ns == 1:
+        m, n = oc, 0
+    else:
+        Nv = em.symc(Ns)
+        m, n = em.div(oc, Nv), em.rem(oc, Nv)
+
+    def load(role, k):
+        ix = index(role, bz, m, n, k)
+        x = em.op("memref.load %s[%s] : %s" % (arg[role], ix, ty[role]), "g")
+        if dt != "f32":
+            x = em.op("arith.extf %s : %s to f32" % (x, dt), "g")
+        return x
+
+    if Ks == 1:
+        em.comment("K = 1: warp 0 multiplies, the other warps add zero")
+        p = em.op("arith.mulf %s, %s : f32" % (load("a", 0), load("b", 0)), "p")
+        w0 = em.op("arith.cmpi eq, %s, %s : index" % (w, em.idx(0)), "w0")
+        res = em.op("arith.select %s, %s, %s : f32" % (w0, p, zero), "acc")
+    else:
+        Kv, K1 = em.symc(Ks), em.symc("%s - 1" % Ks)
+        kt_v = em.symc("(%s + %d) / %d" % (Ks, W * U - 1, W * U))
+        em.comment("warp w: k = %d * kt + %d * u + w (u < %d), clamped; zero past K" % (W * U, W, U))
+        res = em.fresh("acc")
+        em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (f32) {" % (
+            res, em.idx(0), kt_v, em.idx(1), zero))
+        em.indent += 2
+        k0 = em.add(em.mul("%kt", W * U), w)
+        prods = []
+        for u in range(U):
+            k = em.add(k0, W * u)
+            okk = em.op("arith.cmpi ult, %s, %s : index" % (k, Kv), "okk")
+            kc = em.minu(k, K1)
+            p = em.op("arith.mulf %s, %s : f32" % (load("a", kc), load("b", kc)), "p")
+            prods.append(em.op("arith.select %s, %s, %s : f32" % (okk, p, zero), "p"))
+        acc = "%acc"
+        for p in prods:
+            acc = em.op("arith.addf %s, %s : f32" % (acc, p), "acc")
+        em.emit("scf.yield %s : f32" % acc)
+        em.indent -= 2
+        em.emit("}")
+
+    red_ty = "memref<%dx32xf32, %s>" % (W, WG)
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    red = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, red_ty), "red")
+    em.emit("memref.store %s, %s[%s, %s] : %s" % (res, red, w, lane, red_ty))
+    em.emit("gpu.barrier")
+    is0 = em.op("arith.cmpi eq, %s, %s : index" % (w, em.idx(0)), "w0")
+    ok = em.op("arith.andi %s, %s : i1" % (is0, ok_o), "ok")
+    em.emit("scf.if %s {" % ok)
+    em.indent += 2
+    x = em.op("memref.load %s[%s, %s] : %s" % (red, em.idx(0), lane, red_ty), "s")
+    for s in range(1, W):
+        y = em.op("memref.load %s[%s, %s] : %s" % (red, em.idx(s), lane, red_ty), "s")
+        x = em.op("arith.addf %s, %s : f32" % (x, y), "s")
+    if ep != "none":
+        sc = em.f32(scale, "scale")
+        if dt != "f32":   # the IR's constant is the 16-bit one: widen it
+            sc16 = em.const(scale, dt, "scale16")
+            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
+        x = em.op("arith.mulf %s, %s : f32" % (x, sc), "y")
+    if ep == "scale_mask":
+        ninf = em.f32("0xFF800000", "ninf")
+        mk = em.op("memref.load %s[%s] : %s" % (arg["mask"], index("mask", bz, m, n, None), ty["mask"]), "mk")
+        x = em.op("arith.select %s, %s, %s : f32" % (mk, ninf, x), "y")
+    if dt != "f32":
+        x = em.op("arith.truncf %s : f32 to %s" % (x, dt), "y")
+    em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], index("c", bz, m, n, None), ty["c"]))
+    em.indent -= 2
+    em.emit("}")
+    em.emit("gpu.return")
+
+    free = sorted(set(s for s in sym.values() if isinstance(s, str)), key=lambda s: int(s[1:]))
+    lines = ["gpu.module @kernels {"]
+    lines.append("  // Pattern-table template: kernels/table/bmm_any.py %s %s (unit-dimension kernel): C[b] = A[b] @ B[b]"
+                 % (form, dt))
+    lines.append("  // with B = %s, M = %s, N = %s, K = %s (a 1 is a unit dimension of the key), every size masked." % (
+        Bs, Ms, Ns, Ks))
+    lines.append("  // CTA %d warps x 32 lanes: lane = one of 32 consecutive outputs (m, n), warp w sums k = w mod %d"
+                 % (W, W))
+    lines.append("  // (%d loads in flight), partials added in warp order through shared memory; grid (ceil(M*N/32), 1, B),"
+                 % U)
+    lines.append("  // f32 accumulation, one rounding at the store.")
+    lines += ["  // llm-fuse.template-size %s" % s for s in free]
+    for r in em.reqs:
+        lines.append("  // llm-fuse.tune-require %s" % r)
+    sig = ", ".join("%s: %s" % (nm, ty[role]) for (role, _, _), nm in zip(args, names))
+    lines.append("  gpu.func @%s(%s) kernel" % (name, sig))
+    lines.append("      attributes {known_block_size = array<i32: %d, 1, 1>," % T)
+    lines.append("                  known_grid_size = array<i32: %s, 1, {{%s}}>," % (
+        "{{%s}}" % gx if mn else "1", Bs))
+    lines.append("                  llm_fuse.dynamic_shared_memory = %d : i32} {" % (W * 32 * 4))
     lines += em.body(4)
     lines.append("  }")
     lines.append("}")
@@ -552,6 +819,214 @@ def mma_nk_generator():
     return _MMA_NK[0]
 
 
+# ---- wgmma with B stored [N, K] (the 16-bit Q K^T on sm_90a) -----------------
+#
+# gen_gemm.py's bf16_wgmma kernel stages B [K, N] MN-major (128-byte
+# swizzle, 64-column atoms) and sets wgmma's B-transpose bit. B stored
+# [N, K] is K-major, the layout wgmma takes without transposition: the tile
+# is staged [BN rows][64 k] exactly like A (16-byte chunk c of row r at
+# c ^ (r % 8), 8-row atoms of 1024 B: A's descriptor constants), the k16
+# step starts 32 B into the rows, a WGN-column sub-tile WGN * 128 B in, and
+# the instruction reads B `<col>`. Made from gen_gemm.gen_bf16_wgmma's own
+# source by the edits below (gen_gemm.py is not edited; where an edit does
+# not apply, no entry offers the variant, with a warning).
+_WG_NK_EDITS = [
+    ("""    b_copies = []
+    for i in range(BK * BN // 8 // T):
+        q = em.add(tid, i * T)
+        k = em.div(q, BN // 8)
+        cc = em.rem(q, BN // 8)
+        dst = em.add(em.add(em.mul(em.div(cc, 8), BK * 64), em.mul(k, 64)),
+                     em.mul(em.xor(em.rem(cc, 8), em.band(k, 7)), 8))
+        b_copies.append((dst, k, em.add(n0, em.mul(cc, 8))))
+""", """    b_copies = []
+    for i in range(BN * 8 // T):
+        q = em.add(tid, i * T)
+        r = em.div(q, 8)
+        c = em.rem(q, 8)
+        dst = em.add(em.mul(r, 64), em.mul(em.xor(c, em.band(r, 7)), 8))
+        b_copies.append((dst, em.add(n0, r), em.mul(c, 8)))
+"""),
+    ("""            for (dst, k, gcol) in b_copies:
+                toks.append(em.op("nvgpu.device_async_copy %s, %s[%s], 8%s {bypassL1} : %s to %s" % (
+                    Bs[j].at(em.v(em.add(k0, k)), em.v(gcol)),""",
+     """            for (dst, grow, gcol) in b_copies:
+                toks.append(em.op("nvgpu.device_async_copy %s, %s[%s], 8%s {bypassL1} : %s to %s" % (
+                    Bs[j].at(em.v(grow), em.v(em.add(k0, gcol))),"""),
+    ("""                db = desc(em.add(b_base[j], kk * 2048 + sub * (WGN // 64) * BK * 128), k_hi_b)""",
+     """                db = desc(em.add(b_base[j], kk * 32 + sub * WGN * 128), k_hi_a)"""),
+    ("""B [<%s>, #nvvm.wgmma_scale_in<one>, <row>] : %s -> %s") % (""",
+     """B [<%s>, #nvvm.wgmma_scale_in<one>, <col>] : %s -> %s") % ("""),
+]
+# K masked too (any K multiple of 8: the head sizes 64, 96, 128 alike): every
+# copy's k index is clamped into [0, K - 8] and its source size is 0 (a
+# zero-fill) at or past K, so k-tiles past the end (the prologue's, when K
+# has fewer than S - 2 k-tiles) read zeros.
+_WG_NK_EDITS += [
+    ("""        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK, S - 2)""",
+     """        gm, gn, KT = _wg_nk_sizes(em, M, N, K, BM, BN, BK)"""),
+    ("""    def issue_loads(kt_load, stage, valid):
+        if valid is None:""", """    k_n = em.v(sval(em, K))
+    k_last8 = sval(em, "%s - 8" % K if is_sym(K) else K - 8)
+
+    def size(kidx, valid):
+        ok = em.op("arith.cmpi ult, %s, %s : index" % (em.v(kidx), k_n), "kin")
+        if valid is not None:
+            ok = em.op("arith.andi %s, %s : i1" % (ok, valid), "kin")
+        return em.op("arith.select %s, %s, %s : index" % (ok, em.idx(8), em.idx(0)), "n")
+
+    def issue_loads(kt_load, stage, valid):
+        k0 = em.mul(kt_load, BK)
+        toks = []
+        ao = em.mul(stage, a_bytes // 2)
+        for (dst, grow, gcol) in a_copies:
+            kc = em.add(k0, gcol)
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s], 8, %s {bypassL1} : %s to %s" % (
+                A.at(em.v(grow), em.v(em.minu(kc, k_last8))), sflat, em.v(em.add(ao, dst)), size(kc, valid),
+                A.ty, sm_ty), "cp"))
+        for j in range(nb):
+            bo = em.add(S * a_bytes // 2 + j * S * b_bytes // 2, em.mul(stage, b_bytes // 2))
+            for (dst, grow, gcol) in b_copies:
+                kc = em.add(k0, gcol)
+                toks.append(em.op("nvgpu.device_async_copy %s, %s[%s], 8, %s {bypassL1} : %s to %s" % (
+                    Bs[j].at(em.v(grow), em.v(em.minu(kc, k_last8))), sflat, em.v(em.add(bo, dst)),
+                    size(kc, valid), Bs[j].ty, sm_ty), "cp"))
+        return em.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+
+    def issue_loads_unmasked(kt_load, stage, valid):
+        if valid is None:"""),
+]
+_WG_NK = []
+
+
+def _wg_nk_sizes(em, M, N, K, BM, BN, BK):
+    """(row tiles, column tiles, k-tiles) of the [N, K] wgmma variant: M
+    masked, N a multiple of BN, K a multiple of 8 (masked)"""
+    gen_gemm.sizes_and_requirements(em, M, N, K, BM, BN, 8, 1)   # N % BN, K % 8 (K >= 8)
+    return gen_gemm.scdiv(M, BM), gen_gemm.sdiv(N, BN), gen_gemm.scdiv(K, BK)
+
+
+def wgmma_nk_generator():
+    """gen_gemm.gen_bf16_wgmma with B read [N, K] (None, and a warning,
+    where an edit does not apply)"""
+    if _WG_NK:
+        return _WG_NK[0]
+    import inspect
+    import textwrap
+    src = textwrap.dedent(inspect.getsource(gen_gemm.gen_bf16_wgmma))
+    for old, new in _WG_NK_EDITS:
+        if src.count(old) != 1:
+            print("bmm_any.py: gen_gemm.gen_bf16_wgmma changed (%r does not apply once); no 16-bit B [N, K] "
+                  "wgmma variant" % old.strip()[:60], file=sys.stderr)
+            _WG_NK.append(None)
+            return None
+        src = src.replace(old, new)
+    src = src.replace("def gen_bf16_wgmma(", "def gen_bf16_wgmma_nk(", 1)
+    ns = dict(vars(gen_gemm))
+    ns["_wg_nk_sizes"] = _wg_nk_sizes
+    exec(compile(src, "<bmm_any: gen_bf16_wgmma with B [N, K]>", "exec"), ns)
+    _WG_NK.append(ns["gen_bf16_wgmma_nk"])
+    return _WG_NK[0]
+
+
+# ---- mma.sync with the C tile staged in shared memory ------------------------
+#
+# gen_gemm.py's fragment epilogue stores each thread's bf16 pairs straight
+# from the accumulators: 4-byte stores, eight rows per warp instruction, 16
+# bytes per row. Where the output dominates (Q K^T at T = 2048: 134 MB of
+# scores from 17 MB of operands) that ran at about 1 TB/s (session 25: 0.134
+# ms against cuBLAS's 0.049). This variant ends the kernel by writing the
+# epilogue's 16-bit values into a padded [BM][BN + 8] tile in shared memory
+# (the pipeline's, free after the last k-tile; 4-byte stores, conflict-free:
+# row stride 36 words), then stores the tile row by row with 16-byte vector
+# stores (consecutive threads, consecutive chunks; rows past M and column
+# chunks past N skipped; N is a multiple of 8). Made by one more edit of
+# gen_gemm.gen_bf16_mma's source (plain or with B [N, K]).
+_SEP_EDITS = [
+    ("""    fragment_epilogue(em, helper, C, bias, res, nb, row_base, [16 * mi for mi in range(MI)],
+                      col_base, [8 * ni for ni in range(NI)], pair,
+                      m_bound=sval(em, M) if masked else None,
+                      n_bound=sval(em, N) if nk else None)""",
+     """    _smem_epilogue(em, cfg, C, smem_v, tid, m0, n0, wm0, wn0, lane, BM, BN, T, MI, NI, pair, M, N, masked, nk,
+                   C.dt)"""),
+]
+
+
+def _smem_epilogue(em, cfg, C, smem_v, tid, m0, n0, wm0, wn0, lane, BM, BN, T, MI, NI, pair, M, N, masked, nk, dt):
+    assert cfg["epilogue"].startswith("bmm_") and len(cfg["b"]) == 1
+    epfn = gen_gemm.EPILOGUES[cfg["epilogue"]][0]
+    LD = BN + 8
+    sc_ty = gen_gemm.memref_ty([BM, LD], dt, WG)
+    em.comment("C tile staged in shared memory [%d][%d + 8] (%s), then 16-byte row stores" % (BM, BN, dt))
+    em.emit("gpu.barrier")
+    sC = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sc_ty), "sC")
+    g = em.shr(lane, 2)
+    t2 = em.mul(em.band(lane, 3), 2)
+    for mi in range(MI):
+        for ni in range(NI):
+            for h in range(2):
+                r = em.add(em.add(wm0, g), 16 * mi + 8 * h)
+                c = em.add(em.add(wn0, t2), 8 * ni)
+                y = epfn(em, "vector<2xf32>", [pair(0, mi, ni, h)], None, None)
+                yb = em.op("arith.truncf %s : vector<2xf32> to vector<2x%s>" % (y, dt), "o")
+                em.emit("vector.store %s, %s[%s, %s] : %s, vector<2x%s>" % (yb, sC, em.v(r), em.v(c), sc_ty, dt))
+    em.emit("gpu.barrier")
+    cpr = BN // 8
+    assert (BM * cpr) % T == 0
+    m_n = em.v(gen_gemm.sval(em, M))
+    n_n = em.v(gen_gemm.sval(em, N))
+    for i in range(BM * cpr // T):
+        q = em.add(tid, i * T)
+        r = em.div(q, cpr)
+        c = em.mul(em.rem(q, cpr), 8)
+        v = em.op("vector.load %s[%s, %s] : %s, vector<8x%s>" % (sC, em.v(r), em.v(c), sc_ty, dt), "o")
+        grow = em.add(m0, r)
+        gcol = em.add(n0, c)
+        conds = []
+        if masked:
+            conds.append(em.op("arith.cmpi ult, %s, %s : index" % (em.v(grow), m_n), "okr"))
+        if nk:
+            conds.append(em.op("arith.cmpi ult, %s, %s : index" % (em.v(gcol), n_n), "okc"))
+        st = "vector.store %s, %s : %s, vector<8x%s>" % (v, C.at(em.v(grow), em.v(gcol)), C.ty, dt)
+        if conds:
+            ok = conds[0] if len(conds) == 1 else em.op("arith.andi %s, %s : i1" % tuple(conds), "ok")
+            em.emit("scf.if %s {" % ok)
+            em.indent += 2
+            em.emit(st)
+            em.indent -= 2
+            em.emit("}")
+        else:
+            em.emit(st)
+
+
+_MMA_GEN = {}
+
+
+def mma_generator(nk, sep):
+    """gen_gemm.gen_bf16_mma, with B read [N, K] (nk) and/or the C tile
+    staged in shared memory (sep); None (and a warning) where an edit does
+    not apply"""
+    key = (nk, sep)
+    if key in _MMA_GEN:
+        return _MMA_GEN[key]
+    import inspect
+    import textwrap
+    src = textwrap.dedent(inspect.getsource(gen_gemm.gen_bf16_mma))
+    for old, new in (_NK_EDITS if nk else []) + (_SEP_EDITS if sep else []):
+        if src.count(old) != 1:
+            print("bmm_any.py: gen_gemm.gen_bf16_mma changed (%r does not apply once); no such mma variant"
+                  % old.strip()[:60], file=sys.stderr)
+            _MMA_GEN[key] = None
+            return None
+        src = src.replace(old, new)
+    src = src.replace("def gen_bf16_mma(", "def gen_bf16_mma_v(", 1)
+    ns = dict(vars(gen_gemm))
+    ns["_smem_epilogue"] = _smem_epilogue
+    exec(compile(src, "<bmm_any: gen_bf16_mma variant nk=%s sep=%s>" % key, "exec"), ns)
+    _MMA_GEN[key] = ns["gen_bf16_mma_v"]
+    return _MMA_GEN[key]
+
+
 class _NkGenerate:
     """While active, gen_gemm.generate sends a bf16_mma config with b_nk to
     the variant above (generate_alternatives calls gen_gemm.generate)."""
@@ -561,11 +1036,58 @@ class _NkGenerate:
         saved, nkgen = self.saved, mma_nk_generator()
 
         def generate(cfg):
+            if cfg.get("smem_ep") and cfg["kind"] == "bf16_mma":
+                cfg.setdefault("assumptions", ["B stored [N, K], read by ldmatrix without .trans" if cfg.get("b_nk")
+                                               else "B stored [K, N]",
+                                               "C tile staged in shared memory, stored in 16-byte rows",
+                                               "buffers 16-byte aligned (contract guarantee)"])
+                return mma_generator(bool(cfg.get("b_nk")), True)(cfg)
             if cfg.get("b_nk") and cfg["kind"] == "bf16_mma":
                 cfg.setdefault("assumptions", ["B stored [N, K], read by ldmatrix without .trans",
                                                "buffers 16-byte aligned (contract guarantee)"])
                 return nkgen(cfg)
+            if cfg.get("b_nk") and cfg["kind"] == "bf16_wgmma":
+                cfg.setdefault("assumptions", ["B stored [N, K] (K-major), read by wgmma without transposition",
+                                               "sm_90a (wgmma); the dynamic shared memory window can be aligned "
+                                               "to 1024 B (1 KiB slack reserved)",
+                                               "buffers 16-byte aligned (contract guarantee)"])
+                return wgmma_nk_generator()(cfg)
+            if cfg["kind"] == "bf16_wgmma":
+                cfg.setdefault("assumptions", ["sm_90a (wgmma); the dynamic shared memory window can be aligned "
+                                               "to 1024 B (1 KiB slack reserved)",
+                                               "buffers 16-byte aligned (contract guarantee)"])
+                return gen_gemm.gen_bf16_wgmma(cfg)
             return saved(cfg)
+        gen_gemm.generate = generate
+        return self
+
+    def __exit__(self, *exc):
+        gen_gemm.generate = self.saved
+
+
+class _GenAlternative:
+    """While active, gen_gemm.generate sends a config of kind "bmm_gen" to
+    gen_kernel (the general kernel as a tiling alternative of a fast entry:
+    generate_alternatives() takes its body, launch and shared memory; the
+    batch index is its own gpu.block_id z, so its grid is (tiles, 1, 1)
+    like gen_gemm's, and fast_kernel() moves B to grid.z for all)."""
+
+    def __init__(self, form, dt, sym, d):
+        self.args = (form, dt, sym, d)
+
+    def __enter__(self):
+        self.saved = gen_gemm.generate
+        saved, args = self.saved, self.args
+
+        def generate(cfg):
+            if cfg["kind"] not in ("bmm_gen", "bmm_genpf"):
+                return saved(cfg)
+            ins, outs = gen_gemm.parse_signature(cfg["signature"])
+            parts = cfg["_parts"]
+            gen_kernel(*args, parts=parts, pf=cfg["kind"] == "bmm_genpf", ks=cfg.get("gen_ks", 1))
+            parts.update(ins=ins, outs=outs, names=["%%arg%d" % i for i in range(len(ins) + len(outs))],
+                         kname=cfg["sg"] + "_" + cfg["kind"])
+            return parts["kname"], "", parts["launch"]
         gen_gemm.generate = generate
         return self
 
@@ -623,9 +1145,61 @@ F32_CFG = dict(kind="f32_simt", BM=64, BN=128, BK=8, group_m=8, mask_nk=4)
 F32_SMALL = (dict(BM=32, BN=64, BK=8, KS=4, group_m=8), ("WX", "minctasm"), 1024)
 MMA_CFG = dict(kind="bf16_mma", BM=128, BN=64, BK=64, WM=32, WN=32, stages=3, group_m=8, mask_nk=8)
 MMA_SMALL = (dict(BM=32, BN=64, BK=64, WM=16, WN=16, stages=4, group_m=8), ("minctasm",), 256)
+# More tilings (session 26), each (overrides of the default tiling, the
+# keys it drops, where admitted: an expression over the roles M, N, K, or
+# None: wherever its own requirements hold). EXPLORE (run 1) and
+# EXPLORE_RUN2 (run 2) hold the tilings bench/table/bmm_stage.py times
+# besides the entries' (BMM_EXPLORE); ship_tilings() and gen_tilings() those
+# the entries offer (bench/NOTES.md, session 26: what was measured).
+_MMA_DROP = ("minctasm",)
+_WG_DROP = ("minctasm", "BM", "BK", "WM", "WN", "mask_nk")
+_SIMT_DROP = ("WX", "minctasm")
+TILINGS = {
+    "mma128": (dict(BM=128, BN=128, BK=64, WM=64, WN=32, stages=3), _MMA_DROP, None),
+    "mma128k32": (dict(BM=128, BN=128, BK=32, WM=64, WN=32, stages=4), _MMA_DROP, None),
+    "wg128": (dict(kind="bf16_wgmma", WGS=2, BN=128, stages=4), _WG_DROP, None),
+    "wg64": (dict(kind="bf16_wgmma", WGS=1, BN=128, stages=4), _WG_DROP, None),
+    "wg256": (dict(kind="bf16_wgmma", WGS=2, BN=256, stages=4), _WG_DROP, None),
+    "sep": (dict(smem_ep=1), (), None),
+    "sep128": (dict(BM=128, BN=128, BK=64, WM=64, WN=32, stages=3, smem_ep=1), _MMA_DROP, None),
+    "sepsmall": (dict(BM=64, BN=64, BK=64, WM=32, WN=32, stages=3, smem_ep=1), _MMA_DROP, None),
+    "simt64": (dict(BM=64, BN=64, BK=8, KS=2), _SIMT_DROP, None),
+    "simt64n": (dict(BM=64, BN=64, BK=8, KS=2), _SIMT_DROP, "N <= 128"),
+    "simt64k4": (dict(BM=64, BN=64, BK=8, KS=4), _SIMT_DROP, None),
+    "gen": (dict(kind="bmm_gen"), (), "N % 4 == 0 && K % 4 == 0"),
+    "genpf": (dict(kind="bmm_genpf"), (), "N % 4 == 0 && K % 4 == 0"),
+}
+EXPLORE = {"f32": ["simt64", "simt64k4", "gen", "genpf"],
+           "16": ["mma128", "mma128k32", "wg128", "wg64", "wg256"]}
+EXPLORE_RUN2 = {"f32": [], "16": ["sep", "sep128", "sepsmall", "wg64", "wg256"]}
 
 
-def fast_kernel(form, dt, sym, d=None):
+def gen_tilings(form, dt, key):
+    """the k-slice counts a general-kernel entry times (None: the one
+    kernel): f32 P V (N the head size: a small grid), 1 and 2"""
+    if dt == "f32" and form in ("nn", "tmpv") and key in ("mk", "mk-h4"):
+        return [1, 2]
+    return None
+
+
+def ship_tilings(form, dt, key):
+    """the extra tilings an entry offers (session 26, bench/NOTES.md): in
+    16 bits the staged-C epilogue at the default tile for the scores Q K^T
+    (B [N, K], M = N = T: the output is most of the bytes); in f32 the 64 x
+    64 split-2 SIMT tiling where N <= 128 (P V: N the head size). The
+    staged-C 128 x 128 tiling ("sep128") was faster still at T = 2048 (H200:
+    0.0873 against 0.0966 ms, bf16) but adds 65 KB to each of the 10 entries;
+    left out while the repository's size is tight (bench/NOTES.md)."""
+    if dt != "f32":
+        if form in ("nt", "ntm", "nts") and key == "mn":
+            return ["sep"]
+        return []
+    if form in ("nn", "tmpv"):
+        return ["simt64n"]
+    return []
+
+
+def fast_kernel(form, dt, sym, d=None, tilings=None, gen_ks=None):
     """gen_gemm.py's kernel for the form (FAST_FORMS) with the batch on
     grid.z and M, N, K masked: the gpu.module text."""
     _register_epilogues()
@@ -668,8 +1242,20 @@ def fast_kernel(form, dt, sym, d=None):
         base["b_nk"] = True
     alt = {k: v for k, v in base.items() if k not in small[1]}
     alt.update(small[0])
-    with _Batched(layouts), _NkGenerate():
-        _, text, _ = gen_gemm.generate_alternatives([(base, None), (alt, "%s <= %d" % (sym["M"], small[2]))])
+    alts = [(base, None), (alt, "%s <= %d" % (sym["M"], small[2]))]
+    if gen_ks:   # the general kernel alone, in these k-slice counts (a 9gen entry)
+        alts = [(dict(base, kind="bmm_gen", gen_ks=k), None) for k in gen_ks]
+    if tilings is None:
+        tilings = []
+    for t in tilings:
+        over, drop, admit = TILINGS[t]
+        a = {k: v for k, v in base.items() if k not in drop}
+        a.update(over)
+        if admit:
+            admit = re.sub(r"\b[MNK]\b", lambda m: sym[m.group(0)], admit)
+        alts.append((a, admit))
+    with _Batched(layouts), _NkGenerate(), _GenAlternative(form, dt, sym, d):
+        _, text, _ = gen_gemm.generate_alternatives(alts)
     body = text[text.index("gpu.module"):]
     # the batch on grid.z (gen_gemm launches grid (tiles, 1, 1))
     body, n = re.subn(r"(known_grid_size = array<i32: [^,]+), 1, 1>", r"\1, 1, {{%s}}>" % sym["B"], body)
@@ -694,7 +1280,7 @@ def _roles(form, key):
 
 
 def _pick(sizes):
-    want = sorted(set(sizes.values()))
+    want = sorted(set(v for v in sizes.values() if v != 1))   # a unit dimension is no pattern size
 
     def pick(groups):
         hit = [g for g in groups if g.get("class") == "contraction" and
@@ -703,16 +1289,23 @@ def _pick(sizes):
     return pick
 
 
-def _render(form, dt, sizes, kernel, d=None):
+def _render(form, dt, sizes, kernel, d=None, key=None):
     def render(g):
         ps = g["pattern_sizes"]
         by_value = {v: k for k, v in ps.items()}
-        sym = {r: by_value[v] for r, v in sizes.items()}
+        sym = {r: 1 if v == 1 else by_value[v] for r, v in sizes.items()}
         # the kernel's argument order must be the subgraph's
         want = [[sizes[x] if isinstance(x, str) else x for x in shape] for _, shape, _ in form_args(form)]
         have = [x["shape"] for x in g["inputs"] + g["outputs"]]
         assert want == have, (form, want, have)
-        text = gen_kernel(form, dt, sym, d) if kernel == "gen" else fast_kernel(form, dt, sym, d)
+        if kernel == "vec":
+            text = vec_kernel(form, dt, sym, d)
+        elif kernel == "gen" and gen_tilings(form, dt, key):
+            text = fast_kernel(form, dt, sym, d, gen_ks=gen_tilings(form, dt, key))
+        elif kernel == "gen":
+            text = gen_kernel(form, dt, sym, d)
+        else:
+            text = fast_kernel(form, dt, sym, d, tilings=ship_tilings(form, dt, key))
         return text, [None] * len(ps)
     return render
 
@@ -720,20 +1313,29 @@ def _render(form, dt, sizes, kernel, d=None):
 def entries_spec():
     """(name, form, dtype, size pattern, kernel, d, example sizes B M N K)"""
     out = []
+
+    def kernels(form, dt, key):
+        if key in UNIT_KEYS:
+            return ["vec"]
+        if key == "mnk" and form in ("ntm", "nts", "tms", "tmpv"):
+            return ["gen"]   # T = d: small sizes; the general kernel alone (the table's size)
+        return ["gen"] + (["fast"] if form in fast_forms(dt) else [])
     for dt in DTYPES:
         for form in ("nn", "nt", "ntm", "tn"):
             for key in FORM_SHAPES[form]:
-                kernels = ["gen"] + (["fast"] if form in fast_forms(dt) else [])
-                for k in kernels:
+                for k in kernels(form, dt, key):
                     out.append((form, dt, key, k, None, SHAPES[key]))
         for d in SCALES:
-            # scores: B = heads (x batch), M = N = T, K = d
+            # scores: B = heads (x batch), M = N = T, K = d; T = d (equal
+            # sizes: another key); T = 1 (M = N = 1)
             for form in ("nts", "tms"):
-                for k in ["gen"] + (["fast"] if form in fast_forms(dt) else []):
-                    out.append((form, dt, "mn", k, d, (12, 200, 200, d)))
-        # att @ v: B = heads, M = K = T, N = d
-        for k in ["gen"] + (["fast"] if "tmpv" in FAST_FORMS[dt] else []):
-            out.append(("tmpv", dt, "mk", k, None, (12, 200, 72, 200)))
+                for key, shape in (("mn", (12, 200, 200, d)), ("mnk", (12, d, d, d)), ("mn1", (12, 1, 1, d))):
+                    for k in kernels(form, dt, key):
+                        out.append((form, dt, key, k, d, shape))
+        # att @ v: B = heads, M = K = T, N = d; T = d; T = 1
+        for key, shape in (("mk", (12, 200, 72, 200)), ("mnk", (12, 72, 72, 72)), ("mk1", (12, 1, 72, 1))):
+            for k in kernels("tmpv", dt, key):
+                out.append(("tmpv", dt, key, k, None, shape))
         # Fewer than 8 heads (the MiniGPT's 4): a head count under 8 stays a
         # literal in the reshapes' output_shape (docs/pattern-key.md, item
         # 2), so each such count is its own key; the MiniGPT's is made.
@@ -749,14 +1351,14 @@ def templates():
     for form, dt, key, kernel, d, (B, M, N, K) in entries_spec():
         sizes = {"B": B, "M": M, "N": N, "K": K}
         tag = "%s%s-%s-%s-%s" % (form, "" if d is None else "-d%d" % d, key, dt,
-                                 "9gen" if kernel == "gen" else ("1simt" if dt == "f32" else "1mma"))
+                                 {"gen": "9gen", "vec": "5vec"}.get(kernel, "1simt" if dt == "f32" else "1mma"))
         out.append(dict(
             name="bmm-any-" + tag,
             example=model_text(form, dt, B, M, N, K, d),
             pick=_pick(sizes),
-            render=_render(form, dt, sizes, kernel, d),
+            render=_render(form, dt, sizes, kernel, d, key),
             archs=ARCHS,
             source="kernels/table/bmm_any.py %s %s %s (%s kernel; from bmm_any.model_text at B %d, M %d, N %d, K %d)"
-                   % (form, dt, key, "general SIMT" if kernel == "gen" else
+                   % (form, dt, key, "general SIMT" if kernel == "gen" else "unit-dimension" if kernel == "vec" else
                       "gen_gemm.py f32_simt" if dt == "f32" else "gen_gemm.py bf16_mma", B, M, N, K)))
     return out

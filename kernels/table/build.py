@@ -119,7 +119,11 @@ def families():
             continue
         out.append(dict(name=p["kernel"], sg=p["sg"], fp=gen_rows.FINGERPRINTS[p["sg"]],
                         example=p["example"], size=p["R"], d=8, archs=ARCHS,
-                        gen=lambda r, p=p: gen_rows.generate(dict(p, R=r)),
+                        # the row reductions read x once: streaming loads
+                        # (docs/kernel-contract.md "Streaming loads"; 7-9%
+                        # faster on the H200, bench/NOTES.md session 26)
+                        gen=lambda r, p=p: gen_rows.generate(
+                            dict(p, R=r, nt=p["gen"] == "rowreduce")),
                         source="kernels/handwritten/gen_rows.py %s (%s, verified on an H200 at "
                                "%d rows)" % (p["kernel"], p["sg"], p["R"])))
     wgmma = {sg for sg, _ in gen_gemm.WGMMA_VARIANTS}

@@ -34,9 +34,13 @@ colsum3; a rank-3 operand is indexed [b, t, n] from the view's row and column):
     f32), 4, 2, 1 dividing the innermost size, so a 16-byte vector load per
     thread and row at most, coalesced along the contiguous dimension); its
     BS threads are TX columns x TY = BS / TX row lanes; thread (tx, ty)
-    walks rows ty, ty + TY, ... of its CTA's row range, four rows per loop
-    step without a guard (the loads in flight together), then a guarded
-    tail; columns past C read the last chunk and store nothing;
+    walks rows ty, ty + TY, ... of its CTA's row range, UN rows (4 or 8)
+    per loop step without a guard (the loads in flight together), then
+    the rest as UN more loads of clamped rows, masked (all in flight too:
+    a loop over the rest paid one memory latency per row); columns past C
+    read the last chunk and store nothing; with NT the loads are
+    streaming loads (`nontemporal`: L1 and L2 evict-first, so that they
+    leave the L2's other lines, dirty ones included, alone);
   * the TY partials of a CTA are summed (or maxed) by a fixed tree in
     shared memory (halving steps, a barrier each);
   * SPLIT > 1 (a knob) splits the rows across the SPLIT CTAs of a
@@ -45,17 +49,27 @@ colsum3; a rank-3 operand is indexed [b, t, n] from the view's row and column):
     rank 0 adds the ranks' partials in rank order through distributed
     shared memory (nvvm.mapa + ld.shared::cluster); a second cluster
     barrier keeps every CTA's shared memory alive until it is read.
+    SPLIT = 1: no cluster barrier, row lane 0 stores its tree value.
     No atomics: the result is the same on every run.
 
-Knobs the pass times on the GPU: TX (32, 8 or 1 threads across the columns;
-1 for very narrow tensors, with blocks of 1024 threads) and SPLIT (1, 2, 4,
-8; admitted while the previous split leaves fewer than 1056 CTAs, 8 per SM
-on 132 SMs, and every CTA keeps at least two rows per thread; on an H200
-the fastest variant had SPLIT 4 or 8 in 9 of 11 cases, up to 3.3x faster
-than the best unsplit one (65536 x 64), and SPLIT 1 in the other two;
-bench/NOTES.md "Session 25: leading-dimension reductions"). Accumulation in f32; the result
-is stored in the subgraph's type (a mean divides the f32 sum by R first).
-Clusters need sm_90: the entries are for sm_90 and sm_90a.
+Knobs the pass times on the GPU (tune_lines(), RULES): CFG picks TX (32,
+8, or 1 for very narrow tensors, with blocks of 1024 threads), the block
+size (256 or 512), UN and NT; SPLIT is 1, 4 or 8, admitted while the
+previous split leaves fewer than 1056 CTAs (8 per SM on 132 SMs) and every
+CTA keeps at least two rows per thread, and a split that leaves SMs idle
+only where the next split is not admitted. The parameters are constants
+of each variant: the branches they select (`scf.if` on a constant) are
+folded by the builder before the lowering. On an H200 (bench/NOTES.md
+"Session 25: leading-dimension reductions" and "Session 26: ..."): the
+split is what makes narrow or short reductions fast; 512-thread blocks
+and 8 rows in flight are what a sum over 150,000 rows of 768 columns
+needs (one cluster of 8 CTAs a column strip leaves 96-192 CTAs, too few
+loads in flight with 256 threads of 4 rows); streaming loads help where
+the L2 holds dirty lines (0.0381 -> 0.0371 ms, 3840 x 8192 max), and cost
+where neighbouring CTAs share cache lines (8-byte loads). Accumulation in
+f32; the result is stored in the subgraph's type (a mean divides the f32
+sum by R first). Clusters need sm_90: the entries are for sm_90 and
+sm_90a.
 """
 import os
 import re
@@ -71,7 +85,7 @@ from rows_any import Emitter  # noqa: E402  (SSA text for one kernel body)
 ARCHS = ["sm_90", "sm_90a"]
 SMEM = "#gpu.address_space<workgroup>"
 NEG_INF = "0xFF800000"
-UNROLL = 4
+UMIN, UMAX = 4, 8  # rows per thread in flight: UN, from UMIN to UMAX
 VMAX = {"bf16": 8, "f16": 8, "f32": 4}
 
 # name: (example, its rows, its columns, rank-3 batch or None, kind,
@@ -96,10 +110,28 @@ DTYPES = ["bf16", "f16", "f32"]
 
 # Tokens in the kernel text, replaced by expressions of the pattern's
 # symbols in render(): RR rows, CC columns (of the 2-D view), NN the
-# innermost size (V divides it), and the shapes of the operands.
-BS = "(256 + 768 * (TX == 1))"        # threads per block
-TY = "(%s / TX)" % BS                 # row lanes
+# innermost size (V divides it), NV = CC / V the column vectors, the shapes
+# of the operands, and the kernel's parameters (RULES): TX threads across
+# the columns, BS threads per block, UN rows per thread in flight (UMIN ..
+# UMAX), NT streaming loads (0 or 1).
+TY = "(BS / TX)"                      # row lanes
 NCB = "((CC + TX * V - 1) / (TX * V))"  # column strips
+# The table's: one knob CFG picks the column width, block size, unroll and
+# load policy, SPLIT the cluster split (kernels measured on the H200,
+# bench/NOTES.md "Session 26: leading-dimension reductions"):
+#   CFG 0: TX 32, 256 threads, UN 4             (very wide, few rows)
+#   CFG 1: TX 8, 256 threads, UN 4              (the general one)
+#   CFG 2: TX 8, 512 threads, UN 4              (many rows per CTA)
+#   CFG 3: TX 8, 512 threads, UN 8
+#   CFG 4: TX 8, 512 threads, UN 8, streaming loads
+# and, under 16 column vectors (NV < 16), CFG 1 and 4 are TX 1 with 1024
+# threads (one column vector a thread, the rows over 1024 lanes).
+RULES = {
+    "TX": "(32 * (CFG == 0) + (CFG != 0) * (1 + 7 * (NV >= 16)))",
+    "BS": "(1024 - (NV >= 16) * (768 - 256 * (CFG >= 2)))",
+    "UN": "(4 + 4 * (CFG >= 3))",
+    "NT": "(CFG == 4)",
+}
 
 
 class Kernel:
@@ -172,19 +204,50 @@ class Kernel:
         xs = ["%" + n for n in self.inputs]
         ident = e.const("dense<%s>" % (NEG_INF if red else "0.000000e+00"), self.VF)
 
+        nt = e.const("{{NT}}", "i1")
+
+        def load(x, ix):
+            """NT = 1: a nontemporal load, which the builder makes an L2
+            evict-first streaming load (docs/kernel-contract.md, "Streaming
+            loads"); the constant branch is folded before the lowering"""
+            r = e.fresh("ld")
+            e.emit("%s = scf.if %s -> (%s) {" % (r, nt, self.VT))
+            for attr in (" {nontemporal = true}", ""):
+                e.emit("  %s = vector.load %s[%s]%s : %s, %s" % (
+                    r + ("n" if attr else "p"), x, ix, attr, mt, self.VT))
+                e.emit("  scf.yield %s : %s" % (r + ("n" if attr else "p"), self.VT))
+                if attr:
+                    e.emit("} else {")
+            e.emit("}")
+            return r
+
         def value(row):
             """the prologue's f32 vector at (row, colc)"""
             ix = self.at(row, colc)
-            vs = [self.to_f32(e.op("vector.load %s[%s] : %s, %s" % (
-                x, ix, mt, self.VT), "ld")) for x in xs]
+            vs = [self.to_f32(load(x, ix)) for x in xs]
             if self.kind == "sumsq":
                 return e.op("arith.mulf %s, %s : %s" % (vs[0], vs[0], self.VF), "sq")
             if self.kind == "diff":
                 return e.op("arith.subf %s, %s : %s" % (vs[0], vs[1], self.VF), "df")
             return vs[0]
 
-        # main loop: groups of UNROLL * TY rows, every thread UNROLL rows
-        step = e.const("{{%d * %s}}" % (UNROLL, TY), "index")
+        def guarded(u, make):
+            """make()'s value, or the identity where UN <= u (a constant)"""
+            if u < UMIN:
+                return make()
+            r = e.fresh("g")
+            e.emit("%s = scf.if %s -> (%s) {" % (r, e.const("{{UN > %d}}" % u, "i1"), self.VF))
+            e.indent += 2
+            v = make()
+            e.emit("scf.yield %s : %s" % (v, self.VF))
+            e.indent -= 2
+            e.emit("} else {")
+            e.emit("  scf.yield %s : %s" % (ident, self.VF))
+            e.emit("}")
+            return r
+
+        # main loop: groups of UN * TY rows, every thread UN rows
+        step = e.const("{{UN * %s}}" % TY, "index")
         n = e.op("arith.subi %s, %s : index" % (hi, lo), "n")
         groups = e.op("arith.divui %s, %s : index" % (n, step), "ng")
         base = e.op("arith.addi %s, %s : index" % (lo, ty), "base")
@@ -195,30 +258,47 @@ class Kernel:
         r0 = e.op("arith.addi %s, %s : index" % (base, e.op("arith.muli %s, %s : index" % (
             k, step), "ks")), "r0")
         vals = []
-        for u in range(UNROLL):
-            row = r0 if u == 0 else e.op("arith.addi %s, %s : index" % (
-                r0, e.const("{{%d * %s}}" % (u, TY), "index")), "ru")
-            vals.append(value(row))
+        for u in range(UMAX):
+            def make(u=u):
+                row = r0 if u == 0 else e.op("arith.addi %s, %s : index" % (
+                    r0, e.const("{{%d * %s}}" % (u, TY), "index")), "ru")
+                return value(row)
+            vals.append(guarded(u, make))
         cur = acc
         for v in vals:
             cur = e.op("%s %s, %s : %s" % (comb, cur, v, self.VF), "s")
         e.emit("scf.yield %s : %s" % (cur, self.VF))
         e.indent -= 2
         e.emit("}")
-        # tail: the rows left, one per step of TY
+        # tail: the rows left, fewer than UN per thread: UN loads of rows
+        # clamped to the tensor, all in flight together, each masked by
+        # row < hi (a serial loop paid one memory latency per row); clamped
+        # to the CTA's own last row, hi - 1, a cache hit (clamped to the
+        # tensor's, the rows past hi of a split were the next rank's, read
+        # twice: 65536 x 64 bf16 mean at SPLIT 8, 0.0127 -> 0.0150 ms)
         t0 = e.op("arith.addi %s, %s : index" % (base, e.op("arith.muli %s, %s : index" % (
             groups, step), "gs")), "t0")
-        k2, acc2, res2 = e.fresh("k"), e.fresh("a"), e.fresh("acc")
-        e.emit("%s = scf.for %s = %s to %s step %s iter_args(%s = %s) -> (%s) {" % (
-            res2, k2, t0, hi, cTY, acc2, res, self.VF))
-        e.indent += 2
-        cur = e.op("%s %s, %s : %s" % (comb, acc2, value(k2), self.VF), "s")
-        e.emit("scf.yield %s : %s" % (cur, self.VF))
-        e.indent -= 2
-        e.emit("}")
+        # (hi >= 1 whenever a tail runs; max(., 0) keeps the address in the
+        # tensor for a rank whose range is empty)
+        rlast = e.op("arith.maxsi %s, %s : index" % (
+            e.op("arith.subi %s, %s : index" % (hi, c1), "hl"), c0), "hl")
+        tails = []
+        for u in range(UMAX):
+            def make(u=u):
+                row = t0 if u == 0 else e.op("arith.addi %s, %s : index" % (
+                    t0, e.const("{{%d * %s}}" % (u, TY), "index")), "tu")
+                ok = e.op("arith.cmpi ult, %s, %s : index" % (row, hi), "ok")
+                rc = e.op("arith.minui %s, %s : index" % (row, rlast), "rc")
+                return e.op("arith.select %s, %s, %s : %s" % (ok, value(rc), ident, self.VF),
+                            "m")
+            tails.append(guarded(u, make))
+        cur = res
+        for v in tails:
+            cur = e.op("%s %s, %s : %s" % (comb, cur, v, self.VF), "s")
+        res2 = cur
         # the CTA's fixed tree over its TY row lanes (shared memory)
-        part = e.op("memref.get_global @part : memref<{{%s * V}}xf32, %s>" % (BS, SMEM), "part")
-        pt = "memref<{{%s * V}}xf32, %s>" % (BS, SMEM)
+        part = e.op("memref.get_global @part : memref<{{BS * V}}xf32, %s>" % SMEM, "part")
+        pt = "memref<{{BS * V}}xf32, %s>" % SMEM
         slot = e.op("arith.addi %s, %s : index" % (e.op("arith.muli %s, %s : index" % (
             ty, e.const("{{TX * V}}", "index")), "tyo"), e.op("arith.muli %s, %s : index" % (
                 tx, cV), "txo")), "slot")
@@ -243,15 +323,20 @@ class Kernel:
             e.emit("} else {")
             e.emit("  scf.yield %s : %s" % (cur, self.VF))
             e.emit("}")
-            e.emit("scf.if %s {" % live)
-            e.emit("  gpu.barrier")
-            e.emit("}")
+            if h > 1:  # after the last step only the cluster barrier
+                e.emit("scf.if %s {" % live)  # (SPLIT > 1) reads `part`
+                e.emit("  gpu.barrier")
+                e.emit("}")
             cur = r
             h //= 2
-        # the cluster: rank 0 adds the ranks' partials (slots 0 .. CW - 1 of
-        # each CTA's `part`) in rank order
-        e.emit("nvvm.cluster.arrive")
-        e.emit("nvvm.cluster.wait")
+        # the cluster (SPLIT > 1): rank 0 adds the ranks' partials (slots
+        # 0 .. CW - 1 of each CTA's `part`) in rank order; SPLIT = 1: row
+        # lane 0's tree value is the sum, and no cluster barrier is needed
+        sp = e.const("{{SPLIT > 1}}", "i1")
+        e.emit("scf.if %s {" % sp)
+        e.emit("  nvvm.cluster.arrive")
+        e.emit("  nvvm.cluster.wait")
+        e.emit("}")
         st = e.op("arith.andi %s, %s : i1" % (
             e.op("arith.andi %s, %s : i1" % (
                 e.op("arith.cmpi eq, %s, %s : index" % (ty, c0), "ty0"),
@@ -263,9 +348,12 @@ class Kernel:
             slot, e.const(4, "index")), "sb")), "pa")
         p3 = e.op("llvm.inttoptr %s : i64 to !llvm.ptr<3>" % e.op(
             "arith.index_cast %s : index to i64" % a, "pa"), "p3")
-        q, accq, tot = e.fresh("q"), e.fresh("a"), e.fresh("tot")
+        tot = e.fresh("tot")
+        e.emit("%s = scf.if %s -> (%s) {" % (tot, sp, self.VF))
+        e.indent += 2
+        q, accq, tot1 = e.fresh("q"), e.fresh("a"), e.fresh("tot")
         e.emit("%s = scf.for %s = %s to %s step %s iter_args(%s = %s) -> (%s) {" % (
-            tot, q, c0, cS, c1, accq, ident, self.VF))
+            tot1, q, c0, cS, c1, accq, ident, self.VF))
         e.indent += 2
         qi = e.op("arith.index_cast %s : index to i32" % q, "qi")
         p7 = e.op("nvvm.mapa %s, %s : !llvm.ptr<3> -> !llvm.ptr<7>" % (p3, qi), "p7")
@@ -274,6 +362,11 @@ class Kernel:
         s = e.op("%s %s, %s : %s" % (comb, accq, x, self.VF), "s")
         e.emit("scf.yield %s : %s" % (s, self.VF))
         e.indent -= 2
+        e.emit("}")
+        e.emit("scf.yield %s : %s" % (tot1, self.VF))
+        e.indent -= 2
+        e.emit("} else {")
+        e.emit("  scf.yield %s : %s" % (cur, self.VF))
         e.emit("}")
         out = tot
         if self.kind == "mean":
@@ -292,18 +385,20 @@ class Kernel:
         e.emit("vector.store %s, %%out[%s] : %s, %s" % (out, oi, ot, self.VT))
         e.indent -= 2
         e.emit("}")
-        e.emit("nvvm.cluster.arrive")
-        e.emit("nvvm.cluster.wait")
+        e.emit("scf.if %s {" % sp)
+        e.emit("  nvvm.cluster.arrive")
+        e.emit("  nvvm.cluster.wait")
+        e.emit("}")
 
         args = ["%%%s: %s" % (nm, self.in_type()) for nm in self.inputs]
         args.append("%%out: %s" % self.out_type())
         consts = ["    " + c for _, c in sorted(e.consts.values(), key=lambda z: int(
             z[0].lstrip("%c")))]
         lines = ["gpu.module @kernels {"] + ["  // " + h for h in header]
-        lines.append("  memref.global \"private\" @part : memref<{{%s * V}}xf32, %s> = "
-                     "uninitialized {alignment = 16}" % (BS, SMEM))
+        lines.append("  memref.global \"private\" @part : memref<{{BS * V}}xf32, %s> = "
+                     "uninitialized {alignment = 16}" % SMEM)
         lines.append("  gpu.func @%s(%s) kernel" % (kname, ", ".join(args)))
-        lines.append("      attributes {known_block_size = array<i32: {{%s}}, 1, 1>," % BS)
+        lines.append("      attributes {known_block_size = array<i32: {{BS}}, 1, 1>,")
         lines.append("                  known_grid_size = array<i32: {{%s * SPLIT}}, 1, 1>," % NCB)
         lines.append("                  known_cluster_size = array<i32: {{SPLIT}}, 1, 1>} {")
         lines += consts + e.lines
@@ -323,15 +418,41 @@ def v_expr(t, n):
 
 
 def tune_lines():
-    nv = "(CC / V)"
+    """The table's knobs and requirements (tokens of RULES, substituted in
+    render()). CFG 0 only unsplit and from 32 column vectors on; the
+    512-thread forms only where each thread has two groups of UN rows;
+    SPLIT (1, 4, 8) while the previous split leaves under 1056 CTAs (8 per
+    SM on 132 SMs) and each CTA keeps two rows per thread; and a split
+    that leaves SMs idle only where the next one is not admitted."""
+    # twice the row lanes, BS / TX * 2 of RULES with NV once (the
+    # expressions must stay under 512 bytes once the sizes are in)
+    ty2 = "(2048 - (NV >= 16) * (2048 - 16 * (CFG == 0) - 64 * (CFG == 1) - 128 * (CFG >= 2)))"
     return [
-        "llm-fuse.tune TX = 32, 8, 1",
-        "llm-fuse.tune-require (TX == 32 && %s >= 32) || (TX == 8 && %s >= 2) || "
-        "(TX == 1 && %s < 16)" % (nv, nv, nv),
-        "llm-fuse.tune SPLIT = 1, 2, 4, 8",
-        "llm-fuse.tune-require SPLIT == 1 || (%s * SPLIT / 2 < 1056 && RR >= SPLIT * %s * 2)"
-        % (NCB, TY),
+        "llm-fuse.tune CFG = 0, 1, 2, 3, 4",
+        "llm-fuse.tune-require (NV < 16 && (CFG == 1 || CFG == 4)) || "
+        "(NV >= 16 && (CFG != 0 || (NV >= 32 && SPLIT == 1)))",
+        # (BS / TX = 64 row lanes, 1024 under 16 column vectors)
+        "llm-fuse.tune-require CFG < 2 || RR >= SPLIT * UN * (128 + 1920 * (NV < 16))",
+        "llm-fuse.tune SPLIT = 1, 4, 8",
+        "llm-fuse.tune-require SPLIT == 1 || %s * SPLIT / 2 < 1056" % NCB,
+        "llm-fuse.tune-require SPLIT == 1 || RR >= SPLIT * %s" % ty2,
+        # a grid under 132 CTAs (one per SM) only where the next split
+        # (4 after 1, 8 after 4) has too few rows
+        "llm-fuse.tune-require SPLIT == 8 || NV * SPLIT >= 132 * TX || "
+        "RR < SPLIT * (2 + 2 * (SPLIT == 1)) * %s" % ty2,
     ]
+
+
+def subst(s, rules, toks, vx):
+    """the kernel's tokens in s: the parameters (rules), NV, the sizes
+    (toks), V (vx)"""
+    for tok in ("BS", "UN", "NT", "TX"):
+        s = re.sub(r"\b%s\b" % tok, rules[tok], s)
+    s = re.sub(r"\bNV\b", "(CC / V)", s)
+    for tok in ("RR", "CC", "NN", "B", "T"):
+        if tok in toks:
+            s = re.sub(r"\b%s\b" % tok, "(%s)" % toks[tok] if " " in toks[tok] else toks[tok], s)
+    return re.sub(r"\bV\b", vx, s)
 
 
 def example_text(name, dtype, sizes):
@@ -350,8 +471,14 @@ def example_text(name, dtype, sizes):
     return text
 
 
-def _render(name, dtype, form, sizes):
+def _render(name, dtype, form, sizes, rules=None, tune=None):
+    """render() of a template; rules (the kernel's parameters as
+    expressions of knobs and sizes, RULES' keys) and tune (the knob lines)
+    default to the table's (RULES, tune_lines()); bench/table/
+    colred_stage.py passes others to time candidates."""
     src, rows, cols, t3, kind, ins, rfloat = FAMILIES[name]
+    rules = rules or RULES
+    tune = tune or tune_lines()
     view = RANK3_VIEW.get(name)
 
     def render(g):
@@ -374,19 +501,16 @@ def _render(name, dtype, form, sizes):
         header = [
             "Pattern-table template: kernels/table/colred_any.py %s %s (%s form): a reduction "
             "over the leading dimension(s), any sizes." % (name, dtype, form),
-            "%s rows x %s columns (2-D view); TX threads across the columns, %s row lanes, "
-            "V elements per load; SPLIT CTAs of a cluster split the rows." % (
-                toks["RR"], toks["CC"], TY),
-        ] + ["llm-fuse.template-size %s" % s for s in free] + tune_lines()
+            "%s rows x %s columns (2-D view); TX threads across the columns, BS / TX row "
+            "lanes, V elements per load, UN rows per thread in flight, NT streaming loads; "
+            "SPLIT CTAs of a cluster split the rows." % (toks["RR"], toks["CC"]),
+        ] + ["%s = %s" % (k, rules[k]) for k in ("TX", "BS", "UN", "NT")] + [
+        ] + ["llm-fuse.template-size %s" % s for s in free] + tune
         k = Kernel(kind, dtype, ins, view)
         text = k.text("%s_%s" % (name, dtype), header)
 
         def sub(s):
-            for tok in ("RR", "CC", "NN", "B", "T"):
-                if tok in toks:
-                    s = re.sub(r"\b%s\b" % tok, "(%s)" % toks[tok] if " " in toks[tok]
-                               else toks[tok], s)
-            return re.sub(r"\bV\b", vx, s)
+            return subst(s, rules, toks, vx)
         text = re.sub(r"\{\{[^}]*\}\}", lambda m: sub(m.group(0)), text)
         text = "\n".join(sub(l) if "tune-require" in l else l for l in text.split("\n"))
         return text, [None] * len(ps)

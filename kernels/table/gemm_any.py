@@ -63,9 +63,11 @@ multiples of 8 (16-byte rows, the tensor map's rule), N >= 64, K >= 64.
 At M <= 1024 a cooperative 128 x 64 tiling (SMALL_M below) is timed beside
 the default where the default's grid is under one wave, and, where a
 split-K grid fits one wave, three split-K tilings (thread-block clusters,
-SMALL_M). Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
-entries are the better kernels there anyway; N = 1000 is admitted, N = 1001
-not), the next entry is tried. The f16 entries are the same kernels on f16
+SMALL_M; four in the GEMM + ReLU entries: the 128 x 256 default's 2-way split too).
+Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
+entries are the better kernels there anyway, and at M <= 8 SwiGLU's
+skinny entries of kernels/table/skinny_any.py answer first; N = 1000 is
+admitted, N = 1001 not), the next entry is tried. The f16 entries are the same kernels on f16
 operands (wgmma .f16; on the H200 at 512 x 768 x 3072 the same times as
 bf16, bench/tma/splitk-device.sh). B stored [N, K] (nn.Linear,
 kernels/table/importer_any.py; the generator takes B [K, N] only in 16-bit
@@ -196,6 +198,21 @@ WGMMA = {
 #     cuBLAS 0.0138 / 0.0146 / 0.0185; grids over one wave lost (S 4 at
 #     216 CTAs: 0.0260), and at the suite's 4096 rows (192 tiles) every
 #     split lost to the unsplit grid (0.0537 against 0.0485).
+#     128 x 256 with S = 2 (TILE 5xx; session 26, issue 15 point 7): the
+#     split of a 128 x 256 default, offered by the GEMM + ReLU entries
+#     (SPLIT256: W square, K = N, so long k-loops at few row tiles), not
+#     by SwiGLU (two B tiles of 256: 256 accumulators a thread). Admitted
+#     where tiles x 2 is at most one wave. On the H200
+#     (bench/table/gemm16-device.sh, 2026-11-25, two runs): GEMM + ReLU
+#     f16 256 x 8192 x 8192 0.0621 ms against 0.0859 for the default's 64
+#     CTAs (torch.compile 0.0583-0.0597, eager 0.0659); 142 x 8192 x 8192
+#     0.0824-0.0827 against 0.0848-0.0852 (torch.compile 0.0490 / 0.0752
+#     in the two runs: still 1.68x behind in the run where compile was
+#     fast); on the down-projection 1024 x 8192 -> 2048 (128 x 128
+#     default, same CTA count) 0.0557-0.0559 against 0.0562-0.0564: no
+#     gain; at 512 x 768 -> 2304 (qkv) 0.0163-0.0164 and 512 x 768 ->
+#     3072 (fc) 0.0180-0.0182 against 0.0149-0.0151 / 0.0170-0.0172 for
+#     the 128 x 64 tiling (short k-loops): not offered there.
 #   f32x3_wgmma_tma (the *_0x3tma entries; cooperative tiles only, 128
 #     rows): cooperative 128 x 64, 4 stages (48 KiB a stage with the small
 #     halves: 193 KiB), 2x the CTAs of the default 128 x 128 (N = 768: 12
@@ -215,7 +232,12 @@ WGMMA = {
 # With GROUP_M fixed for the alternatives and the default's GROUP_M values
 # other than the configured one kept only below its row-tile count, at most
 # 4 variants survive at any size (the default's GROUP_M values: at most
-# three up to M = 2048, where the TMA kinds' one alternative stops).
+# three up to M = 2048, where the TMA kinds' one alternative stops). The
+# tune knob holds at most 8 values: where a TMA entry has all five
+# alternatives, the default's GROUP_M values are the configured one, half
+# and double (_group_m: 1, the row-major raster, is dropped; on the GEMM +
+# ReLU entries at 142 and 256 rows it timed within 1% of GROUP_M 16, and at
+# 1024 x 8192 -> 2048 / 1024 x 2048 -> 8192 within 0.5% of GROUP_M 4 / 16).
 SMALL_M = {
     "f32_simt": [(dict(BM=16, BN=32, BK=8, KS=16, group_m=8), ("WX", "minctasm"), 128),
                  (dict(BM=32, BN=64, BK=8, KS=4, group_m=8), ("WX", "minctasm"), 1024)],
@@ -227,7 +249,9 @@ SMALL_M = {
                        (dict(BN=64, stages=8, pingpong=0, persistent=0, splitk=2, group_m=8), ("BM",),
                         lambda s: splitk_admit(s, 64, 2)),
                        (dict(BN=64, stages=8, pingpong=0, persistent=0, splitk=4, group_m=8), ("BM",),
-                        lambda s: splitk_admit(s, 64, 4))],
+                        lambda s: splitk_admit(s, 64, 4)),
+                       (dict(BN=256, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8), ("BM",),
+                        lambda s: splitk_admit(s, 256, 2))],
     "f32x3_wgmma_tma": [(dict(BN=64, stages=4, pingpong=0, persistent=1, group_m=8), ("BM",), 1024),
                         (dict(BN=128, stages=3, pingpong=0, persistent=0, splitk=2, group_m=8), ("BM",),
                          lambda s: splitk_admit(s, 128, 2)),
@@ -237,6 +261,10 @@ SMALL_M = {
                          lambda s: splitk_admit(s, 128, 8))],
 }
 TMA_KINDS = ("bf16_wgmma_tma", "f32x3_wgmma_tma")
+# the families whose *_0tma entries offer the 128 x 256 2-way split (SMALL_M
+# TILE 5xx): where it was measured to pay (its text adds ~0.24 MB an entry)
+SPLIT256 = ("gemm_relu",)
+TMA_MAX_ACC_N = 256  # gemm_wgmma_tma.py: B operands x BN <= 256 (at most 128 f32 accumulators per thread)
 SPLITK_WAVE = 132   # the SMs of an H100 / H200: a split-K grid is admitted up to one wave
 
 
@@ -380,6 +408,8 @@ def _alternatives(c, small, m_sym, extra=None, syms=None):
     for ov, drop, bound in small:
         a = {k: v for k, v in c.items() if k not in drop}
         a.update(ov)
+        if a["kind"] in TMA_KINDS and len(a["b"]) * a["BN"] > TMA_MAX_ACC_N:
+            continue   # SwiGLU's two B tiles: 128 x 256 would need 256 accumulators per thread
         if a["kind"] in TMA_KINDS:
             a["stages"] = min(a["stages"], tma_max_stages(a))
             assert tma_a_box_rows(a) == tma_a_box_rows(c), \
@@ -388,6 +418,44 @@ def _alternatives(c, small, m_sym, extra=None, syms=None):
         admit = bound(syms) if callable(bound) else "%s <= %d" % (m_sym, bound)
         alts.append((a, admit + (" && (%s)" % extra if extra else "")))
     return alts
+
+
+def _group_m(alts):
+    """the default tiling's GROUP_M values to time (generate_alternatives
+    group_m): all four (configured, half, double, 1) where they and the
+    alternatives fit the tune knob's 8 values (llm_client/tune.h
+    LF_TUNE_MAX_VALUES); with 5 alternatives (the TMA kinds' 128 x 256
+    split) the three grouped ones (1, the row-major raster, is dropped)."""
+    c = alts[0][0]
+    if c["kind"] not in TMA_KINDS or len(alts) <= 5:
+        return None
+    g = c["group_m"]
+    return [g, g // 2, 2 * g]
+
+
+MAX_EXPR = 512   # bytes in one placeholder expression (llm_client/tune.h LF_TUNE_MAX_EXPR)
+
+
+def _shorten(text):
+    """Each placeholder {{e}} longer than MAX_EXPR rewritten with the fewest
+    parentheses (the *_0tma entries' six tilings: the grid's sum of six
+    products passes 512 bytes as gen_gemm.py writes it). The same
+    expression: Python's grammar orders + - * / % and the comparisons as
+    llm_client/tune.c does (left-associative, comparisons below
+    arithmetic), and the rewrite is checked to parse back to the same tree.
+    Placeholders within the limit are left as they are."""
+    import ast
+
+    def one(m):
+        e = m.group(1)
+        if len(e) <= MAX_EXPR or "&&" in e or "||" in e:
+            return m.group(0)
+        tree = ast.parse(e, mode="eval")
+        short = ast.unparse(tree)
+        assert ast.dump(ast.parse(short, mode="eval")) == ast.dump(tree), e
+        assert len(short) <= MAX_EXPR, "placeholder of %d bytes: %s" % (len(short), short)
+        return "{{%s}}" % short
+    return re.sub(r"\{\{(.*?)\}\}", one, text)
 
 
 # Masked N and K (the entries *_nk): the same kernels with N and K masked too
@@ -450,10 +518,10 @@ def _render(name, dtype, cfg, small=(), single=None, nk=False):
         else:
             alts = _alternatives(c, small, sym["M"], _old_refuses(c, sym["N"], sym["K"]) if nk else None, syms=sym)
         if len(alts) > 1:
-            _, text, _ = gen_gemm.generate_alternatives(alts)
+            _, text, _ = gen_gemm.generate_alternatives(alts, group_m=_group_m(alts))
         else:
             _, text, _ = gen_gemm.generate(dict(alts[0][0]))
-        body = text[text.index("gpu.module"):]
+        body = _shorten(text[text.index("gpu.module"):])
         lines = body.split("\n")
         free = sorted(set(sym.values()), key=lambda k: int(k[1:]))
         roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K") if r in sym)
@@ -505,8 +573,10 @@ def templates():
             tc = dtype != "f32"
             if dtype in ("bf16", "f16") and has_wgmma and not tma_refused:
                 # the TMA form: tried first on sm_90a (0tma sorts before 1wgmma)
-                small = SMALL_M["bf16_wgmma_tma"]
-                entry(name, dtype, "0tma", tma_cfg(sg, dtype), ["sm_90a"],
+                tc_cfg = tma_cfg(sg, dtype)
+                small = [t for t in SMALL_M["bf16_wgmma_tma"] if len(tc_cfg["b"]) * t[0]["BN"] <= TMA_MAX_ACC_N and
+                         (t[0]["BN"] < 256 or name in SPLIT256)]
+                entry(name, dtype, "0tma", tc_cfg, ["sm_90a"],
                       "masked M, N and K by TMA, M >= %d" % TMA_BM + small_note(small), small=small)
             if dtype == "f32" and not tma_refused:
                 # exact f32 on sm_90a: the 3xTF32 TMA form, tried before the SIMT entries (0x3tma sorts first)

@@ -121,11 +121,12 @@ class RowKernel(rows_any.Kernel):
         else:
             self.idx = "%s, %s" % (c0, self.row)
 
-    def load(self, role, col):
+    def load(self, role, col, nt=False):
         if role not in ("x", "r", "y", "h"):
-            return super().load(role, col)
-        raw = self.e.op("vector.load %%%s[%s, %s] : %s, %s" % (
-            role, self.idx, col, self.mem(role), self.VT), role + "v")
+            return super().load(role, col, nt)
+        raw = self.e.op("vector.load %%%s[%s, %s]%s : %s, %s" % (
+            role, self.idx, col, " {nontemporal = true}" if nt else "", self.mem(role), self.VT),
+            role + "v")
         return self.to_f32(raw)
 
     def store(self, role, col, vf):

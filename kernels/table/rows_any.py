@@ -27,18 +27,22 @@ f32), 4, 2, 1 that divides N, so every chunk is either wholly inside the row
 or wholly past its end (skipped). Rows past R (the last block) read the last
 row and store nothing, so every thread reaches every barrier. A row reduction
 is a shuffle butterfly per warp, then one shared-memory step across the row's
-warps, in a fixed order: the result is deterministic.
+warps, in a fixed order: the result is deterministic. With one warp a row
+(TPR = 32) the butterfly is the whole reduction: no shared memory, no
+barrier.
 
 The row is not held in registers (its length is a placeholder, so the number
 of chunks is a loop trip count): a pass that needs it again after a
 reduction reads it again, from L1/L2 in practice. The norms (RMSNorm,
-LayerNorm) also have a resident form, knob RES (Kernel.resident): RES = 1
-reads the row and the weight vectors once, all loads in flight together,
-into up to RES_SLOTS chunks a thread, where N <= RES_SLOTS * TPR * V; it
-saves the second and third memory round trips of the short rows of small
-models (bench/NOTES.md session 25). Softmax is online (max and
-sum of exponentials in one read), LayerNorm two-pass (mean, then the sum of
-squared deviations: the IR's own order, stable). Everything is computed in
+LayerNorm) and softmax also have a resident form, knob RES (Kernel.resident):
+RES = 1 reads the row and the weight vectors once, all loads in flight
+together, into up to RES_SLOTS chunks a thread, where N <= RES_SLOTS * TPR *
+V; it saves the second and third memory round trips of the short rows of
+small models (bench/NOTES.md sessions 25 and 26). The streaming softmax is
+online (max and sum of exponentials in one read), the resident one two
+reductions over the registers (max, then the sum of exp(x - max));
+LayerNorm is two-pass (mean, then the sum of squared deviations: the IR's
+own order, stable). Everything is computed in
 f32, stored in the subgraph's type. The kernels of gen_rows.py, tuned for one
 row length each, stay in the table: an entry with a fixed size is tried
 before a general one (llm_client/table.c).
@@ -107,14 +111,26 @@ UNROLL = 4  # full chunks per step of the main loop
 # The resident form (RES = 1): chunk slots per thread (32 f32 or 64 16-bit
 # elements), the row held in registers when N <= RES_SLOTS * TPR * V.
 RES_SLOTS = {"bf16": 8, "f16": 8, "f32": 8}
-# The families with a resident form: the norms, whose streaming form reads
-# the row two or three times (the passes after a block reduction wait for
-# it). Not the row sum / max: at a constant row length LLVM unrolls their
-# one streaming pass and issues every load of the row at once anyway
+# The families with a resident form: the norms and softmax, whose streaming
+# form reads the row two or three times (the passes after a block reduction
+# wait for it; softmax added in session 26: H200, 16 x 5120 bf16 0.0068 ->
+# 0.0064 ms, 2048 x 5120 0.0226 -> 0.0181, TOSA 28 x 16384 0.0074 ->
+# 0.0067). Not the row sum / max: at a constant row length LLVM unrolls
+# their one streaming pass and issues every load of the row at once anyway
 # (same PTX loads, same time on the H200: rowmax 1664 x 14336 0.0324 ms
-# either way, bench/NOTES.md session 25); not softmax, residual + RMSNorm
-# or bias + GELU, whose resident forms were not measured.
-RES_KINDS = ("rmsnorm", "layernorm")
+# either way, bench/NOTES.md session 25); not residual + RMSNorm or bias +
+# GELU, whose resident forms were not measured.
+RES_KINDS = ("rmsnorm", "layernorm", "softmax")
+# The resident softmax's division (linalg form; TOSA's multiplies by one
+# reciprocal anyway): False keeps the IR's div.rn per element; True, one
+# reciprocal a row and Markstein's correctly rounded quotient (two FMAs an
+# element), which gen_rows.py's softmax_bf16_8192 uses. At 16 rows of 5120
+# the resident form is instruction-bound (20-40 elements a thread). On the
+# H200 (session 26, bench/table/rows-small-device.sh, every variant checked
+# against torch eager and accepted by llm-fuse-verify) True is faster at
+# every size timed: 16 x 5120 bf16 0.0059 -> 0.0053 ms, 512 x 8192 0.0111 ->
+# 0.0099, 2048 x 5120 0.0180 -> 0.0160, f16 8192 x 2048 0.0246 -> 0.0220.
+MARKSTEIN_RES = True
 
 
 class Emitter:
@@ -157,6 +173,12 @@ class Kernel:
         self.e = Emitter()
         self.inside = None  # a remainder slot's `col < N` (chunks())
         self.deferred = None  # the remainder slots' stores (chunks())
+        # One warp a row (TPR = 32): the shuffle butterfly already leaves
+        # the row's value in every lane, so row_reduce() skips the shared
+        # memory step and its barrier (a constant condition per variant).
+        # rows_any.py's own templates set it; importer_any.py's kernels keep
+        # the shared step (their entries unchanged).
+        self.warp_only = False
 
     # -- types
     def mem(self, role):
@@ -182,14 +204,17 @@ class Kernel:
         return self.e.op("arith.truncf %s : %s to %s" % (
             v, self.VF if vec else "f32", self.VT if vec else self.t), "t")
 
-    def load(self, role, col):
+    def load(self, role, col, nt=False):
+        """nt: a streaming load (docs/kernel-contract.md "Streaming loads"),
+        for data read once"""
         e = self.e
         if role in ("x", "r", "y", "h"):
             idx = "%s, %s" % (self.row, col)
         else:
             idx = col
-        raw = e.op("vector.load %%%s[%s] : %s, %s" % (role, idx, self.mem(role), self.VT),
-                   role + "v")
+        raw = e.op("vector.load %%%s[%s]%s : %s, %s" % (
+            role, idx, " {nontemporal = true}" if nt else "", self.mem(role), self.VT),
+            role + "v")
         return self.to_f32(raw)
 
     def store(self, role, col, vf):
@@ -333,6 +358,29 @@ class Kernel:
             e.emit("%s, %s_ok = gpu.shuffle xor %s, %s, %s : f32" % (
                 sh, sh, v, e.const(off, "i32"), w))
             v = e.op("%s %s, %s : f32" % (op, v, sh), "red")
+        if self.warp_only:
+            # TPR > 32: the shared-memory step below; TPR = 32: the
+            # butterfly's value (no barrier: the rows of a block are
+            # independent warps).
+            c0 = e.const(0, "index")
+            many = e.op("arith.cmpi ne, %s, %s : index" % (e.const("{{TPR / 64}}", "index"), c0),
+                        "many")
+            out = e.fresh("rowv")
+            e.emit("%s = scf.if %s -> (f32) {" % (out, many))
+            e.indent += 2
+            r = self._shared_step(v, op, kind, slot)
+            e.emit("scf.yield %s : f32" % r)
+            e.indent -= 2
+            e.emit("} else {")
+            e.emit("  scf.yield %s : f32" % v)
+            e.emit("}")
+            return out
+        return self._shared_step(v, op, kind, slot)
+
+    def _shared_step(self, v, op, kind, slot):
+        """Lane 0 of each warp stores its value, one barrier, every thread
+        combines its row's TPR / 32 values in the same order."""
+        e = self.e
         cs = e.const(slot, "index")
         e.emit("scf.if %s {" % self.lane0)
         e.emit("  memref.store %s, %s[%s, %s] : memref<4x32xf32, %s>" % (
@@ -504,8 +552,9 @@ class Kernel:
             init = self.splat(NEG_INF) if mx else zero_v
 
             def a(col, it):
+                # x is read once: streaming loads (7-9% on the H200 at 126-240 MB)
                 return [e.op("%s %s, %s : %s" % ("arith.maximumf" if mx else "arith.addf", it[0],
-                                                  self.load("x", col), self.VF), "acc")]
+                                                  self.load("x", col, nt=True), self.VF), "acc")]
             acc, = self.chunks([(init, self.VF)], a)
             r = self.row_reduce(self.vsum(acc, "max" if mx else "add"), "max" if mx else "add",
                                 0)
@@ -613,7 +662,7 @@ class Kernel:
         def masked(sl, v, ident):
             return e.op("arith.select %s, %s, %s : %s" % (sl["inside"], v, ident, self.VF), "m")
 
-        vecs = {"rmsnorm": ["w"], "layernorm": ["g", "b"]}[kind]
+        vecs = {"rmsnorm": ["w"], "layernorm": ["g", "b"], "softmax": []}[kind]
         data = [loaded(sl, ["x"] + vecs) for sl in slots]
         xs = [d[0] for d in data]
         ws = [d[1:] for d in data]
@@ -662,6 +711,50 @@ class Kernel:
                 sc = e.op("arith.mulf %s, %s : %s" % (n, w[0], self.VF), "sc")
                 o = e.op("arith.addf %s, %s : %s" % (sc, w[1], self.VF), "o")
                 store_at(sl, "y", o)
+        elif kind == "softmax":
+            # max, then exp(x - max) and its sum, as the IR (and the
+            # streaming form's second pass): y = exp(x - M) / S (or
+            # exp(x - M) * (1 / S), TOSA's form).
+            ninf_v = self.splat(NEG_INF)
+            acc = None
+            for sl, x in zip(slots, xs):
+                xm = masked(sl, x, ninf_v)
+                acc = xm if acc is None else e.op("arith.maximumf %s, %s : %s" % (
+                    acc, xm, self.VF), "acc")
+            M = self.row_reduce(self.vsum(acc, "max"), "max", 0)
+            Mv = self.bcast(M)
+            exs, acc = [], None
+            for sl, x in zip(slots, xs):
+                ex = e.op("math.exp %s : %s" % (
+                    e.op("arith.subf %s, %s : %s" % (x, Mv, self.VF), "xd"), self.VF), "ex")
+                exs.append(ex)
+                em = masked(sl, ex, zero_v)
+                acc = em if acc is None else e.op("arith.addf %s, %s : %s" % (acc, em, self.VF),
+                                                  "acc")
+            S = self.row_reduce(self.vsum(acc), "add", 1)
+            if f.get("recip"):
+                inv = self.bcast(e.op("arith.divf %s, %s : f32" % (
+                    e.const("1.000000e+00", "f32"), S), "inv"))
+            elif MARKSTEIN_RES:
+                # e / S as q = e * (1 / S), then q + fma(-S, q, e) * (1 / S):
+                # the correctly rounded quotient (Markstein; gen_rows.py's
+                # softmax, "markstein"), barring a subnormal e, in three
+                # instructions where div.rn per element is a subroutine.
+                inv = self.bcast(e.op("arith.divf %s, %s : f32" % (
+                    e.const("1.000000e+00", "f32"), S), "inv"))
+                nS = self.bcast(e.op("arith.negf %s : f32" % S, "nS"))
+            else:
+                Sv = self.bcast(S)
+            for sl, ex in zip(slots, exs):
+                if f.get("recip"):
+                    y = e.op("arith.mulf %s, %s : %s" % (ex, inv, self.VF), "y")
+                elif MARKSTEIN_RES:
+                    q = e.op("arith.mulf %s, %s : %s" % (ex, inv, self.VF), "q")
+                    rr = e.op("vector.fma %s, %s, %s : %s" % (nS, q, ex, self.VF), "rr")
+                    y = e.op("vector.fma %s, %s, %s : %s" % (rr, inv, q, self.VF), "y")
+                else:
+                    y = e.op("arith.divf %s, %s : %s" % (ex, Sv, self.VF), "y")
+                store_at(sl, "y", y)
         else:
             raise ValueError(kind)
 
@@ -775,6 +868,7 @@ def _render(name, dtype, form):
         nsym = sym[n]
         rsym = "1" if rows == 1 else sym[rows]
         k = Kernel(fam, dtype, ins, outs)
+        k.warp_only = True
         free = sorted(ps, key=lambda s: int(s[1:]))
         header = [
             "Pattern-table template: kernels/table/rows_any.py %s %s (%s form): any row "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""skinny_any.py - the table's skinny-M f32 GEMM templates: the f32 GEMM +
+"""skinny_any.py - the table's skinny-M GEMM templates: the f32 GEMM +
 epilogue families of gemm_any.py and importer_any.py at few rows (M <=
 BOUND, and M = 1), where the product is bound by reading W once (K * N * 4
 bytes) or by the f32 FMA rate, and the tiled kernels leave most SMs idle
@@ -32,6 +32,13 @@ at the sizes they admit; docs/pattern-table.md "Skinny GEMMs"):
                              any template, so the table would try them
                              first; these have the same fixed sizes and
                              sort before them.
+  0skinny-swiglu-bf16, -f16  gemm_any.py's SwiGLU (two B operands) in 16-bit
+                             types at M <= BOUND16 (8): gemm_skinny.py with
+                             bf16 / f16 operands (kind skinny16: 8-byte
+                             loads, f32 accumulation, one rounding at the
+                             store). Weight-bandwidth bound at a few rows
+                             (held-out 003_swiglu_r2: M = 2, two 4096 x
+                             14336 weights, 235 MB).
 """
 import os
 import re
@@ -66,22 +73,53 @@ ROW_ALTS = [(dict(MT=1, NB=16, U=2), None),
             (dict(MT=1, NB=16, U=4), None)]
 
 
-def _alts(m_sym):
-    return [(a, c.format(M=m_sym) if c else None) for a, c in ALTS]
+# 16-bit operands (the *-bf16 / *-f16 entries; gemm_skinny.py with bf16 or
+# f16 operands: 8-byte loads of 4 elements, f32 accumulation, the epilogue
+# in f32 and one rounding at the store, as gemm_any.py's tensor-core
+# kernels): gemm_any.py's 16-bit families whose pattern is weight-bandwidth
+# bound at a few rows (issue 15 point 7, held-out 003_swiglu_r2: M = 2, two
+# 4096 x 14336 weights; gemm_any.py's 1wgmma entry took 1.75x
+# torch.compile's time). The tiling's MT rows of A are staged once per K
+# chunk, so every W element loaded serves MT rows; more rows than MT make
+# more row tiles, whose CTAs read the same W slab one after the other (the
+# row tile runs fastest in the grid: the second read comes from L2).
+# Measured on the H200 (bench/table/gemm16-device.sh, 2026-11-25, two runs;
+# SwiGLU 4096 -> 14336 bf16, ms): M = 2 0.0736-0.0739 (MT 2, NB 32, U 4:
+# 3.2 TB/s on the weights) against the 1wgmma entry's 0.1276-0.1279 and
+# torch.compile's 0.0740 (f16: 0.0700 against 0.0739); M = 4 0.0835 (MT 2,
+# two row tiles) against 0.1256 (compile 0.0749); M = 8 0.1232 (MT 8)
+# against 0.1232: even; M = 16 0.1977 against the 1wgmma entry's 0.1178:
+# above 8 rows the f32 FMA and conversion work per weight byte makes the
+# kernel instruction bound, hence BOUND16 = 8. MT 4 x NB 16 (ALT 2) was
+# never the fastest (kept: the variants measured are the ones shipped).
+FAMILIES16 = ("swiglu",)
+BOUND16 = 8
+ALTS16 = [(dict(MT=2, NB=32, U=4), None),
+          (dict(MT=4, NB=32, U=4), "{M} > 2"),
+          (dict(MT=4, NB=16, U=4), "{M} > 2"),
+          (dict(MT=8, NB=32, U=2), "{M} > 4")]
+
+
+def _alts(m_sym, table=None):
+    return [(a, c.format(M=m_sym) if c else None) for a, c in (table or ALTS)]
 
 
 def _text(cfg, alts, admit, what):
     c = dict(cfg)
-    c["kind"] = "f32_skinny"
+    wide = "f32" not in c["signature"]
+    c["kind"] = "skinny16" if wide else "f32_skinny"
     for k in gemm_any.TILE_KEYS + ("KS", "WX", "WGS", "fingerprint", "math_notes", "assumptions"):
         c.pop(k, None)
-    c["product"] = re.sub(r"\((.*)f32 FMA", r"(\1exact f32 FMA, skinny M", c["product"])
+    if wide:
+        c["product"] = re.sub(r"\((.*)f32 accumulate", r"(\1f32 FMA accumulation, skinny M", c["product"])
+    else:
+        c["product"] = re.sub(r"\((.*)f32 FMA", r"(\1exact f32 FMA, skinny M", c["product"])
     _, text, _ = gemm_skinny.generate(c, gen_gemm, alts, admit)
     body = text[text.index("gpu.module"):]
     free = sorted(importer_any._used_symbols(body), key=lambda k: int(k[1:]))
     lines = body.split("\n")
-    head = [lines[0], "  // Pattern-table template: kernels/table/skinny_any.py %s (gemm_skinny.py f32_skinny)." % c["sg"],
-            "  // %s" % what] + ["  // llm-fuse.template-size %s" % k for k in free]
+    head = [lines[0], "  // Pattern-table template: kernels/table/skinny_any.py %s (gemm_skinny.py %s)." % (
+        c["sg"], c["kind"]), "  // %s" % what] + ["  // llm-fuse.template-size %s" % k for k in free]
     return "\n".join(head + lines[1:])
 
 
@@ -120,6 +158,33 @@ def _render_gemm_any(name, single):
         else:
             text = _text(c, _alts(sym["M"]), ["%s <= %d" % (sym["M"], BOUND)],
                          "%s; M <= %d (masked), K %% 4 == 0, N %% NB == 0." % (roles, BOUND))
+        return text, [None] * len(ps)
+    return render
+
+
+def _render_gemm_any16(name, dtype):
+    """gemm_any.py's family `name` in a 16-bit type at M <= BOUND16"""
+    sg = gemm_any.FAMILIES[name][3]
+    sdt = gemm_any.FAMILIES[name][1]
+    cfg = gemm_any.base_cfg(sg, False, dtype)
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        ex = {"M": gemm_any.EX_M, "N": cfg["N"], "K": cfg["K"]}
+        sym = {r: by_value[v] for r, v in ex.items()}
+        base = {cfg["N"]: sym["N"], cfg["K"]: sym["K"], cfg["M"]: sym["M"]}
+        c = dict(cfg)
+        sig = _sig_syms(cfg["signature"], base)
+        c.update(M=sym["M"], N=sym["N"], K=sym["K"], signature=sig.replace(sdt, dtype) if dtype != sdt else sig,
+                 sg="sk_%s_%s" % (name, dtype))
+        c["product"] = re.sub(r"\d+", lambda m: base.get(int(m.group(0)), m.group(0)), cfg["product"])
+        if dtype != sdt:
+            c["product"] = c["product"].replace(sdt, dtype)
+        roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K"))
+        text = _text(c, _alts(sym["M"], ALTS16), ["%s <= %d" % (sym["M"], BOUND16)],
+                     "%s; M <= %d (masked), K %% 4 == 0, N %% NB == 0; %s operands, f32 accumulation." % (
+                         roles, BOUND16, dtype))
         return text, [None] * len(ps)
     return render
 
@@ -181,6 +246,18 @@ def templates():
                 render=_render_gemm_any(name, single), archs=ARCHS,
                 source="kernels/table/skinny_any.py %s f32%s (gemm_skinny.py f32_skinny, %s; from %s at M = %d)" % (
                     name, " row" if single else "", "M = 1" if single else "masked M <= %d" % BOUND, src, m)))
+    for name in FAMILIES16:
+        src, sdt, rows, sg, dtypes, _ = gemm_any.FAMILIES[name]
+        for dtype in dtypes:
+            if dtype == "f32":
+                continue
+            cfg = gemm_any.base_cfg(sg, False, dtype)
+            out.append(dict(
+                name="0skinny-%s-%s" % (name.replace("_", ""), dtype),
+                example=gemm_any.example_text(name, dtype), pick=gemm_any._pick(cfg),
+                render=_render_gemm_any16(name, dtype), archs=ARCHS,
+                source="kernels/table/skinny_any.py %s %s (gemm_skinny.py skinny16, masked M <= %d; from %s at "
+                       "M = %d)" % (name, dtype, BOUND16, src, gemm_any.EX_M)))
     for name in importer_any.GEMMS:
         src = importer_any.GEMMS[name][0]
         out.append(dict(

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""gemm16_bench.py - issue 15 point 7's slow 16-bit GEMMs (held-out
+003_swiglu_r2, 017_gemm_epilogue_r142_f16, 005_mlp_block_r1024_d2048_f8192)
+and a few sizes the table already served, ours (the pattern table's entry
+now and the one it gave before) against torch eager and torch.compile,
+side by side in one process on the GPU.
+
+    python3 bench/table/gemm16_bench.py prepare STAGE BIN TODAY_TABLE [HELDOUT_DIR]
+        (bench/table/gemm16-prepare.sh) on the build machine: per case
+        outlines the model, builds the default lowering (the verifier's
+        reference: STAGE/<case>/<sg>/plan.json + k<N>.cubin), asks the pass
+        offline (verify=none, sm_90a) which table entry answers each
+        contraction, with kernels/table ("new") and with TODAY_TABLE (the
+        table before this change, a folder holding v1/: "old"), builds every
+        tune variant of both entries that their requirements admit at the
+        subgraph's sizes (llm-fuse-build-kernel sm_90a, STAGE/<case>/<sg>/
+        v-new<i> and v-old<i>; an old entry whose template is unchanged is
+        not built twice), and translates the subgraph to torch
+        (bench/table/torch_ref.py). STAGE/cases.json lists it all. For the
+        EXPLORE cases the new entry's split-K tilings are also built past
+        their one-wave admission (v-x<i>, grids up to four waves): whether
+        the wave bound is right there.
+    python3 bench/table/gemm16_bench.py run STAGE OUT VDIR
+        (bench/table/gemm16-device.sh, after the verification worker's
+        verdicts in VDIR) on the GPU: per subgraph, inputs uniform in
+        [-1, 1) (as bench/table/torch_time.py draws them), each variant
+        launched on NaN-poisoned outputs and compared with torch eager by
+        torch_time.py's rule, then all of them, torch eager and
+        torch.compile (default mode) timed by bench/gpu/run.py's method (L2
+        flush, events, interleaved rounds, medians). Prints the table last;
+        OUT/gemm16.json.
+"""
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+# (case, source): ("heldout", model name) from HELDOUT_DIR/models, or
+# ("example", path, dtype of the file, {size in file: new size}, new dtype)
+CASES = [
+    ("ho003", ("heldout", "003_swiglu_r2")),
+    ("ho017", ("heldout", "017_gemm_epilogue_r142_f16")),
+    ("ho005", ("heldout", "005_mlp_block_r1024_d2048_f8192")),
+    ("swiglu_r4", ("example", "examples/swiglu.mlir", "bf16", {8192: 4}, "bf16")),
+    ("swiglu_r8", ("example", "examples/swiglu.mlir", "bf16", {8192: 8}, "bf16")),
+    ("swiglu_r16", ("example", "examples/swiglu.mlir", "bf16", {8192: 16}, "bf16")),
+    ("swiglu_r2_f16", ("example", "examples/swiglu.mlir", "bf16", {8192: 2}, "f16")),
+    ("relu_r256_f16", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 256}, "f16")),
+    ("gpt_r512_bf16", ("example", "examples/minigpt_block.mlir", "f32", {1024: 512}, "bf16")),
+]
+MAX_VARIANTS = 8
+# cases whose new entry's split-K tilings are also built past their
+# one-wave admission (tag x<i>; exploration: is the wave bound right here?)
+EXPLORE = ("ho017", "ho005", "relu_r256_f16", "gpt_r512_bf16")
+WAVE = "<= 132)"
+
+
+def run_tool(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode:
+        sys.exit("gemm16_bench: %s failed: %s" % (" ".join(cmd[:2]), r.stderr[-800:]))
+    return r
+
+
+def model_text(src, heldout):
+    if src[0] == "heldout":
+        return open(os.path.join(heldout, "models", src[1] + ".mlir")).read()
+    from heldout import dtype_rewrite, size_rewrite
+    _, path, sdt, sizes, dt = src
+    text = size_rewrite(open(os.path.join(ROOT, path)).read(), sizes, {})
+    return dtype_rewrite(text, sdt, dt) if dt != sdt else text
+
+
+def prepare(stage, binp, today, heldout):
+    from skinny_stage import bind_sizes, variants
+    import torch_ref
+    opt = os.path.join(binp, "llm-fuse-opt")
+    empty = os.path.join(stage, "empty")
+    os.makedirs(empty, exist_ok=True)
+    cases, bad = [], 0
+    for name, src in CASES:
+        d = os.path.join(stage, name)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "model.mlir")
+        open(path, "w").write(model_text(src, heldout))
+        outl = run_tool([opt, "--llm-fuse-outline=remarks=false", path]).stdout
+        open(os.path.join(d, "outlined.mlir"), "w").write(outl)
+        run_tool([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir", d,
+                  os.path.join(d, "outlined.mlir")])
+        gtext = torch_ref.prepare(opt, outl)
+        picked = {}
+        for tag, table in (("new", os.path.join(ROOT, "kernels", "table")), ("old", today)):
+            rep = os.path.join(d, "report.%s.json" % tag)
+            cache = os.path.join(d, "cache-" + tag)
+            shutil.rmtree(cache, ignore_errors=True)
+            run_tool([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s pattern-table=%s "
+                      "cache-dir=%s report=%s" % (empty, table, cache, rep), path, "-o", os.devnull],
+                     env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
+            shutil.rmtree(cache, ignore_errors=True)
+            for s in json.load(open(rep))["subgraphs"]:
+                if s["class"] != "contraction":
+                    continue
+                picked.setdefault(s["name"], {"signature": s["signature"]})[tag] = s.get("model", "")
+        for sg, p in sorted(picked.items()):
+            src_t, sig_t = torch_ref.translate(gtext, sg)
+            case = dict(case=name, sg=sg, signature=p["signature"], entries={}, variants={},
+                        torch=dict(source=src_t, args=sig_t["args"], results=sig_t["results"]))
+            texts = {}
+            for tag in ("new", "old"):
+                ent = p.get(tag) or ""
+                if "/" not in ent:
+                    print("prepare: %s %s %s: no table entry (%s)" % (name, sg, tag, ent))
+                    continue
+                f = ent.split("/", 1)[1]
+                tdir = os.path.join(ROOT, "kernels", "table", "v1") if tag == "new" else os.path.join(today, "v1")
+                tmpl = json.load(open(os.path.join(tdir, f)))["template"]
+                case["entries"][tag] = f
+                texts[tag] = tmpl
+                if tag == "old" and texts.get("new") == tmpl:
+                    case["entries"]["old"] += " (= new)"
+                    continue
+                vs = [(tag, lb, t) for lb, t in variants(tmpl, bind_sizes(tmpl, p["signature"]))[:MAX_VARIANTS]]
+                if tag == "new" and name in EXPLORE and WAVE in tmpl:
+                    seen = set(lb for _, lb, _ in vs)
+                    vs += [("x", lb, t) for lb, t in variants(tmpl.replace(WAVE, "<= 100000)"),
+                                                              bind_sizes(tmpl, p["signature"]))
+                           if lb not in seen and re.search(r"TILE=[2-9]\d\d", lb)]
+                for i, (vt, label, text) in enumerate(vs):
+                    vd = os.path.join(d, sg, "v-%s%d" % (vt, i))
+                    os.makedirs(vd, exist_ok=True)
+                    kp = os.path.join(vd, "kernel.mlir")
+                    open(kp, "w").write(text)
+                    r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", "sm_90a",
+                                        "--signature", p["signature"], "--out-dir", vd, kp],
+                                       capture_output=True, text=True)
+                    try:
+                        j = json.loads(r.stdout)
+                    except ValueError:
+                        j = {"ok": False, "message": r.stderr[-300:]}
+                    print("prepare: %-14s %s %-4s v%d %-24s %s grid %s %s" % (
+                        name, sg, vt, i, label, "built" if j.get("ok") else "FAILED", j.get("grid"),
+                        (j.get("ptxas_info") or j.get("message", ""))[:110]), flush=True)
+                    if j.get("ok") and vt == "x" and j["grid"][0] > 4 * 132:
+                        shutil.rmtree(vd)   # exploration: up to four waves
+                    elif j.get("ok"):
+                        case["variants"]["%s%d" % (vt, i)] = label
+                    else:
+                        bad += 1
+                        shutil.rmtree(vd)
+            cases.append(case)
+    json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)
+    return 1 if bad else 0
+
+
+# ------------------------------------------------------------------ GPU ---
+
+def compare(torch, out, ref):
+    """torch_time.py's rule (bench/table/torch_time.py compare): (ok, worst)"""
+    rtol = {torch.bfloat16: 2e-2, torch.float16: 1e-2}.get(out.dtype, 1e-3)
+    r = ref.reshape(-1).double()
+    c = out.reshape(-1).double()
+    fin = torch.isfinite(r)
+    atol = rtol * (r[fin].abs().mean().item() if fin.any() else 0.0)
+    bound = rtol * r.abs() + atol
+    diff = (c - r).abs()
+    same = (c == r) | (torch.isnan(c) & torch.isnan(r))
+    ratio = torch.where(same, torch.zeros_like(diff), diff / bound)
+    worst = ratio.nan_to_num(nan=float("inf")).max().item() if ratio.numel() else 0.0
+    return worst <= 1.0, worst
+
+
+def run(stage, out, vdir):
+    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+    import importlib.util
+    import tempfile
+    import run as suite  # bench/gpu/run.py
+    import torch
+    t_start = time.time()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    cases = json.load(open(os.path.join(stage, "cases.json")))
+    rt = suite.Runtime(os.path.join(stage, "libllm_fuse_rt.so"))
+    prop = torch.cuda.get_device_properties(0)
+    print("device %s (%d SMs), torch %s" % (prop.name, prop.multi_processor_count, torch.__version__), flush=True)
+    timer = suite.Timer()
+    budget = float(os.environ.get("GEMM16_BUDGET_MS", "100"))
+    compile_until = float(os.environ.get("GEMM16_COMPILE_UNTIL_S", "200"))
+    rows = []
+    for ci, c in enumerate(cases):
+        label = "%s %s" % (c["case"], c["sg"])
+        row = dict(case=c["case"], sg=c["sg"], signature=c["signature"], entries=c["entries"], variants={},
+                   errors={})
+        rows.append(row)
+        try:
+            mdir = os.path.join(tempfile.gettempdir(), "lf_gemm16")
+            os.makedirs(mdir, exist_ok=True)
+            mpath = os.path.join(mdir, "lf_%s_%s.py" % (c["case"], c["sg"]))
+            open(mpath, "w").write("import torch\n" + c["torch"]["source"])
+            spec = importlib.util.spec_from_file_location("lf_g16_%d" % ci, mpath)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = mod
+            spec.loader.exec_module(mod)
+            fn = mod.subgraph
+            g = torch.Generator(device="cuda").manual_seed(1000 + ci)
+            ins = [(torch.rand(shape, generator=g, dtype=torch.float32, device="cuda") * 2 - 1).to(suite.DT[elt])
+                   for shape, elt in c["torch"]["args"]]
+            with torch.no_grad():
+                ref = fn(*ins)[0]
+            torch.cuda.synchronize()
+            (oshape, oelt), = c["torch"]["results"]
+            variants = {}
+            for tag in c["variants"]:
+                accepted, reason = verdict(vdir, c, tag)
+                row["variants"][tag] = dict(label=c["variants"][tag], verified=accepted, reason=reason)
+                if not accepted:
+                    continue
+                try:
+                    o = torch.full(oshape, float("nan"), dtype=suite.DT[oelt], device="cuda")
+                    f = suite.launch_built(rt, os.path.join(stage, c["case"], c["sg"], "v-" + tag), ins, [o])
+                    f()
+                    torch.cuda.synchronize()
+                    rt.check(tag)
+                    ok, worst = compare(torch, o, ref)
+                    o.fill_(float("nan"))
+                    f()
+                    torch.cuda.synchronize()
+                    ok2, _ = compare(torch, o, ref)
+                    row["variants"][tag].update(check=ok and ok2, worst=worst)
+                    if ok and ok2:
+                        variants[tag] = f
+                    else:
+                        print("  %s %s: WRONG (worst %.3g)" % (label, tag, worst), flush=True)
+                except Exception as e:  # noqa: BLE001
+                    row["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:300])
+                    print("  %s %s: %s" % (label, tag, row["errors"][tag]), flush=True)
+            variants["eager"] = lambda: fn(*ins)
+            if time.time() - t_start < compile_until:
+                t0 = time.time()
+                try:
+                    cf = torch.compile(fn)
+                    with torch.no_grad():
+                        cf(*ins)
+                        cf(*ins)
+                    torch.cuda.synchronize()
+                    variants["compile"] = lambda: cf(*ins)
+                    row["compile_s"] = round(time.time() - t0, 1)
+                except Exception as e:  # noqa: BLE001
+                    row["errors"]["compile"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+            with torch.no_grad():
+                st = suite.time_variants(timer, variants, budget)
+            rt.check("timing")
+            for tag, s in st.items():
+                row["variants"].setdefault(tag, {}).update(ms=s["median"], p25=s["p25"], p75=s["p75"])
+            print("%s: %s" % (label, ", ".join("%s %.4f" % (k, v["median"]) for k, v in st.items())), flush=True)
+            del ins, ref, variants
+            torch.cuda.empty_cache()
+        except Exception as e:  # noqa: BLE001
+            row["errors"]["case"] = "%s: %s" % (type(e).__name__, str(e)[:400])
+            print("  %s: %s" % (label, row["errors"]["case"]), flush=True)
+        json.dump(dict(device=prop.name, torch=torch.__version__,
+                       date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), rows=rows),
+                  open(os.path.join(out, "gemm16.json"), "w"), indent=1)
+    print_table(rows)
+    return 0
+
+
+def verdict(vdir, c, tag):
+    try:
+        v = json.load(open(os.path.join(vdir, "%s.%s.v-%s.json" % (c["case"], c["sg"], tag))))
+    except (OSError, ValueError) as e:
+        return False, "no verdict (%s)" % e
+    return bool(v.get("accepted")), v.get("reason", "")
+
+
+def best(v, kind):
+    ks = [k for k in v if k[:len(kind)] == kind and k[len(kind):].isdigit() and v[k].get("check") and "ms" in v[k]]
+    return min(ks, key=lambda k: v[k]["ms"]) if ks else None
+
+
+def print_table(rows):
+    print()
+    print("| case | subgraph | entry (new) | new best ms (variant) | old best ms (variant) | eager ms | compile ms | "
+          "new/compile | old/compile | variants (ms; x = not verified) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        v = r["variants"]
+        bn, bo = best(v, "new"), best(v, "old")
+        if bo is None and "(= new)" in r["entries"].get("old", ""):
+            bo = bn
+        comp = v.get("compile", {}).get("ms")
+
+        def cell(k):
+            return "%.4f (%s)" % (v[k]["ms"], v[k]["label"]) if k else "-"
+
+        def ratio(k):
+            return "%.2f" % (v[k]["ms"] / comp) if k and comp else "-"
+        allv = " ".join("%s:%s" % (k, "%.4f" % v[k]["ms"] if "ms" in v[k] else "x")
+                        for k in v if k not in ("eager", "compile"))
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["case"], r["sg"], r["entries"].get("new", "-")[17:-5], cell(bn), cell(bo),
+            "%.4f" % v["eager"]["ms"] if "ms" in v.get("eager", {}) else "-", "%.4f" % comp if comp else "-",
+            ratio(bn), ratio(bo), allv))
+    rej = [(r["case"], r["sg"], k, x.get("reason")) for r in rows for k, x in r["variants"].items()
+           if k not in ("eager", "compile") and not x.get("verified")]
+    for x in rej:
+        print("not verified: %s %s %s: %s" % x)
+    wrong = [(r["case"], r["sg"], k) for r in rows for k, x in r["variants"].items()
+             if x.get("verified") and x.get("check") is False]
+    print("gemm16: %d variant(s) verified, %d not verified, %d wrong against eager %s" % (
+        sum(1 for r in rows for k, x in r["variants"].items() if x.get("verified")), len(rej), len(wrong),
+        wrong or ""))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["prepare"] and len(sys.argv) in (5, 6):
+        sys.exit(prepare(sys.argv[2], sys.argv[3], sys.argv[4],
+                         sys.argv[5] if len(sys.argv) == 6 else "/tmp/gemm16-ho"))
+    if sys.argv[1:2] == ["run"] and len(sys.argv) == 5:
+        sys.exit(run(sys.argv[2], sys.argv[3], sys.argv[4]))
+    sys.exit(__doc__)
