@@ -20,6 +20,16 @@ largest tensor is 64 MiB or more, a copy of the same number of bytes (its
 inputs and outputs once each, half read and half written) is timed with it,
 in the same rounds: same_size_copy_ms.
 
+With --ours DIR (heldout_ours.py's OUT/ours: the kernels the pass swapped
+in, rebuilt from its cache) and --rt (libllm_fuse_rt.so), each swapped
+subgraph's kernel is launched here too (bench/gpu/run.py's launch_built),
+checked against eager's outputs by the same rule as torch.compile's, and
+timed as the variant "ours" in the same rounds as eager and torch.compile:
+one process, one timer for both sides of the ratio (ours_ms). With
+--pad-us P (heldout-device.sh: 200) every sample waits P us of GPU sleep
+before its flush (run.py's PadTimer), so that a call's host cost (torch.
+compile's guards and launcher) is not counted as GPU time.
+
 torch.compile compiles per shape: its first call (the compile) is timed
 by the host clock and reported as compile_s, a second call warms up, then
 it is timed like eager. Compiles stop once their total passes
@@ -57,6 +67,11 @@ def main():
     ap.add_argument("--compile-budget-s", type=float, default=180.0)
     ap.add_argument("--only", help="regex over model names")
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--ours", help="heldout_ours.py's folder of the swapped "
+                    "kernels (<subgraph>/result.json + kernel.cubin)")
+    ap.add_argument("--rt", help="libllm_fuse_rt.so, to launch --ours' kernels")
+    ap.add_argument("--pad-us", type=float, default=0.0,
+                    help="GPU sleep before each sample's flush (run.py's PadTimer)")
     ap.add_argument("--reports", help="the pass's reports (a folder): the "
                     "subgraphs it swapped are timed first, so that the "
                     "compile budget goes to them first")
@@ -106,9 +121,16 @@ def main():
     # stats and time_variants, and its element types.
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                     "..", "gpu"))
-    from run import DT, Timer, stats, time_variants  # noqa: E402,F401
+    from run import DT, PadTimer, Runtime, Timer, launch_built, stats, time_variants  # noqa: E402,F401
 
-    timer = Timer()
+    timer = PadTimer(a.pad_us) if a.pad_us > 0 else Timer()
+    res["timer"] = "pad %g us" % a.pad_us if a.pad_us > 0 else "run.py"
+    rt = None
+    if a.ours and a.rt:
+        try:
+            rt = Runtime(a.rt)
+        except OSError as e:
+            res["ours_error"] = "no runtime %s: %s" % (a.rt, e)
     # ---- copy bandwidth ----
     try:
         n = 1 << 30
@@ -168,7 +190,7 @@ def main():
             print("[%d/%d] %s: %s" % (i + 1, len(todo), name, rec["error"]),
                   flush=True)
             continue
-        ins = outs = fn = cf = csrc = cdst = None
+        ins = outs = fn = cf = csrc = cdst = oo = orun = None
         t0 = time.time()
         try:
             # A real module from a real file: torch.compile (dynamo)
@@ -199,6 +221,27 @@ def main():
                     raise RuntimeError("eager result %s %s, want %s %s" % (
                         list(o.shape), o.dtype, shape, elt))
             variants = {"eager": lambda: fn(*args)}
+            od = os.path.join(a.ours, name) if a.ours else None
+            if rt is not None and od and os.path.exists(os.path.join(od, "result.json")):
+                try:  # the swapped kernel, on the same inputs (a guard: never costs the rest)
+                    oo = [torch.empty(shape, dtype=DT[elt], device="cuda")
+                          for shape, elt in s["results"]]
+                    for o in oo:  # poisoned: an output the kernel skips fails the check
+                        if o.is_floating_point():
+                            o.fill_(float("nan"))
+                    orun = launch_built(rt, od, list(ins), oo)
+                    orun()
+                    torch.cuda.synchronize()
+                    rt.check("ours")
+                    oks = [compare(x, y) for x, y in zip(oo, outs)]
+                    rec["ours_vs_eager_ok"] = all(ok for ok, _ in oks)
+                    rec["ours_vs_eager_worst"] = max(w for _, w in oks)
+                    if rec["ours_vs_eager_ok"]:
+                        variants["ours"] = orun
+                    else:
+                        rec["ours_error"] = "outputs differ from eager's (not timed)"
+                except Exception as e:  # noqa: BLE001
+                    rec["ours_error"] = "%s: %s" % (type(e).__name__, str(e)[-300:])
             if a.no_compile:
                 rec["compile_error"] = "--no-compile"
             elif compile_spent > a.compile_budget_s:
@@ -249,6 +292,9 @@ def main():
                 csrc = cdst = None
             rec["eager_ms"] = ts["eager"]["median"]
             rec["eager"] = ts["eager"]
+            if "ours" in ts:
+                rec["ours_ms"] = ts["ours"]["median"]
+                rec["ours"] = ts["ours"]
             if "compile" in ts:
                 rec["compile_ms"] = ts["compile"]["median"]
                 rec["compile"] = ts["compile"]
@@ -256,7 +302,7 @@ def main():
             rec["error"] = "%s: %s" % (type(e).__name__, str(e)[-400:])
             rec["traceback"] = traceback.format_exc()[-1500:]
         finally:
-            ins = outs = fn = cf = args = variants = csrc = cdst = None
+            ins = outs = fn = cf = args = variants = csrc = cdst = oo = orun = None
             try:
                 torch.cuda.synchronize()
             except Exception:  # noqa: BLE001
@@ -264,8 +310,9 @@ def main():
             torch.cuda.empty_cache()
         rec["wall_s"] = round(time.time() - t0, 2)
         save()
-        print("[%d/%d] %s: eager %s ms, compile %s ms (compiled in %s s)%s" % (
+        print("[%d/%d] %s: ours %s ms, eager %s ms, compile %s ms (compiled in %s s)%s" % (
             i + 1, len(todo), name,
+            "%.4f" % rec["ours_ms"] if "ours_ms" in rec else "-",
             "%.4f" % rec["eager_ms"] if "eager_ms" in rec else "-",
             "%.4f" % rec["compile_ms"] if "compile_ms" in rec else "-",
             rec.get("compile_s", "-"),
