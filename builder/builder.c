@@ -365,6 +365,7 @@ lf_status_t lf_build_kernel_in_process(const lf_build_request_t *req,
   stage(req, "lower");
   t = lf_now_ms();
   bool ok = false;
+  lf_prune_constant_branches(info.gpu_module);
   if ((s = retype_tensor_maps(ctx, &info)))
     goto out_module;
   s = run_pipeline(ctx, module, kLowering, &ok);

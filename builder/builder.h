@@ -177,6 +177,9 @@ typedef struct lf_build_result_s {
   /* Timings in milliseconds (0 for stages not reached). ms_total is the
    * whole call; for lf_build_kernel() it includes starting the child. */
   double ms_parse, ms_contract, ms_lower, ms_llvm, ms_ptxas, ms_total;
+  /* lf_build_kernel(): user + system time of the child and its ptxas (not
+   * written to JSON; 0 in process). */
+  double ms_cpu;
 } lf_build_result_t;
 
 /// Frees a result and everything it owns. Accepts NULL.
@@ -184,7 +187,9 @@ void lf_build_result_destroy(lf_build_result_t *result);
 
 /// Builds in a child process (see the file comment). `limits` may be NULL.
 /// On OK, *out_result is a new result (any kind); on error it is NULL.
-/// Thread-safe; uses fork+exec, a private temporary folder and waitpid on
+/// Thread-safe; uses a private temporary folder, and a fork of the build
+/// server (builder/server.c; started on first use as `TOOL --serve 3`, off
+/// with LLM_FUSE_BUILD_SERVER=0) or else fork+exec of the tool, waiting on
 /// its own child only.
 lf_status_t lf_build_kernel(const lf_build_request_t *request,
                             const lf_build_limits_t *limits,

@@ -2,6 +2,8 @@
  *
  * builder.c runs the stages, contract.c checks the kernel contract,
  * codegen.c turns lowered IR into PTX and a cubin, child.c runs processes,
+ * server.c is the pre-started build server those processes fork from,
+ * prune.c drops a template's untaken tiling branches before the lowering,
  * result.c owns results, diagnostics and their caps.
  */
 #ifndef LF_BUILDER_INTERNAL_H
@@ -175,6 +177,13 @@ lf_status_t lf_find_ptxas(const char *requested, char **out_path);
 /// nvvm/libdevice/libdevice.10.bc under the CUDA roots).
 lf_status_t lf_find_libdevice(const char *requested, char **out_path);
 
+/* ---- Constant branches (prune.c) ---------------------------------------- */
+
+/// Replaces every scf.if under `root` whose condition is a constant i1 or an
+/// arith.cmpi eq / ne of two integer constants by the body of its taken
+/// branch (a template's tiling switch). Returns how many were folded.
+int lf_prune_constant_branches(MlirOperation root);
+
 /* ---- Processes (child.c) ------------------------------------------------- */
 
 typedef struct lf_subprocess_s {
@@ -193,6 +202,8 @@ typedef struct lf_subprocess_outcome_s {
   int signal;     /* which */
   int exit_code;  /* when it exited */
   double ms;      /* wall time */
+  double cpu_ms;  /* user + system time of the process and the children it
+                     reaped (a build's ptxas) */
 } lf_subprocess_outcome_t;
 
 /// Runs argv (in a new process group unless spec->same_group) with stdin
@@ -201,6 +212,31 @@ typedef struct lf_subprocess_outcome_s {
 /// killed. Non-OK only if the process could not be started.
 lf_status_t lf_subprocess_run(const lf_subprocess_t *spec,
                               lf_subprocess_outcome_t *out);
+
+/* ---- The build server (server.c) ---------------------------------------- */
+
+/// The tool's main(), run by each build the server forks.
+typedef int (*lf_build_server_fn_t)(int argc, char **argv);
+
+/// The server loop of `llm-fuse-build-kernel --serve FD` (server.c's file
+/// comment): receives per-build sockets on `ctl` and forks a runner for
+/// each, which forks the build (running `run` on the request's argv) with
+/// spec's limits. Returns 0 when the other end of `ctl` closes.
+int lf_build_server_main(int ctl, lf_build_server_fn_t run);
+
+/// Runs spec (the argv of `tool --in-process ...`) as a fork of this
+/// process's build server, starting the server (`tool --serve 3`) on first
+/// use. True: *out says how it ended, as lf_subprocess_run() would. False:
+/// not served (LLM_FUSE_BUILD_SERVER=0, a server that cannot start or has
+/// died, another tool): nothing of the build ran; run a plain child.
+/// Thread-safe.
+bool lf_build_server_run(const char *tool, const lf_subprocess_t *spec,
+                         lf_subprocess_outcome_t *out);
+
+/// Builds served and fallen back in this process, and the server's pid (0
+/// when none is up or none has reported yet); for tests. NULLs allowed.
+void lf_build_server_stats(int *out_served, int *out_fallbacks,
+                           int *out_server_pid);
 
 /// Monotonic milliseconds.
 double lf_now_ms(void);

@@ -1225,22 +1225,79 @@ static void note_error(reply_state_t *rs, const char *label, const char *why,
   rs->first_error_attempt = attempt;
 }
 
-/* Builds and (with an evaluate callback) verifies one variant. */
-static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
-                        size_t attempt_index, const char *text,
-                        size_t line_offset, const char *label,
-                        reply_state_t *rs) {
-  const lf_acquire_options_t *o = c->o;
+/* One variant's build: what the build callback returned. */
+typedef struct variant_build_s {
+  lf_status_t bs;
   lf_acquire_build_t built;
-  memset(&built, 0, sizeof(built));
+  long build_ms;
+} variant_build_t;
+
+static void build_variant(ctx_t *c, job_t *j, const char *text,
+                          size_t line_offset, const char *label,
+                          variant_build_t *vb) {
+  const lf_acquire_options_t *o = c->o;
+  memset(vb, 0, sizeof(*vb));
   LF_LOG_INFO("acquire: %s: request %d%s%s: building (%zu bytes)",
               j->task->name, j->res->requests, label[0] ? ", variant " : "",
               label, strlen(text));
   build_enter(c);
   int64_t t0 = now_ms();
-  lf_status_t bs = o->build(j->task, text, line_offset, o->build_user, &built);
-  a->build_ms = (long)(now_ms() - t0);
+  vb->bs = o->build(j->task, text, line_offset, o->build_user, &vb->built);
+  vb->build_ms = (long)(now_ms() - t0);
   build_leave(c);
+}
+
+/* Building ahead (the pass with a GPU): variant v + 1 builds on a thread of
+ * its own while variant v is verified and timed, so that a subgraph's wall
+ * time is about the sum of max(build, evaluation) per variant rather than
+ * of both. Variant v + 1 is taken, tried and recorded after v as before;
+ * if v ends the loop, its build is released unused. */
+typedef struct ahead_s {
+  ctx_t *c;
+  job_t *j;
+  const char *text, *label;
+  size_t line_offset;
+  variant_build_t vb;
+  pthread_t thread;
+  bool started;
+} ahead_t;
+
+static void *ahead_main(void *p) {
+  ahead_t *a = p;
+  build_variant(a->c, a->j, a->text, a->line_offset, a->label, &a->vb);
+  return NULL;
+}
+
+static void ahead_start(ctx_t *c, job_t *j, const char *text,
+                        size_t line_offset, const char *label, ahead_t *a) {
+  memset(a, 0, sizeof(*a));
+  a->c = c, a->j = j, a->text = text, a->label = label;
+  a->line_offset = line_offset;
+  a->started = pthread_create(&a->thread, NULL, ahead_main, a) == 0;
+}
+
+/* Waits for the build ahead; true (and *vb set) if there was one. */
+static bool ahead_take(ahead_t *a, variant_build_t *vb) {
+  if (!a->started)
+    return false;
+  pthread_join(a->thread, NULL);
+  a->started = false;
+  *vb = a->vb;
+  return true;
+}
+
+/* Tries one variant (its build already done: `vb`, consumed) and, with an
+ * evaluate callback, verifies it. */
+static void try_variant(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
+                        size_t attempt_index, const char *text,
+                        size_t line_offset, const char *label,
+                        reply_state_t *rs, variant_build_t *vb) {
+  const lf_acquire_options_t *o = c->o;
+  lf_acquire_build_t built = vb->built;
+  lf_status_t bs = vb->bs;
+  a->build_ms = vb->build_ms;
+  memset(vb, 0, sizeof(*vb));
+  int64_t t0;
   if (bs) {
     a->outcome = LF_ATTEMPT_ERROR;
     a->message = shorten(lf_status_message(bs));
@@ -1467,6 +1524,7 @@ static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
                 j->task->name, j->res->requests, set->count, set->excluded);
   reply_state_t rs = {0};
   lf_acquire_attempt_t proto = *a;
+  ahead_t ahead = {0};
   for (size_t v = 0; v < set->count && !rs.ended; ++v) {
     lf_acquire_attempt_t *av = a;
     size_t index = first_index;
@@ -1485,8 +1543,26 @@ static void take_reply(ctx_t *c, job_t *j, lf_acquire_attempt_t *a,
       free(av->variant);
       av->variant = xstrdup(set->variants[v].label);
     }
+    variant_build_t vb;
+    if (!ahead_take(&ahead, &vb))
+      build_variant(c, j, set->variants[v].text, offset,
+                    set->variants[v].label, &vb);
+    /* v will be evaluated: build v + 1 meanwhile. */
+    if (c->o->evaluate && !c->o->no_build_ahead && v + 1 < set->count &&
+        !vb.bs && vb.built.ok)
+      ahead_start(c, j, set->variants[v + 1].text, offset,
+                  set->variants[v + 1].label, &ahead);
     try_variant(c, j, av, index, set->variants[v].text, offset,
-                set->variants[v].label, &rs);
+                set->variants[v].label, &rs, &vb);
+  }
+  variant_build_t unused;
+  if (ahead_take(&ahead, &unused)) {
+    LF_LOG_INFO("acquire: %s: request %d, variant %s: built ahead, not "
+                "needed",
+                j->task->name, j->res->requests, ahead.label);
+    release(c, &unused.built.artifact);
+    built_clear(&unused.built);
+    lf_status_free(unused.bs);
   }
   lf_tune_set_destroy(set);
   /* A template from anyone (a replayed one too); a kernel for these sizes

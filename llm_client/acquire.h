@@ -240,6 +240,10 @@ typedef struct lf_acquire_options_s {
   int max_attempts;      /* first request plus repairs; default 4 */
   int max_concurrency;   /* requests in flight; default 8 */
   int build_concurrency; /* build callbacks at once; default 1 */
+  /// With an evaluate callback, a reply's variant v + 1 is built while
+  /// variant v is evaluated (a thread per subgraph loop; it takes a build
+  /// slot like any build). true: one after the other.
+  bool no_build_ahead;
   /// Budgets, per call; 0: no limit. Requests count provider requests
   /// (replay lookups too; HTTP retries of one request do not). Tokens are
   /// the reported usage (else bytes / 4), checked before each round, so

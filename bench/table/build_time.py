@@ -19,6 +19,17 @@ tool alternate on each kernel (an A/B under the same load):
   bench/table/build_time.py time WORK [--tool BUILD/bin/llm-fuse-build-kernel]
                                  [--tool-b OTHER] [--repeat 3]
                                  [--budget-ms 500] [--json OUT]
+                                 [--a-batch MODE] [--b-batch MODE]
+                                 [--tool-c THIRD] [--c-batch MODE]
+
+--a-batch / --b-batch server|plain: that side's builds go through one
+long-lived `TOOL --batch` process, i.e. lf_build_kernel() as the pass
+calls it, with the build server (builder/server.c: each build a fork of a
+pre-started tool, so no process start per build) or with a plain child
+(LLM_FUSE_BUILD_SERVER=0: fork + exec per build, as before the server).
+cpu is then the child's own (user+system of the build process and its
+ptxas, from wait4); the server's one start per process is not in it and
+is printed once (`--serve` start-up cpu, measured as a plain `--help`).
 
 MODELS_DIR: e.g. from `python3 bench/table/heldout.py gen DIR --seed 1
 --count 40 --opt BUILD/bin/llm-fuse-opt` (DIR/models). Times are CPU-bound
@@ -128,6 +139,40 @@ def build_once(tool, e, out_dir):
     return wall, cpu, res
 
 
+class Batch:
+    """One `TOOL --batch` process: lf_build_kernel() per request line."""
+
+    def __init__(self, tool, mode):
+        env = dict(os.environ, LLM_FUSE_BUILD_SERVER="1" if mode == "server" else "0")
+        self.p = subprocess.Popen([tool, "--batch"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, env=env, text=True)
+
+    def build(self, e):
+        t = time.monotonic()
+        self.p.stdin.write("%s\t%s\t%s\n" % (e["file"], e["signature"], e["chip"]))
+        self.p.stdin.flush()
+        res = json.loads(self.p.stdout.readline())
+        wall = (time.monotonic() - t) * 1000.0
+        if "error" in res:
+            sys.exit("batch build of %s: %s" % (e["file"], res["error"]))
+        return wall, res["cpu_ms"], res
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+def startup_cpu(tool, n=5):
+    """cpu ms of starting the tool (`--help`: the dynamic linking of
+    libMLIR / libLLVM and nothing else), the median of n"""
+    out = []
+    for _ in range(n):
+        c = cpu_ms()
+        subprocess.run([tool, "--help"], capture_output=True)
+        out.append(cpu_ms() - c)
+    return statistics.median(out)
+
+
 def summarize(e, runs):
     res = runs[-1][2]
     # Stage times: the fastest of the runs (the least disturbed by other
@@ -192,8 +237,11 @@ def time_all(args):
     with open(os.path.join(args.work, "index.json")) as f:
         index = json.load(f)
     tools = [args.tool] + ([args.tool_b] if args.tool_b else [])
+    tools += [args.tool_c] if args.tool_b and args.tool_c else []
     out_dir = os.path.join(os.path.abspath(args.work), "out")
     os.makedirs(out_dir, exist_ok=True)
+    modes = [args.a_batch, args.b_batch, args.c_batch][:len(tools)]
+    batches = [Batch(t, m) if m else None for t, m in zip(tools, modes)]
     seen, rows = set(), [[] for _ in tools]
     for e in index:
         if e["file"] in seen:
@@ -202,17 +250,26 @@ def time_all(args):
         runs = [[] for _ in tools]
         for _ in range(args.repeat):  # A and B alternate: the same load
             for i, tool in enumerate(tools):
-                runs[i].append(build_once(tool, e, out_dir))
+                runs[i].append(batches[i].build(e) if batches[i] else
+                               build_once(tool, e, out_dir))
         for i in range(len(tools)):
             rows[i].append(summarize(e, runs[i]))
+    for b in batches:
+        if b:
+            b.close()
     for i, tool in enumerate(tools):
-        report(rows[i], args, "A: " + tool if i == 0 else "B: " + tool)
-    if args.tool_b:
+        how = {"server": " (batch, build server)", "plain": " (batch, plain child)"}.get(modes[i], "")
+        report(rows[i], args, "ABC"[i] + ": " + tool + how)
+    if "server" in modes:
+        print("\nthe build server's start, once per process (not in the cpu "
+              "above): %.0f ms cpu (`%s --help`, median of 5)"
+              % (startup_cpu(tools[modes.index("server")]), tools[modes.index("server")]))
+    for i in range(1, len(tools)):
         a = sum(r["cpu"] for r in rows[0])
-        b = sum(r["cpu"] for r in rows[1])
-        print("\nB - A: cpu sum %+.0f ms (%+.1f%%), median per kernel %+.0f "
-              "ms" % (b - a, 100.0 * (b - a) / a, statistics.median(
-                  y["cpu"] - x["cpu"] for x, y in zip(rows[0], rows[1]))))
+        b = sum(r["cpu"] for r in rows[i])
+        print("\n%s - A: cpu sum %+.0f ms (%+.1f%%), median per kernel %+.0f "
+              "ms" % ("ABC"[i], b - a, 100.0 * (b - a) / a, statistics.median(
+                  y["cpu"] - x["cpu"] for x, y in zip(rows[0], rows[i]))))
     print("load average at the end: %.2f (2 cores)" % os.getloadavg()[0])
     if args.json:
         with open(args.json, "w") as f:
@@ -234,6 +291,14 @@ def main():
         ROOT, "build/bin/llm-fuse-build-kernel"))
     t.add_argument("--tool-b", help="a second build of the tool, timed "
                    "alternately with --tool on each kernel (an A/B)")
+    t.add_argument("--tool-c", help="a third build, with --tool-b: A, B, C "
+                   "alternate")
+    t.add_argument("--c-batch", choices=("server", "plain"),
+                   help="C's builds through `TOOL-C --batch` (lf_build_kernel)")
+    t.add_argument("--a-batch", choices=("server", "plain"),
+                   help="A's builds through `TOOL --batch` (lf_build_kernel)")
+    t.add_argument("--b-batch", choices=("server", "plain"),
+                   help="B's builds through `TOOL-B --batch` (lf_build_kernel)")
     t.add_argument("--repeat", type=int, default=3)
     t.add_argument("--budget-ms", type=float, default=500.0)
     t.add_argument("--json")

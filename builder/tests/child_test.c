@@ -1,6 +1,9 @@
 /* child_test.c - the kernel build in a child process: success, a real
  * parser crash, a timeout, the process runner on its own, and the result's
- * JSON and repair text. argv[1] is the llm-fuse-build-kernel to run. */
+ * JSON and repair text; the same through the build server (server.c),
+ * two builds at once, and a server that dies (plain children take over).
+ * argv[1] is the llm-fuse-build-kernel to run. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +318,199 @@ LF_TEST(find_tool) {
   unsetenv("LLM_FUSE_BUILD_KERNEL");
 }
 
+/* 32768 inlined expf calls: a build of tens of seconds (lit_tests/builder/
+ * Inputs/slow.mlir). */
+static const char *const slow_kernel =
+    "gpu.module @kernels {\n"
+    "  gpu.func @k(%x: memref<1024xf32>, %y: memref<1024xf32>) kernel\n"
+    "      attributes {known_block_size = array<i32: 1, 1, 1>,\n"
+    "                  known_grid_size = array<i32: 1, 1, 1>} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %l = vector.load %x[%c0] : memref<1024xf32>, vector<1024xf32>\n"
+    "    %b = vector.broadcast %l : vector<1024xf32> to vector<32x1024xf32>\n"
+    "    %e = math.exp %b : vector<32x1024xf32>\n"
+    "    %s = arith.mulf %e, %b : vector<32x1024xf32>\n"
+    "    %sc = vector.shape_cast %s : vector<32x1024xf32> to "
+    "vector<32768xf32>\n"
+    "    %r = vector.reduction <add>, %sc : vector<32768xf32> into f32\n"
+    "    memref.store %r, %y[%c0] : memref<1024xf32>\n"
+    "    gpu.return\n"
+    "  }\n"
+    "}\n";
+
+static const char *const slow_signature =
+    "(tensor<1024xf32>) -> tensor<1024xf32>";
+
+/* The tests above went through the server: it is up, and it served them
+ * (none fell back). */
+LF_TEST(server_served_the_builds) {
+  int served = 0, fallbacks = 0, pid = 0;
+  lf_build_server_stats(&served, &fallbacks, &pid);
+  LF_EXPECT(served >= 4); /* success, crash, timeout, bad signature */
+  LF_EXPECT(fallbacks == 0);
+  LF_EXPECT(pid > 0 && kill(pid, 0) == 0);
+}
+
+/* A build past its deadline in the server: kind timeout with the same
+ * message, killed near the deadline (not after the build's tens of
+ * seconds), and the server serves the next build. */
+LF_TEST(server_deadline) {
+  int before = 0;
+  lf_build_server_stats(&before, NULL, NULL);
+  lf_build_request_t req = request(slow_kernel);
+  req.signature = slow_signature;
+  lf_build_limits_t limits = {.tool_path = tool, .timeout_ms = 1000};
+  lf_build_result_t *r = NULL;
+  double t0 = lf_now_ms();
+  lf_status_t s = lf_build_kernel(&req, &limits, &r);
+  double ms = lf_now_ms() - t0;
+  LF_EXPECT(s == NULL);
+  LF_EXPECT(r && r->kind == LF_BUILD_TIMEOUT);
+  if (r)
+    LF_EXPECT(strstr(r->message, "ran past its 1000 ms limit (during ") !=
+              NULL);
+  LF_EXPECT(ms >= 1000 && ms < 4000);
+  lf_status_free(s);
+  lf_build_result_destroy(r);
+  int after = 0, fallbacks = 0;
+  lf_build_server_stats(&after, &fallbacks, NULL);
+  LF_EXPECT(after == before + 1 && fallbacks == 0);
+
+  /* The CPU limit ends the build the same way in the server and in a
+   * plain child: RLIMIT_CPU's soft and hard limits are equal, so the
+   * kernel sends SIGKILL (not SIGXCPU) and the result is a crash. */
+  limits.timeout_ms = 30000;
+  limits.cpu_seconds = 1;
+  lf_build_result_t *rs[2] = {NULL, NULL};
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1)
+      setenv("LLM_FUSE_BUILD_SERVER", "0", 1);
+    s = lf_build_kernel(&req, &limits, &rs[i]);
+    LF_EXPECT(s == NULL && rs[i] != NULL);
+    lf_status_free(s);
+  }
+  unsetenv("LLM_FUSE_BUILD_SERVER");
+  if (rs[0] && rs[1]) {
+    LF_EXPECT(rs[0]->kind == rs[1]->kind);
+    LF_EXPECT(rs[0]->kind == LF_BUILD_CRASH);
+    /* The stage it reached may differ: the plain child's CPU time includes
+     * its ~85 ms of start-up. */
+    const char *same = "the kernel builder crashed with SIGKILL during ";
+    LF_EXPECT(strncmp(rs[0]->message, same, strlen(same)) == 0);
+    LF_EXPECT(strncmp(rs[1]->message, same, strlen(same)) == 0);
+  }
+  lf_build_result_destroy(rs[0]);
+  lf_build_result_destroy(rs[1]);
+}
+
+typedef struct pair_arg_s {
+  const char *text;
+  lf_build_result_t *r;
+  lf_status_t s;
+} pair_arg_t;
+
+static void *build_thread(void *p) {
+  pair_arg_t *a = p;
+  lf_build_request_t req = request(a->text);
+  lf_build_limits_t limits = {.tool_path = tool};
+  a->s = lf_build_kernel(&req, &limits, &a->r);
+  return NULL;
+}
+
+/* Two builds at once (the pass runs two): each its own fork, each its own
+ * result; a crash in one leaves the other whole. */
+LF_TEST(server_two_at_once) {
+  int before = 0;
+  lf_build_server_stats(&before, NULL, NULL);
+  char *deep = malloc(300000);
+  LF_EXPECT(deep != NULL);
+  if (!deep)
+    return;
+  char *p = deep + sprintf(deep, "gpu.module @kernels attributes {x = ");
+  memset(p, '[', 100000);
+  memset(p + 100000, ']', 100000);
+  sprintf(p + 200000, "} {}\n");
+  pair_arg_t a[3] = {
+      {good_kernel, NULL, NULL}, {deep, NULL, NULL}, {good_kernel, NULL, NULL}};
+  pthread_t th[3];
+  for (int i = 0; i < 3; ++i)
+    LF_EXPECT(pthread_create(&th[i], NULL, build_thread, &a[i]) == 0);
+  for (int i = 0; i < 3; ++i)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < 3; ++i)
+    LF_EXPECT(a[i].s == NULL && a[i].r != NULL);
+  if (a[0].r && a[2].r && a[1].r) {
+    LF_EXPECT(a[0].r->kind == LF_BUILD_OK && a[2].r->kind == LF_BUILD_OK);
+    LF_EXPECT_STREQ(a[0].r->ptx, a[2].r->ptx);
+    LF_EXPECT(a[1].r->kind == LF_BUILD_CRASH);
+    LF_EXPECT(strstr(a[1].r->message, "SIGSEGV during parse") != NULL);
+  }
+  for (int i = 0; i < 3; ++i) {
+    lf_status_free(a[i].s);
+    lf_build_result_destroy(a[i].r);
+  }
+  free(deep);
+  int after = 0, fallbacks = 0;
+  lf_build_server_stats(&after, &fallbacks, NULL);
+  LF_EXPECT(after == before + 3 && fallbacks == 0);
+}
+
+/* LLM_FUSE_BUILD_SERVER=0: a plain child, as before the server. */
+LF_TEST(server_off) {
+  int before = 0;
+  lf_build_server_stats(&before, NULL, NULL);
+  setenv("LLM_FUSE_BUILD_SERVER", "0", 1);
+  lf_build_request_t req = request(good_kernel);
+  lf_build_limits_t limits = {.tool_path = tool};
+  lf_build_result_t *r = NULL;
+  lf_status_t s = lf_build_kernel(&req, &limits, &r);
+  unsetenv("LLM_FUSE_BUILD_SERVER");
+  LF_EXPECT(s == NULL && r && r->kind == LF_BUILD_OK);
+  LF_EXPECT(r && r->ms_cpu > 0);
+  lf_status_free(s);
+  lf_build_result_destroy(r);
+  int after = 0, fallbacks = 0;
+  lf_build_server_stats(&after, &fallbacks, NULL);
+  LF_EXPECT(after == before && fallbacks == 0);
+}
+
+/* The server killed: the next build still succeeds, in a plain child, and
+ * the server is not used again. Run last. */
+LF_TEST(server_death_falls_back) {
+  int served = 0, fallbacks = 0, pid = 0;
+  lf_build_server_stats(&served, &fallbacks, &pid);
+  LF_EXPECT(pid > 0);
+  if (pid <= 0)
+    return;
+  LF_EXPECT(kill(pid, SIGKILL) == 0);
+  for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i)
+    usleep(10000); /* until init has reaped it */
+  lf_build_request_t req = request(good_kernel);
+  lf_build_limits_t limits = {.tool_path = tool};
+  for (int round = 0; round < 2; ++round) {
+    lf_build_result_t *r = NULL;
+    lf_status_t s = lf_build_kernel(&req, &limits, &r);
+    LF_EXPECT(s == NULL && r && r->kind == LF_BUILD_OK);
+    lf_status_free(s);
+    lf_build_result_destroy(r);
+  }
+  int served2 = 0, fallbacks2 = 0, pid2 = 0;
+  lf_build_server_stats(&served2, &fallbacks2, &pid2);
+  LF_EXPECT(served2 == served);
+  LF_EXPECT(fallbacks2 == fallbacks + 1); /* the first noticed, once */
+  LF_EXPECT(pid2 == 0);
+
+  /* A crash still is a crash in a plain child. */
+  lf_build_request_t bad = request(slow_kernel);
+  bad.signature = slow_signature;
+  limits.timeout_ms = 500;
+  lf_build_result_t *r = NULL;
+  lf_status_t s = lf_build_kernel(&bad, &limits, &r);
+  LF_EXPECT(s == NULL && r && r->kind == LF_BUILD_TIMEOUT);
+  lf_status_free(s);
+  lf_build_result_destroy(r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s PATH/TO/llm-fuse-build-kernel\n", argv[0]);
@@ -330,5 +526,10 @@ int main(int argc, char **argv) {
   LF_RUN(json_round_trip_and_repair_cap);
   LF_RUN(json_tensor_map_round_trip);
   LF_RUN(find_tool);
+  LF_RUN(server_served_the_builds);
+  LF_RUN(server_deadline);
+  LF_RUN(server_two_at_once);
+  LF_RUN(server_off);
+  LF_RUN(server_death_falls_back);
   return lf_test_finish();
 }

@@ -425,6 +425,65 @@ LF_TEST(loop_tunes_declared_variants) {
   lf_acquire_report_destroy(r);
 }
 
+/* A build that takes build_sleep_ms and notes whether an evaluation was
+ * running meanwhile (a build ahead, acquire.c). */
+static int build_sleep_ms;
+static atomic_int builds_during_eval;
+
+static lf_status_t slow_text_build(const lf_acquire_task_t *task,
+                                   const char *kernel, size_t line_offset,
+                                   void *user, lf_acquire_build_t *out) {
+  bool overlap = atomic_load(&evals_running) > 0;
+  usleep((useconds_t)build_sleep_ms * 1000);
+  if (overlap || atomic_load(&evals_running) > 0)
+    atomic_fetch_add(&builds_during_eval, 1);
+  return text_build(task, kernel, line_offset, user, out);
+}
+
+/* Variant v + 1 builds while v is evaluated; the result is the one built
+ * one after the other (attempts in order, the same kept variant), every
+ * artifact released or kept. no_build_ahead turns it off. */
+LF_TEST(loop_builds_ahead) {
+  for (int off = 0; off < 2; ++off) {
+    make_tasks(1);
+    char cfg[256];
+    snprintf(cfg, sizeof(cfg),
+             "{\"rules\":[{\"match\":\"%s\",\"replies\":"
+             "[\"tuned:256,64,128\"]}]}",
+             names[0]);
+    LF_EXPECT(start_server(cfg));
+    lf_acquire_options_t o = loop_options(0);
+    o.build = slow_text_build;
+    o.build_concurrency = 2;
+    o.no_build_ahead = off;
+    eval_sleep_ms = 150;
+    build_sleep_ms = 100;
+    atomic_store(&builds_during_eval, 0);
+    atomic_store(&released, 0);
+    lf_acquire_report_t *r = run(1, &o);
+    stop_server();
+    cJSON *log = server_log();
+    LF_EXPECT(r && r->results[0].outcome == LF_ACQUIRE_OK);
+    LF_EXPECT(r && r->results[0].candidates == 3);
+    LF_EXPECT(r && r->results[0].attempt_count == 3);
+    LF_EXPECT(r && r->results[0].eval.time_ms == 2);
+    LF_EXPECT(r && strcmp(r->results[0].attempts[0].variant, "BLOCK=256") == 0);
+    LF_EXPECT(r && strcmp(r->results[0].attempts[1].variant, "BLOCK=64") == 0);
+    LF_EXPECT(r && strcmp(r->results[0].attempts[2].variant, "BLOCK=128") == 0);
+    LF_EXPECT(r && r->results[0].attempts[1].kept);
+    LF_EXPECT(r && r->results[0].attempts[2].build_ms >= 100);
+    LF_EXPECT(atomic_load(&evals) == 3);
+    LF_EXPECT(atomic_load(&released) == 2); /* the kept one stays */
+    if (off)
+      LF_EXPECT(atomic_load(&builds_during_eval) == 0);
+    else
+      LF_EXPECT(atomic_load(&builds_during_eval) == 2);
+    cJSON_Delete(log);
+    lf_acquire_report_destroy(r);
+  }
+  eval_sleep_ms = 0;
+}
+
 LF_TEST(loop_budget_keeps_the_best_verified) {
   make_tasks(1);
   char cfg[256];
@@ -1395,6 +1454,7 @@ int main(void) {
   LF_RUN(loop_stops_near_the_roofline);
   LF_RUN(loop_unjudged_ends_without_feedback);
   LF_RUN(loop_tunes_declared_variants);
+  LF_RUN(loop_builds_ahead);
   LF_RUN(loop_budget_keeps_the_best_verified);
   LF_RUN(loop_requests_overlap_verification);
   LF_RUN(requests_run_concurrently_within_the_cap);

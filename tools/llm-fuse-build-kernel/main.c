@@ -96,7 +96,7 @@ static int parse_int(const char *flag, const char *text, long long min,
   return 1;
 }
 
-int main(int argc, char **argv) {
+static int tool_main(int argc, char **argv) {
   lf_log_init_from_env();
   lf_build_request_t req = {0};
   lf_build_limits_t limits = {0};
@@ -250,4 +250,70 @@ int main(int argc, char **argv) {
   free(json);
   lf_build_result_destroy(r);
   return rc;
+}
+
+/* --batch (a benchmark, bench/table/build_time.py): builds each request of
+ * stdin, one line "KERNEL.mlir<TAB>SIGNATURE<TAB>CHIP", as the pass does
+ * (lf_build_kernel: the build server unless LLM_FUSE_BUILD_SERVER=0), and
+ * prints one JSON line per build: ok, kind, wall and cpu ms of the child
+ * (with its ptxas), its stage times. */
+static int batch(void) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0)
+    return 2;
+  self[n] = '\0';
+  lf_build_limits_t limits = {.tool_path = self};
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, stdin) > 0) {
+    line[strcspn(line, "\n")] = '\0';
+    char *sig = strchr(line, '\t');
+    char *chip = sig ? strchr(sig + 1, '\t') : NULL;
+    if (!chip) {
+      printf("{\"error\": \"bad request line\"}\n");
+      fflush(stdout);
+      continue;
+    }
+    *sig++ = '\0';
+    *chip++ = '\0';
+    lf_strbuf_t text;
+    lf_strbuf_init(&text, MAX_INPUT);
+    lf_status_t s = lf_read_file(line, &text);
+    lf_build_result_t *r = NULL;
+    if (!s) {
+      lf_build_request_t req = {0};
+      req.kernel_text = lf_strbuf_cstr(&text);
+      req.kernel_size = lf_strbuf_len(&text);
+      req.signature = sig;
+      req.chip = chip;
+      s = lf_build_kernel(&req, &limits, &r);
+    }
+    if (s) {
+      printf("{\"error\": \"%s\"}\n", lf_status_code_name(lf_status_code(s)));
+      lf_status_free(s);
+    } else {
+      printf("{\"ok\": %s, \"kind\": \"%s\", \"wall_ms\": %.3f, \"cpu_ms\": "
+             "%.3f, \"ms\": {\"parse\": %.3f, \"contract\": %.3f, \"lower\": "
+             "%.3f, \"llvm\": %.3f, \"ptxas\": %.3f, \"total\": %.3f}}\n",
+             r->kind == LF_BUILD_OK ? "true" : "false",
+             lf_build_kind_name(r->kind), r->ms_total, r->ms_cpu, r->ms_parse,
+             r->ms_contract, r->ms_lower, r->ms_llvm, r->ms_ptxas, r->ms_total);
+    }
+    fflush(stdout);
+    lf_build_result_destroy(r);
+    lf_strbuf_free(&text);
+  }
+  free(line);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  /* The build server (builder/server.c): each build is a fork of this
+   * process that runs tool_main() on its request's argv. */
+  if (argc == 3 && strcmp(argv[1], "--serve") == 0)
+    return lf_build_server_main(atoi(argv[2]), tool_main);
+  if (argc == 2 && strcmp(argv[1], "--batch") == 0)
+    return batch();
+  return tool_main(argc, argv);
 }
