@@ -78,7 +78,7 @@ import torch.nn.functional as F
 BF16 = torch.bfloat16
 F32 = torch.float32
 DT = {"bf16": BF16, "f32": F32, "f16": torch.float16, "f64": torch.float64,
-      "i32": torch.int32, "i64": torch.int64}
+      "i32": torch.int32, "i64": torch.int64, "i1": torch.bool}
 RTOL = {torch.bfloat16: 2e-2, torch.float16: 1e-2, torch.float32: 1e-3,
         torch.float64: 1e-7}
 FLUSH_BYTES = 256 << 20

@@ -212,7 +212,8 @@ def main():
             for shape, elt in s["args"]:
                 x = torch.rand(shape, generator=g, dtype=torch.float32,
                                device="cuda") * 2 - 1
-                ins.append(x.to(DT[elt]))
+                # an i1 input (an attention mask): half true
+                ins.append(x > 0 if elt == "i1" else x.to(DT[elt]))
             args = list(ins)
             outs = fn(*args)
             torch.cuda.synchronize()
