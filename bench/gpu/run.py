@@ -78,7 +78,7 @@ import torch.nn.functional as F
 BF16 = torch.bfloat16
 F32 = torch.float32
 DT = {"bf16": BF16, "f32": F32, "f16": torch.float16, "f64": torch.float64,
-      "i32": torch.int32, "i64": torch.int64, "i1": torch.bool}
+      "i32": torch.int32, "i64": torch.int64}
 RTOL = {torch.bfloat16: 2e-2, torch.float16: 1e-2, torch.float32: 1e-3,
         torch.float64: 1e-7}
 FLUSH_BYTES = 256 << 20
@@ -554,12 +554,16 @@ class Timer:
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(n)]
         for a, b in ev:
+            self.before()
             self.flush.zero_()
             a.record()
             fn()
             b.record()
         torch.cuda.synchronize()
         return [a.elapsed_time(b) for a, b in ev]
+
+    def before(self):
+        """What a sample does before its flush (nothing here; PadTimer)."""
 
 
 class PadTimer(Timer):
@@ -575,20 +579,11 @@ class PadTimer(Timer):
         self.cycles = int(pad_us * 2000)  # ~2 GHz SM clock
 
     def once(self, fn):
-        torch.cuda._sleep(self.cycles)
+        self.before()
         return super().once(fn)
 
-    def series(self, fn, n):
-        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(n)]
-        for a, b in ev:
-            torch.cuda._sleep(self.cycles)
-            self.flush.zero_()
-            a.record()
-            fn()
-            b.record()
-        torch.cuda.synchronize()
-        return [a.elapsed_time(b) for a, b in ev]
+    def before(self):
+        torch.cuda._sleep(self.cycles)
 
 
 class HostTimer(Timer):

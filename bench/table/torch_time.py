@@ -122,6 +122,7 @@ def main():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                     "..", "gpu"))
     from run import DT, PadTimer, Runtime, Timer, launch_built, stats, time_variants  # noqa: E402,F401
+    DT = dict(DT, i1=torch.bool)  # an attention mask (run.py's DT has no i1)
 
     timer = PadTimer(a.pad_us) if a.pad_us > 0 else Timer()
     res["timer"] = "pad %g us" % a.pad_us if a.pad_us > 0 else "run.py"
