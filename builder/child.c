@@ -69,11 +69,21 @@ lf_status_t lf_write_file_plain(const char *path, const void *data,
 
 /* ---- Running a process --------------------------------------------------- */
 
-static void set_limit(int resource, int64_t value) {
-  if (value <= 0)
+static void set_limit(int resource, int64_t soft, int64_t hard) {
+  if (soft <= 0)
     return;
-  struct rlimit rl = {(rlim_t)value, (rlim_t)value};
+  struct rlimit rl = {(rlim_t)soft, (rlim_t)hard};
   setrlimit(resource, &rl); /* best effort: may not raise a hard limit */
+}
+
+void lf_child_limits(int64_t memory_bytes, int64_t cpu_seconds) {
+  set_limit(RLIMIT_AS, memory_bytes, memory_bytes);
+  /* The hard limit one second past the soft one: at the soft limit the
+   * kernel sends SIGXCPU, which the result reports as the CPU limit (with
+   * both equal it sends SIGKILL, which read as a crash). */
+  set_limit(RLIMIT_CPU, cpu_seconds, cpu_seconds + 1);
+  set_limit(RLIMIT_CORE, 0, 0);
+  set_limit(RLIMIT_STACK, 8ll << 20, 8ll << 20); /* crashes reproduce from run to run */
 }
 
 /* Between fork and exec only async-signal-safe calls. */
@@ -89,10 +99,7 @@ static void exec_child(const lf_subprocess_t *spec, int out_fd, int null_fd) {
   dup2(null_fd, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
-  set_limit(RLIMIT_AS, spec->memory_bytes);
-  set_limit(RLIMIT_CPU, spec->cpu_seconds);
-  set_limit(RLIMIT_CORE, 0);
-  set_limit(RLIMIT_STACK, 8ll << 20); /* crashes reproduce from run to run */
+  lf_child_limits(spec->memory_bytes, spec->cpu_seconds);
   execv(spec->argv[0], (char *const *)spec->argv);
   _exit(127);
 }

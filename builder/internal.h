@@ -213,6 +213,11 @@ typedef struct lf_subprocess_outcome_s {
 lf_status_t lf_subprocess_run(const lf_subprocess_t *spec,
                               lf_subprocess_outcome_t *out);
 
+/// A build child's resource limits, set between its fork and its exec (or
+/// run): address space, CPU (SIGXCPU at cpu_seconds, SIGKILL a second
+/// later), no core dumps, an 8 MiB stack. Async-signal-safe. (child.c)
+void lf_child_limits(int64_t memory_bytes, int64_t cpu_seconds);
+
 /* ---- The build server (server.c) ---------------------------------------- */
 
 /// The tool's main(), run by each build the server forks.

@@ -80,13 +80,6 @@ typedef struct reply_s {
 
 /* ---- The server side (llm-fuse-build-kernel --serve) -------------------- */
 
-static void set_limit(int resource, int64_t value) {
-  if (value <= 0)
-    return;
-  struct rlimit rl = {(rlim_t)value, (rlim_t)value};
-  setrlimit(resource, &rl); /* best effort: may not raise a hard limit */
-}
-
 static void default_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
@@ -124,10 +117,7 @@ static void run_build(int sock, const req_hdr_t *h, pid_t runner, char **argv,
   if (null_fd > STDERR_FILENO)
     close(null_fd);
   close(sock);
-  set_limit(RLIMIT_AS, h->memory_bytes);
-  set_limit(RLIMIT_CPU, h->cpu_seconds);
-  set_limit(RLIMIT_CORE, 0);
-  set_limit(RLIMIT_STACK, 8ll << 20);
+  lf_child_limits(h->memory_bytes, h->cpu_seconds);
   exit(run((int)h->argc, argv));
 }
 
@@ -355,7 +345,8 @@ static bool start_server(const char *tool) {
     else
       dup2(sv[1], CTL_FD);
     /* As a plain child gets it (crashes reproduce from run to run). */
-    set_limit(RLIMIT_STACK, 8ll << 20);
+    struct rlimit stack = {8ull << 20, 8ull << 20};
+    setrlimit(RLIMIT_STACK, &stack); /* best effort */
     char *const argv[] = {(char *)tool, "--serve", "3", NULL};
     execve(tool, argv, envp);
     _exit(127);
