@@ -103,6 +103,10 @@ static const lf_option_def_t fuse_options[] = {
     {"max-attempts", LF_OPTION_INT, "4",
      "Attempts per subgraph (first request plus repairs)", NULL, 1, 32,
      OPT(max_attempts)},
+    {"build-ahead", LF_OPTION_BOOL, "true",
+     "With a GPU, build a reply's next tune variant while the previous one is "
+     "verified and timed (false: one after the other)",
+     NULL, 0, 0, OPT(build_ahead)},
     {"max-concurrency", LF_OPTION_INT, "8",
      "Requests in flight at once, across subgraphs", NULL, 1, 256,
      OPT(max_concurrency)},
@@ -1035,6 +1039,7 @@ static lf_status_t acquire_stage(fuse_run_t *run) {
   ao.max_attempts = (int)o->max_attempts;
   ao.max_concurrency = (int)o->max_concurrency;
   ao.build_concurrency = 2;
+  ao.no_build_ahead = !o->build_ahead;
   ao.max_requests = (long)o->max_requests;
   ao.max_tokens = (long)o->max_tokens;
   ao.max_wall_ms = (long)(o->max_seconds * 1000.0);
@@ -1676,6 +1681,7 @@ static cJSON *options_json(const lf_fuse_options_t *o) {
   cJSON_AddNumberToObject(j, "min_speedup", o->min_speedup);
   cJSON_AddNumberToObject(j, "max_attempts", (double)o->max_attempts);
   cJSON_AddNumberToObject(j, "max_concurrency", (double)o->max_concurrency);
+  cJSON_AddBoolToObject(j, "build_ahead", o->build_ahead);
   cJSON_AddNumberToObject(j, "max_refinements", (double)o->max_refinements);
   cJSON_AddNumberToObject(j, "min_roofline", o->min_roofline);
   cJSON_AddNumberToObject(j, "http_timeout", o->http_timeout);

@@ -30,6 +30,7 @@ typedef struct lf_fuse_options_s {
   double min_speedup;
   int64_t max_attempts;
   int64_t max_concurrency;
+  bool build_ahead;  /* build variant v + 1 while v is verified */
   int64_t max_requests; /* budgets per module; 0: no limit */
   int64_t max_tokens;
   double max_seconds;
