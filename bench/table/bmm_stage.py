@@ -36,7 +36,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
 sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
 import bmm_any  # noqa: E402
-from skinny_stage import bind_sizes, variants  # noqa: E402
+from skinny_stage import bind_sizes, build_kernel, variants  # noqa: E402
 
 # (name, form, B, M, N, K, d): attention scores Q K^T (nt, M = N = T,
 # K = d), P V (nn, M = K = T, N = d), and GEMM-like B = 4, 1024^3.
@@ -103,19 +103,6 @@ def run(cmd, **kw):
     if r.returncode:
         sys.exit("bmm_stage: %s failed: %s" % (" ".join(cmd[:2]), r.stderr[-600:]))
     return r
-
-
-def build(binp, sig, text, d2):
-    os.makedirs(d2, exist_ok=True)
-    kp = os.path.join(d2, "kernel.mlir")
-    open(kp, "w").write(text)
-    r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", "sm_90a", "--signature", sig,
-                        "--out-dir", d2, kp], capture_output=True, text=True)
-    try:
-        j = json.loads(r.stdout)
-    except ValueError:
-        j = {"ok": False, "message": r.stderr[-300:]}
-    return j
 
 
 def main():
@@ -189,7 +176,7 @@ def main():
                         keep = [(lb, t) for lb, t in keep if int(re.search(r"TILE=(\d+)", lb).group(1)) >= 200]
                     for i, (label, text) in enumerate(keep):
                         d2 = os.path.join(stage, s["name"], "%s-v%d" % (tag, i))
-                        j = build(binp, s["signature"], text, d2)
+                        j = build_kernel(binp, d2, text, s["signature"])
                         print("bmm_stage: %-22s %s %-5s v%d %-12s %s %s" % (
                             cname, s["name"], tag, i, label, "built" if j.get("ok") else "FAILED",
                             (j.get("ptxas_info") or j.get("message", ""))[:100]), flush=True)

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import colred_any  # noqa: E402
 from build import outline_text  # noqa: E402
-from skinny_stage import bind_sizes, variants  # noqa: E402
+from skinny_stage import bind_sizes, build_kernel, variants  # noqa: E402
 
 # (case, family, dtype, sizes: (R, N) or (B, T, N))
 CASES_S25 = [
@@ -131,18 +131,8 @@ def old_texts(opt, fam, dt, sizes, path):
 
 
 def build(binp, d, text, sig):
-    os.makedirs(d, exist_ok=True)
-    kp = os.path.join(d, "kernel.mlir")
-    open(kp, "w").write(text)
-    r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", "sm_90a",
-                        "--signature", sig, "--out-dir", d, kp], capture_output=True, text=True)
-    try:
-        j = json.loads(r.stdout)
-    except ValueError:
-        j = {"ok": False, "message": r.stderr[-300:]}
-    if not j.get("ok"):
-        shutil.rmtree(d, ignore_errors=True)
-    return j
+    """skinny_stage.build_kernel, a failed build's folder removed"""
+    return build_kernel(binp, d, text, sig, keep_failed=False)
 
 
 def main():

@@ -25,8 +25,7 @@ import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from colred_stage import build  # noqa: E402
-from skinny_stage import bind_sizes, variants  # noqa: E402
+from skinny_stage import bind_sizes, build_kernel, variants  # noqa: E402
 
 # `vector.load %m[...] : memref<...>` / `memref.load ...` of a memref that
 # is not in shared memory (address space 3): the attribute goes before ':'.
@@ -87,7 +86,7 @@ def main():
             for i, (label, text) in enumerate(variants(tmpl, bind_sizes(tmpl, s["signature"]))):
                 nt, marked = mark_nontemporal(text)
                 for tag, t in (("v%d" % i, text), ("v%dnt" % i, nt)):
-                    j = build(binp, os.path.join(stage, s["name"], tag), t, s["signature"])
+                    j = build_kernel(binp, os.path.join(stage, s["name"], tag), t, s["signature"])
                     print("evict_stage: %-34s %s %-6s %-14s %s %s" % (
                         name, s["name"], tag, label, "built" if j.get("ok") else "FAILED",
                         (j.get("diagnostics") or j.get("message", ""))[:120].strip()))

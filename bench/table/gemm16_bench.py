@@ -80,7 +80,7 @@ def model_text(src, heldout):
 
 
 def prepare(stage, binp, today, heldout):
-    from skinny_stage import bind_sizes, variants
+    from skinny_stage import bind_sizes, build_kernel, variants
     import torch_ref
     opt = os.path.join(binp, "llm-fuse-opt")
     empty = os.path.join(stage, "empty")
@@ -135,16 +135,7 @@ def prepare(stage, binp, today, heldout):
                            if lb not in seen and re.search(r"TILE=[2-9]\d\d", lb)]
                 for i, (vt, label, text) in enumerate(vs):
                     vd = os.path.join(d, sg, "v-%s%d" % (vt, i))
-                    os.makedirs(vd, exist_ok=True)
-                    kp = os.path.join(vd, "kernel.mlir")
-                    open(kp, "w").write(text)
-                    r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", "sm_90a",
-                                        "--signature", p["signature"], "--out-dir", vd, kp],
-                                       capture_output=True, text=True)
-                    try:
-                        j = json.loads(r.stdout)
-                    except ValueError:
-                        j = {"ok": False, "message": r.stderr[-300:]}
+                    j = build_kernel(binp, vd, text, p["signature"])
                     print("prepare: %-14s %s %-4s v%d %-24s %s grid %s %s" % (
                         name, sg, vt, i, label, "built" if j.get("ok") else "FAILED", j.get("grid"),
                         (j.get("ptxas_info") or j.get("message", ""))[:110]), flush=True)

@@ -21,8 +21,10 @@ import concurrent.futures
 import hashlib
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from skinny_stage import build_kernel  # noqa: E402
 
 
 def stage_one(out, arch, s):
@@ -35,15 +37,7 @@ def stage_one(out, arch, s):
     except (OSError, ValueError) as ex:
         rec["error"] = "no cache entry %s: %s" % (entry, ex)
         return rec
-    os.makedirs(d, exist_ok=True)
-    kp = os.path.join(d, "kernel.mlir")
-    open(kp, "w").write(e["kernel"])
-    r = subprocess.run(["llm-fuse-build-kernel", "--chip", arch, "--signature", s["signature"],
-                        "--out-dir", d, kp], capture_output=True, text=True)
-    try:
-        j = json.loads(r.stdout)
-    except ValueError:
-        j = {"ok": False, "message": (r.stderr or "")[-300:]}
+    j = build_kernel("", d, e["kernel"], s["signature"], chip=arch)  # the tool on PATH
     if not j.get("ok"):
         rec["error"] = "build: %s" % (j.get("message") or "?")[:300]
         return rec

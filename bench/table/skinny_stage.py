@@ -71,6 +71,25 @@ def variants(text, sizes):
     return out
 
 
+def build_kernel(binp, d, text, sig, chip="sm_90a", keep_failed=True):
+    """llm-fuse-build-kernel (from binp; "" for PATH) on text into folder d
+    (kernel.mlir, result.json, kernel.cubin): its JSON result, or ok False
+    with the tool's stderr; a failed build's folder is removed unless
+    keep_failed"""
+    os.makedirs(d, exist_ok=True)
+    kp = os.path.join(d, "kernel.mlir")
+    open(kp, "w").write(text)
+    r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", chip,
+                        "--signature", sig, "--out-dir", d, kp], capture_output=True, text=True)
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {"ok": False, "message": r.stderr[-300:]}
+    if not j.get("ok") and not keep_failed:
+        shutil.rmtree(d, ignore_errors=True)
+    return j
+
+
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if r.returncode:
@@ -135,16 +154,7 @@ def main():
                 vs = variants(tmpl, sizes)[:6]
                 for i, (label, text) in enumerate(vs):
                     d2 = os.path.join(stage, sg, "%s-v%d" % (tag, i))
-                    os.makedirs(d2, exist_ok=True)
-                    kp = os.path.join(d2, "kernel.mlir")
-                    open(kp, "w").write(text)
-                    r = subprocess.run([os.path.join(binp, "llm-fuse-build-kernel"), "--chip", "sm_90a",
-                                        "--signature", p["signature"], "--out-dir", d2, kp],
-                                       capture_output=True, text=True)
-                    try:
-                        j = json.loads(r.stdout)
-                    except ValueError:
-                        j = {"ok": False, "message": r.stderr[-300:]}
+                    j = build_kernel(binp, d2, text, p["signature"])
                     print("skinny_stage: %-10s %s %-6s v%d %-22s %s %s" % (
                         name, sg, tag, i, label, "built" if j.get("ok") else "FAILED",
                         (j.get("ptxas_info") or j.get("message", ""))[:120]))
