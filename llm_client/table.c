@@ -4,10 +4,12 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "base/base64.h"
 #include "base/fs.h"
@@ -34,9 +36,28 @@ typedef struct entry_s {
   char signed_by[LF_SIGN_KEY_ID_SIZE]; /* "" unsigned */
   unsigned char signature[LF_SIGN_BYTES];
   char *path;
-  struct entry_s *next;  /* same bucket, in load order */
+  size_t seq;            /* place in load order (folder, then file name) */
+  struct entry_s *next;  /* same bucket, in specificity then load order */
   struct entry_s *order; /* all entries, in load order */
 } entry_t;
+
+/* A folder added to the table, with the trust rule in force then. */
+typedef struct folder_s {
+  char *path; /* <dir>/v1 */
+  bool check_trust, require_signed;
+  const lf_keyring_t *trusted;
+} folder_t;
+
+/* An entry file not read yet: a file named <pattern[0:16]>-<name>.json[.gz]
+ * is read on the first lookup of a pattern with that prefix (or by
+ * lf_table_foreach), so a compile reads only the entries of its own keys. */
+typedef struct pending_s {
+  size_t folder;
+  char *name;
+  char prefix[17];
+  size_t seq;
+  size_t next; /* 1 + the next pending file of its bucket; 0: none */
+} pending_t;
 
 struct lf_table_s {
   entry_t *buckets[BUCKETS];
@@ -44,6 +65,14 @@ struct lf_table_s {
   size_t count, skipped;
   bool check_trust, require_signed; /* lf_table_set_trust */
   const lf_keyring_t *trusted;
+  folder_t *folders;
+  size_t num_folders;
+  pending_t *pending; /* in load order; name NULL once read */
+  size_t num_pending, unread, next_seq;
+  /* 1 + the first and last pending file of each bucket (0: none), so a
+   * lookup walks only its bucket's files, in load order. */
+  size_t pending_head[BUCKETS], pending_tail[BUCKETS];
+  pthread_mutex_t lock; /* lazy reads: lookups may come from any thread */
 };
 
 #define SIGNATURE_SCHEMA "llm-fuse-table-signature/1"
@@ -283,18 +312,90 @@ static int compare_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static bool ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), m = strlen(tail);
+  return n > m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Inflates the gzip data `in` into `out` (whose cap bounds the result). */
+static lf_status_t gunzip(const char *path, const lf_strbuf_t *in,
+                          lf_strbuf_t *out) {
+  z_stream z;
+  memset(&z, 0, sizeof(z));
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+    return oom();
+  z.next_in = (Bytef *)in->data;
+  z.avail_in = (uInt)in->len;
+  lf_status_t st = LF_OK;
+  unsigned char chunk[65536];
+  int rc = Z_OK;
+  while (!st && rc != Z_STREAM_END) {
+    z.next_out = chunk;
+    z.avail_out = sizeof(chunk);
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      st = rc == Z_MEM_ERROR
+               ? oom()
+               : LF_STATUS(LF_STATUS_DATA_LOSS, "%s: not gzip data (%s)",
+                           path, z.msg ? z.msg : "truncated");
+      break;
+    }
+    size_t got = sizeof(chunk) - z.avail_out;
+    if (got && lf_strbuf_append(out, chunk, got) != LF_OK)
+      st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                     "%s: inflates to more than %zu bytes", path, out->cap);
+    if (!st && rc == Z_OK && !got && !z.avail_in)
+      st = LF_STATUS(LF_STATUS_DATA_LOSS, "%s: not gzip data (truncated)",
+                     path);
+  }
+  if (!st && z.avail_in)
+    st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                   "%s: bytes after the end of the gzip data", path);
+  inflateEnd(&z);
+  return st;
+}
+
+lf_status_t lf_table_read_entry_file(const char *path, lf_strbuf_t *out) {
+  if (!ends_with(path, ".gz"))
+    return lf_read_file(path, out);
+  lf_strbuf_t raw;
+  lf_strbuf_init(&raw, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+  lf_status_t st = lf_read_file(path, &raw);
+  if (!st)
+    st = gunzip(path, &raw, out);
+  lf_strbuf_free(&raw);
+  return st;
+}
+
+/* Whether a file name is an entry's: <name>.json or <name>.json.gz. */
+static bool entry_file_name(const char *name) {
+  return ends_with(name, ".json") || ends_with(name, ".json.gz");
+}
+
+/* The 16 lower-case hex digits a file name starts with, before a '-'. */
+static bool name_prefix(const char *name, char out[17]) {
+  for (int i = 0; i < 16; ++i) {
+    char c = name[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return false;
+    out[i] = c;
+  }
+  out[16] = '\0';
+  return name[16] == '-';
+}
+
 /* The trust rule of lf_table_set_trust for one parsed entry (freed here
  * when refused). */
-static lf_status_t check_trust(const lf_table_t *t, entry_t *e) {
+static lf_status_t check_trust(const folder_t *f, entry_t *e) {
   lf_status_t st = LF_OK;
   if (e->signed_by[0]) {
     char msg[256];
     int n = signed_message(e->pattern, e->checksum, msg, sizeof(msg));
-    st = lf_keyring_verify(t->trusted, e->signed_by, msg, (size_t)n,
+    st = lf_keyring_verify(f->trusted, e->signed_by, msg, (size_t)n,
                            e->signature);
     if (st)
       st = lf_status_annotate(st, "%s: forged or untrusted", e->path);
-  } else if (t->require_signed) {
+  } else if (f->require_signed) {
     st = LF_STATUS(LF_STATUS_PERMISSION_DENIED,
                    "%s: the entry is not signed (a trusted signature is "
                    "required)",
@@ -303,6 +404,125 @@ static lf_status_t check_trust(const lf_table_t *t, entry_t *e) {
   if (st)
     entry_free(e);
   return st;
+}
+
+/* Links a parsed entry into its bucket and the load-order list. Each
+ * bucket is kept most specific first: after every entry with more fixed
+ * sizes, and after those with as many that load earlier, so a lookup's
+ * first admitting entry is one made for those sizes (tuned for them)
+ * before a general template; load (folder, file-name) order among
+ * equals, whatever order the files were read in. */
+static void link_entry(lf_table_t *t, entry_t *e) {
+  entry_t **at = &t->first;
+  while (*at && (*at)->seq < e->seq)
+    at = &(*at)->order;
+  e->order = *at;
+  *at = e;
+  if (!e->order)
+    t->last = e;
+  entry_t **tail = &t->buckets[bucket_of(e->pattern)];
+  while (*tail && (fixed_count(*tail) > fixed_count(e) ||
+                   (fixed_count(*tail) == fixed_count(e) &&
+                    (*tail)->seq < e->seq)))
+    tail = &(*tail)->next;
+  e->next = *tail;
+  *tail = e;
+  ++t->count;
+}
+
+/* Reads, checks and links one entry file; a defect is logged and counted,
+ * never fatal. `prefix` (may be NULL) is the pattern prefix its name
+ * promises. */
+static void load_one(lf_table_t *t, size_t folder, const char *name,
+                     const char *prefix, size_t seq) {
+  const folder_t *f = &t->folders[folder];
+  char path[4400];
+  snprintf(path, sizeof(path), "%s/%s", f->path, name);
+  /* The id names the entry as written, ".gz" or not. */
+  char id_name[300];
+  snprintf(id_name, sizeof(id_name), "%s", name);
+  if (ends_with(id_name, ".gz"))
+    id_name[strlen(id_name) - 3] = '\0';
+  lf_strbuf_t buf;
+  lf_strbuf_init(&buf, LF_TABLE_MAX_ENTRY_BYTES + 65536);
+  lf_status_t st = lf_table_read_entry_file(path, &buf);
+  entry_t *e = NULL;
+  if (!st)
+    st = parse_entry(path, id_name, buf.data, buf.len, &e);
+  lf_strbuf_free(&buf);
+  if (!st && prefix && strncmp(e->pattern, prefix, 16) != 0) {
+    st = LF_STATUS(LF_STATUS_DATA_LOSS,
+                   "%s: the file name's pattern prefix %s is not the "
+                   "entry's pattern %.16s",
+                   path, prefix, e->pattern);
+    entry_free(e);
+  }
+  if (!st && f->check_trust)
+    st = check_trust(f, e);
+  if (st) {
+    ++t->skipped;
+    lf_log_status(LF_LOG_WARN, "pattern table: entry skipped", st);
+    return;
+  }
+  e->seq = seq;
+  link_entry(t, e);
+}
+
+/* Reads the pending file i (the lock held). */
+static void read_one_pending(lf_table_t *t, pending_t *p) {
+  load_one(t, p->folder, p->name, p->prefix, p->seq);
+  free(p->name);
+  p->name = NULL;
+  --t->unread;
+}
+
+/* Reads the pending files whose name promises `pattern`'s prefix (every
+ * pending file with NULL). Called with the lock held. */
+static void read_pending(lf_table_t *t, const char *pattern) {
+  if (!t->unread)
+    return;
+  if (!pattern) {
+    for (size_t i = 0; i < t->num_pending; ++i)
+      if (t->pending[i].name)
+        read_one_pending(t, &t->pending[i]);
+    memset(t->pending_head, 0, sizeof(t->pending_head));
+    memset(t->pending_tail, 0, sizeof(t->pending_tail));
+    return;
+  }
+  unsigned b = bucket_of(pattern);
+  size_t *link = &t->pending_head[b], prev = 0;
+  while (*link) {
+    size_t i = *link - 1;
+    pending_t *p = &t->pending[i];
+    if (strncmp(p->prefix, pattern, 16) != 0) {
+      prev = *link;
+      link = &p->next;
+      continue;
+    }
+    *link = p->next; /* unlink, then read */
+    if (!p->next)
+      t->pending_tail[b] = prev;
+    if (p->name)
+      read_one_pending(t, p);
+  }
+}
+
+static lf_table_t *table_new(void) {
+  lf_table_t *t = calloc(1, sizeof(*t));
+  pthread_mutexattr_t a;
+  if (t && pthread_mutexattr_init(&a) == 0) {
+    /* recursive: a foreach callback may look entries up */
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    if (pthread_mutex_init(&t->lock, &a) != 0) {
+      free(t);
+      t = NULL;
+    }
+    pthread_mutexattr_destroy(&a);
+  } else {
+    free(t);
+    t = NULL;
+  }
+  return t;
 }
 
 void lf_table_set_trust(lf_table_t *table, const lf_keyring_t *trusted,
@@ -318,7 +538,7 @@ lf_status_t lf_table_open_trusted(const char *dir, const lf_keyring_t *trusted,
                                   bool require_signed,
                                   lf_table_t **out_table) {
   *out_table = NULL;
-  lf_table_t *t = calloc(1, sizeof(*t));
+  lf_table_t *t = table_new();
   if (!t)
     return oom();
   lf_table_set_trust(t, trusted, require_signed);
@@ -333,7 +553,7 @@ lf_status_t lf_table_open_trusted(const char *dir, const lf_keyring_t *trusted,
 
 lf_status_t lf_table_open(const char *dir, lf_table_t **out_table) {
   *out_table = NULL;
-  lf_table_t *t = calloc(1, sizeof(*t));
+  lf_table_t *t = table_new();
   if (!t)
     return oom();
   lf_status_t st = lf_table_add_dir(t, dir);
@@ -353,59 +573,69 @@ lf_status_t lf_table_add_dir(lf_table_t *t, const char *dir) {
     return LF_OK; /* no folder: nothing to add */
   char **names = NULL;
   size_t count = 0, cap = 0;
+  bool short_of_memory = false;
   struct dirent *de;
   while ((de = readdir(d))) {
-    size_t n = strlen(de->d_name);
-    if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
+    if (!entry_file_name(de->d_name))
       continue;
     if (count == cap) {
       cap = cap ? cap * 2 : 64;
       char **nn = realloc(names, cap * sizeof(*nn));
-      if (!nn)
+      if (!nn) {
+        short_of_memory = true;
         break;
+      }
       names = nn;
     }
-    if (!(names[count] = strdup(de->d_name)))
+    if (!(names[count] = strdup(de->d_name))) {
+      short_of_memory = true;
       break;
+    }
     ++count;
   }
   closedir(d);
+  folder_t *nf = short_of_memory ? NULL
+                                 : realloc(t->folders, (t->num_folders + 1) *
+                                                           sizeof(*nf));
+  pending_t *np = nf ? realloc(t->pending, (t->num_pending + count + 1) *
+                                               sizeof(*np))
+                     : NULL;
+  if (nf)
+    t->folders = nf;
+  if (np)
+    t->pending = np;
+  char *fpath = np ? strdup(folder) : NULL;
+  if (!fpath) {
+    for (size_t i = 0; i < count; ++i)
+      free(names[i]);
+    free(names);
+    return oom();
+  }
+  size_t fi = t->num_folders++;
+  t->folders[fi] = (folder_t){.path = fpath,
+                              .check_trust = t->check_trust,
+                              .require_signed = t->require_signed,
+                              .trusted = t->trusted};
   if (count)
     qsort(names, count, sizeof(*names), compare_names);
+  pthread_mutex_lock(&t->lock);
   for (size_t i = 0; i < count; ++i) {
-    char path[4400];
-    snprintf(path, sizeof(path), "%s/%s", folder, names[i]);
-    lf_strbuf_t buf;
-    lf_strbuf_init(&buf, LF_TABLE_MAX_ENTRY_BYTES + 65536);
-    lf_status_t st = lf_read_file(path, &buf);
-    entry_t *e = NULL;
-    if (!st)
-      st = parse_entry(path, names[i], buf.data, buf.len, &e);
-    if (!st && t->check_trust)
-      st = check_trust(t, e);
-    lf_strbuf_free(&buf);
-    free(names[i]);
-    if (st) {
-      ++t->skipped;
-      lf_log_status(LF_LOG_WARN, "pattern table: entry skipped", st);
-      continue;
+    pending_t p = {.folder = fi, .name = names[i], .seq = t->next_seq++};
+    if (name_prefix(names[i], p.prefix)) {
+      unsigned b = bucket_of(p.prefix); /* read on first use of its key */
+      t->pending[t->num_pending++] = p;
+      if (t->pending_tail[b])
+        t->pending[t->pending_tail[b] - 1].next = t->num_pending;
+      else
+        t->pending_head[b] = t->num_pending;
+      t->pending_tail[b] = t->num_pending;
+      ++t->unread;
+    } else {
+      load_one(t, fi, names[i], NULL, p.seq);
+      free(names[i]);
     }
-    if (t->last)
-      t->last->order = e;
-    else
-      t->first = e;
-    t->last = e;
-    /* Each bucket is kept most specific first: after every entry with as
-     * many fixed sizes or more, so a lookup's first admitting entry is an
-     * entry made for those sizes (tuned for them) before a general
-     * template; load (file-name) order among equals. */
-    entry_t **tail = &t->buckets[bucket_of(e->pattern)];
-    while (*tail && fixed_count(*tail) >= fixed_count(e))
-      tail = &(*tail)->next;
-    e->next = *tail;
-    *tail = e;
-    ++t->count;
   }
+  pthread_mutex_unlock(&t->lock);
   free(names);
   return LF_OK;
 }
@@ -421,15 +651,34 @@ void lf_table_close(lf_table_t *table) {
       e = next;
     }
   }
+  for (size_t i = 0; i < table->num_pending; ++i)
+    free(table->pending[i].name);
+  free(table->pending);
+  for (size_t i = 0; i < table->num_folders; ++i)
+    free(table->folders[i].path);
+  free(table->folders);
+  pthread_mutex_destroy(&table->lock);
   free(table);
 }
 
 size_t lf_table_size(const lf_table_t *table) {
-  return table ? table->count : 0;
+  if (!table)
+    return 0;
+  lf_table_t *t = (lf_table_t *)table;
+  pthread_mutex_lock(&t->lock);
+  size_t n = t->count + t->unread;
+  pthread_mutex_unlock(&t->lock);
+  return n;
 }
 
 size_t lf_table_skipped(const lf_table_t *table) {
-  return table ? table->skipped : 0;
+  if (!table)
+    return 0;
+  lf_table_t *t = (lf_table_t *)table;
+  pthread_mutex_lock(&t->lock);
+  size_t n = t->skipped;
+  pthread_mutex_unlock(&t->lock);
+  return n;
 }
 
 void lf_table_match_clear(lf_table_match_t *match) {
@@ -569,14 +818,11 @@ lf_status_t lf_table_instantiate_precision(const lf_table_t *table,
                                   0, out);
 }
 
-lf_status_t lf_table_instantiate_nth(const lf_table_t *table,
-                                     const char *pattern, const char *arch,
-                                     const char *precision,
-                                     const int64_t *sizes, size_t count,
-                                     size_t skip, lf_table_match_t *out) {
-  memset(out, 0, sizeof(*out));
-  if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
-    return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+static lf_status_t instantiate_nth(const lf_table_t *table,
+                                   const char *pattern, const char *arch,
+                                   const char *precision,
+                                   const int64_t *sizes, size_t count,
+                                   size_t skip, lf_table_match_t *out) {
   if (!precision)
     precision = "";
   lf_strbuf_t why;
@@ -624,6 +870,23 @@ lf_status_t lf_table_instantiate_nth(const lf_table_t *table,
   return st;
 }
 
+lf_status_t lf_table_instantiate_nth(const lf_table_t *table,
+                                     const char *pattern, const char *arch,
+                                     const char *precision,
+                                     const int64_t *sizes, size_t count,
+                                     size_t skip, lf_table_match_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
+    return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+  lf_table_t *t = (lf_table_t *)table;
+  pthread_mutex_lock(&t->lock);
+  read_pending(t, pattern);
+  lf_status_t st =
+      instantiate_nth(t, pattern, arch, precision, sizes, count, skip, out);
+  pthread_mutex_unlock(&t->lock);
+  return st;
+}
+
 lf_status_t lf_table_instantiate(const lf_table_t *table, const char *pattern,
                                  const char *arch, const int64_t *sizes,
                                  size_t count, lf_table_match_t *out) {
@@ -654,15 +917,10 @@ lf_status_t lf_table_nearest(const lf_table_t *table, const char *pattern,
                                     id, out);
 }
 
-lf_status_t lf_table_nearest_precision(const lf_table_t *table,
-                                       const char *pattern, const char *arch,
-                                       const char *precision,
-                                       const int64_t *sizes, size_t count,
-                                       const char *id,
-                                       lf_table_nearest_t *out) {
-  memset(out, 0, sizeof(*out));
-  if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
-    return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+static lf_status_t nearest(const lf_table_t *table, const char *pattern,
+                           const char *arch, const char *precision,
+                           const int64_t *sizes, size_t count, const char *id,
+                           lf_table_nearest_t *out) {
   if (!precision)
     precision = "";
   const entry_t *best = NULL;
@@ -725,6 +983,23 @@ lf_status_t lf_table_nearest_precision(const lf_table_t *table,
   return LF_OK;
 }
 
+lf_status_t lf_table_nearest_precision(const lf_table_t *table,
+                                       const char *pattern, const char *arch,
+                                       const char *precision,
+                                       const int64_t *sizes, size_t count,
+                                       const char *id,
+                                       lf_table_nearest_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
+    return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
+  lf_table_t *t = (lf_table_t *)table;
+  pthread_mutex_lock(&t->lock);
+  read_pending(t, pattern);
+  lf_status_t st = nearest(t, pattern, arch, precision, sizes, count, id, out);
+  pthread_mutex_unlock(&t->lock);
+  return st;
+}
+
 void lf_table_nearest_clear(lf_table_nearest_t *nearest) {
   if (!nearest)
     return;
@@ -735,7 +1010,12 @@ void lf_table_nearest_clear(lf_table_nearest_t *nearest) {
 void lf_table_foreach(const lf_table_t *table,
                       bool (*fn)(const lf_table_info_t *info, void *user),
                       void *user) {
-  for (const entry_t *e = table ? table->first : NULL; e; e = e->order) {
+  if (!table)
+    return;
+  lf_table_t *t = (lf_table_t *)table;
+  pthread_mutex_lock(&t->lock);
+  read_pending(t, NULL);
+  for (const entry_t *e = t->first; e; e = e->order) {
     lf_table_info_t info = {.pattern = e->pattern,
                             .klass = e->klass,
                             .archs = (const char *const *)e->archs,
@@ -749,8 +1029,9 @@ void lf_table_foreach(const lf_table_t *table,
                             .precision = e->precision,
                             .signed_by = e->signed_by};
     if (!fn(&info, user))
-      return;
+      break;
   }
+  pthread_mutex_unlock(&t->lock);
 }
 
 /* Sets the "signature" member of an entry's JSON (replacing one). */

@@ -9,7 +9,8 @@
  * text processing in C (the tune expansion, tune.h), no Python, no network.
  *
  * On disk (format "llm-fuse-table-entry/1", docs/pattern-table.md): one
- * JSON file per entry under <dir>/v1/, with the pattern key, the archs, the
+ * JSON file per entry under <dir>/v1/, `<name>.json` or gzip-compressed
+ * `<name>.json.gz` (the shipped table), with the pattern key, the archs, the
  * class, "sizes" ({"S0": null, "S1": 4096}: null is free), the template,
  * its provenance and a checksum over the rest. An entry that fails any
  * check is reported and never used. An entry may carry "precision":
@@ -32,7 +33,13 @@
  * does not verify under the trusted keys is forged and never used, and
  * with require_signed so is an unsigned one.
  *
- * A table is immutable once opened and may be shared between threads.
+ * A file named `<pattern[0:16]>-<name>.json[.gz]` (every file the project
+ * and growth write) is read on the first lookup of a pattern with that
+ * prefix, so a compile reads only its own keys' entries; an entry whose
+ * pattern is not its name's prefix is skipped as corrupt. Other names are
+ * read when their folder is added. lf_table_foreach reads every file.
+ * Reading happens under the table's lock: a table may be shared between
+ * threads; its entries never change once read.
  */
 #ifndef LF_LLM_CLIENT_TABLE_H
 #define LF_LLM_CLIENT_TABLE_H
@@ -55,9 +62,10 @@ extern "C" {
 
 typedef struct lf_table_s lf_table_t;
 
-/// Loads every entry file under <dir>/v1/ (a missing folder is an empty
-/// table). Files that fail a check are skipped and counted; their reasons
-/// are logged as warnings. UNAVAILABLE only when a folder cannot be read.
+/// Opens the entry files under <dir>/v1/ (a missing folder is an empty
+/// table; see above for when each file is read). Files that fail a check
+/// are skipped and counted when read; their reasons are logged as
+/// warnings. RESOURCE_EXHAUSTED only when out of memory.
 lf_status_t lf_table_open(const char *dir, lf_table_t **out_table);
 
 /// Loads the entries of another folder into `table`, after those it holds
@@ -125,7 +133,13 @@ lf_status_t lf_table_default_dir(lf_strbuf_t *out);
 
 void lf_table_close(lf_table_t *table);
 
-/// Entries loaded, and files skipped as corrupt.
+/// Appends an entry file's JSON text to `out` (whose cap bounds it),
+/// inflating a `.gz` file. DATA_LOSS naming the file for gzip that is
+/// corrupt, truncated, followed by other bytes or inflates past the cap.
+lf_status_t lf_table_read_entry_file(const char *path, lf_strbuf_t *out);
+
+/// Entries loaded plus entry files not read yet, and files skipped as
+/// corrupt so far (every file after lf_table_foreach).
 size_t lf_table_size(const lf_table_t *table);
 size_t lf_table_skipped(const lf_table_t *table);
 

@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  libcurl4-openssl-dev libcjson-dev libssl-dev
+  libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
   clang-22 libclang-rt-22-dev
   nginx-light  # lit_tests/remote's WebDAV store; its system service is not used
 )

@@ -11,7 +11,7 @@ if [ -z "${LF_DEVICE_DRY:-}" ]; then
   export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # The table's entries travel packed in the stage when the carried tree
   # leaves kernels/table/v1 (or its entries) out (the 64 MiB carry; bench/loop/prepare.sh).
-  if ! ls "$root"/kernels/table/v1/*.json >/dev/null 2>&1 && [ -f "$stage/table-v1.tar.xz" ]; then
+  if ! ls "$root"/kernels/table/v1/*.json* >/dev/null 2>&1 && [ -f "$stage/table-v1.tar.xz" ]; then
     tar -xJf "$stage/table-v1.tar.xz" -C "$root/kernels/table"
   fi
 fi

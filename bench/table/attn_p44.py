@@ -52,6 +52,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # (H, D, B, T): P44 at batch 32 and 128; an odd batch and length (no
 # multiple of any tile: correctness of the masked edges); GPT-2 small's
@@ -371,7 +373,7 @@ def cmd_entry(a):
         with open(src, "w") as f:
             f.write(attn_any.importer_example(a.H, a.D, a.B, a.T))
         g, _ = outline(a.opt, src, work)
-    text = instantiate(json.load(open(a.entry))["template"], g["pattern_sizes"])
+    text = instantiate(read_entry(a.entry)["template"], g["pattern_sizes"])
     with open(a.out, "w") as f:
         f.write(text)
     c = a.H * a.D

@@ -37,6 +37,8 @@ sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
 sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
 import bmm_any  # noqa: E402
 from skinny_stage import bind_sizes, build_kernel, variants  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # (name, form, B, M, N, K, d): attention scores Q K^T (nt, M = N = T,
 # K = d), P V (nn, M = K = T, N = d), and GEMM-like B = 4, 1024^3.
@@ -151,7 +153,7 @@ def main():
                     cases.append(case)
                     continue
                 f = ent.split("/", 1)[1]
-                tmpl0 = json.load(open(os.path.join(tdir, f)))["template"]
+                tmpl0 = read_entry(os.path.join(tdir, f))["template"]
                 todo = [("first", f, tmpl0)]
                 if explore and xc:
                     sizes = bind_sizes(tmpl0, s["signature"])

@@ -28,6 +28,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 
 def sha(data):
@@ -87,10 +89,10 @@ def kernels(args, tmp, counts):
 def variants(args, tmp, counts):
     files = []
     for g in args.globs:
-        files += sorted(glob.glob(os.path.join(ROOT, "kernels", "table", "v1", g)))
+        files += sorted(glob.glob(os.path.join(ROOT, "kernels", "table", "v1", g)) or
+                        glob.glob(os.path.join(ROOT, "kernels", "table", "v1", g + ".gz")))
     for path in files:
-        with open(path) as f:
-            t = json.load(f)["template"]
+        t = read_entry(path)["template"]
         bound = re.sub(r"// llm-fuse.template-size S(\d+)",
                        lambda m: "// llm-fuse.tune S%s = %d" % (m.group(1), args.size), t)
         head = re.search(r"gpu.func @\w+\(([^)]*)\) kernel", bound)

@@ -36,6 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import colred_any  # noqa: E402
 from build import outline_text  # noqa: E402
 from skinny_stage import bind_sizes, build_kernel, variants  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # (case, family, dtype, sizes: (R, N) or (B, T, N))
 CASES_S25 = [
@@ -171,7 +173,7 @@ def main():
             cases.append(case)
             continue
         f = ent.split("/", 1)[1]
-        tmpl = json.load(open(os.path.join(ROOT, "kernels/table/v1", f)))["template"]
+        tmpl = read_entry(os.path.join(ROOT, "kernels/table/v1", f))["template"]
         bound = bind_sizes(tmpl, s["signature"])
         todo = [("v%d" % i, label, text) for i, (label, text) in enumerate(variants(tmpl, bound))]
         if os.environ.get("COLRED_OLD"):

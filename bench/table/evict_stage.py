@@ -26,6 +26,8 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from skinny_stage import bind_sizes, build_kernel, variants  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # `vector.load %m[...] : memref<...>` / `memref.load ...` of a memref that
 # is not in shared memory (address space 3): the attribute goes before ':'.
@@ -81,8 +83,8 @@ def main():
             if "/" not in ent:
                 print("evict_stage: %s %s: no table entry (%s)" % (name, s["name"], ent))
                 continue
-            tmpl = json.load(open(os.path.join(ROOT, "kernels/table/v1",
-                                               ent.split("/", 1)[1])))["template"]
+            tmpl = read_entry(os.path.join(ROOT, "kernels/table/v1",
+                                               ent.split("/", 1)[1]))["template"]
             for i, (label, text) in enumerate(variants(tmpl, bind_sizes(tmpl, s["signature"]))):
                 nt, marked = mark_nontemporal(text)
                 for tag, t in (("v%d" % i, text), ("v%dnt" % i, nt)):

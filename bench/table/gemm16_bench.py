@@ -42,6 +42,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # (case, source): ("heldout", model name) from HELDOUT_DIR/models, or
 # ("example", path, dtype of the file, {size in file: new size}, new dtype)
@@ -121,7 +123,7 @@ def prepare(stage, binp, today, heldout):
                     continue
                 f = ent.split("/", 1)[1]
                 tdir = os.path.join(ROOT, "kernels", "table", "v1") if tag == "new" else os.path.join(today, "v1")
-                tmpl = json.load(open(os.path.join(tdir, f)))["template"]
+                tmpl = read_entry(os.path.join(tdir, f))["template"]
                 case["entries"][tag] = f
                 texts[tag] = tmpl
                 if tag == "old" and texts.get("new") == tmpl:

@@ -48,6 +48,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 CAP_BYTES = 1 << 30
 MAX_ROWS = 65536
 
@@ -266,9 +268,10 @@ def table_entries():
     pats, seen = {}, set()
     d = os.path.join(ROOT, "kernels", "table", "v1")
     for f in sorted(os.listdir(d)):
-        if not f.endswith(".json"):
+        if not f.endswith(".json") and not f.endswith(".json.gz"):
             continue
-        e = json.load(open(os.path.join(d, f)))
+        e = read_entry(os.path.join(d, f))
+        f = f[:-3] if f.endswith(".gz") else f  # the name the pass reports
         pats.setdefault(e["pattern"], []).append((f, e["archs"], e["sizes"]))
         seen.update(re.findall(r"sg_([0-9a-f]{16})", e.get("source", "")))
     return pats, seen
@@ -563,8 +566,8 @@ def requirement_cause(entry_file, sizes):
     size), ('knob', text) when only those over a knob (GROUP_M, RPB) fail
     for every value the template lists; None when unknown."""
     try:
-        t = json.load(open(os.path.join(ROOT, "kernels", "table", "v1",
-                                        entry_file)))["template"]
+        t = read_entry(os.path.join(ROOT, "kernels", "table", "v1",
+                                        entry_file))["template"]
     except (OSError, ValueError, KeyError):
         return None
     knobs = {}

@@ -31,7 +31,7 @@ stage=${STAGE:-$root/.device/loop}
 [ -x "$stage/bin/llm-fuse-opt" ] || { echo "no stage in $stage (bench/loop/prepare.sh)" >&2; exit 2; }
 # bench/loop/device-env.sh, with the stage folder a variable
 mkdir -p /tmp/lf && { [ -x /tmp/lf/bin ] || tar -xJf "$stage/mlir-runtime.tar.xz" -C /tmp/lf; }
-if ! ls "$root"/kernels/table/v1/*.json >/dev/null 2>&1 && [ -f "$stage/table-v1.tar.xz" ]; then
+if ! ls "$root"/kernels/table/v1/*.json* >/dev/null 2>&1 && [ -f "$stage/table-v1.tar.xz" ]; then
   tar -xJf "$stage/table-v1.tar.xz" -C "$root/kernels/table"
 fi
 export LD_LIBRARY_PATH=/tmp/lf/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -37,6 +37,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # (held-out model, the table entry that answered it: the file-name suffix
 # after the pattern key)
@@ -221,12 +223,16 @@ def cmd_prepare(a):
             fname = "%s-%s.json" % (g["pattern"][:16], entry)
             for which in ("old", "new"):
                 if which == "new":
-                    e = json.load(open(os.path.join(new_dir, fname)))
+                    e = read_entry(os.path.join(new_dir, fname))
                 elif a.old_table:
-                    e = json.load(open(os.path.join(a.old_table, fname)))
+                    e = read_entry(os.path.join(a.old_table, fname))
                 else:
                     r = sh(["git", "-C", ROOT, "show", "%s:kernels/table/v1/%s" % (a.old_rev,
                                                                                   fname)])
+                    if r.returncode:  # the compressed table (session 27 on)
+                        r = subprocess.run("git -C '%s' show '%s:kernels/table/v1/%s.gz' | gzip -dc"
+                                           % (ROOT, a.old_rev, fname), shell=True,
+                                           capture_output=True, text=True)
                     if r.returncode:
                         sys.exit("rows_tune: no %s at %s" % (fname, a.old_rev))
                     e = json.loads(r.stdout)
@@ -235,7 +241,7 @@ def cmd_prepare(a):
                 # a third table (a generator option not yet on: timed as
                 # "new" variants labelled "x"; a variant whose machine code
                 # equals one already staged is timed once, under that tag)
-                e = json.load(open(os.path.join(a.x_table, fname)))
+                e = read_entry(os.path.join(a.x_table, fname))
                 builds.append(("new", ei, instantiate(e["template"], g["pattern_sizes"]),
                                "x"))
             if rows is not None:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 CASES = [
     # (name, example, rows token, rows)
     ("mlp_r1", "examples/bench/minigpt_mlp.mlir", "65536", 1),
@@ -146,7 +148,7 @@ def main():
                     continue
                 f = ent.split("/", 1)[1]
                 d = os.path.join(ROOT, "kernels/table/v1") if tag == "skinny" else os.path.join(today, "v1")
-                tmpl = json.load(open(os.path.join(d, f)))["template"]
+                tmpl = read_entry(os.path.join(d, f))["template"]
                 # the sizes: those the pass bound (the first variant's "tuned" lines of its log are not
                 # kept; read them back from the subgraph's signature through the entry's placeholders)
                 sizes = bind_sizes(tmpl, p["signature"])

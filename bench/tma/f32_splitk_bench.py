@@ -43,6 +43,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
 sys.path.insert(0, os.path.join(ROOT, "bench", "table"))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 import splitk_bench as sb  # noqa: E402
 
 V1 = os.path.join(ROOT, "kernels", "table", "v1")
@@ -146,7 +148,7 @@ def prepare(stage, bindir):
             else:
                 bad += 1
         # the table entry, every tune variant its requirements keep
-        e = json.load(open(os.path.join(V1, entry)))
+        e = read_entry(os.path.join(V1, entry))
         assert e["pattern"] == pattern, (entry, e["pattern"])
         sz = sizes_of(sig)
         ttext = re.sub(r"// llm-fuse\.template-size S(\d+)",

@@ -36,6 +36,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 BASE_SG = "sg_5cdc21b0bac363b8"
 
 # (case, M, N, K, element type)
@@ -163,7 +165,7 @@ def prepare_table(stage, bindir, tool):
     """TABLE_CASES: each kept tune variant of the instantiated entry"""
     out_cases, bad = [], 0
     for name, family, M, N, K, dt, entry in TABLE_CASES:
-        e = json.load(open(os.path.join(ROOT, "kernels", "table", "v1", entry)))
+        e = read_entry(os.path.join(ROOT, "kernels", "table", "v1", entry))
         d = os.path.join(stage, name)
         sg, sig = outline_case(d, bindir, family_model(family, M, N, K, dt), e["pattern"])
         sizes = []

@@ -11,8 +11,11 @@ the grid, `S0` inside placeholders and requirements), with a
 `// llm-fuse.template-size S0` line; the row length stays fixed (S1 and any
 other size are the kernel's). The pattern key and the sizes come from the
 outliner run on the kernel's example model, so the entry is found for the
-same math at any row count. Writes kernels/table/v1/<pattern[0:16]>-<name>.json
-(format in docs/pattern-table.md; the checksum is llm_client/table.c's).
+same math at any row count. Writes kernels/table/v1/<pattern[0:16]>-<name>.json.gz
+(gzip of the entry's JSON, no name and time in its header, so the bytes are
+the same on every run; format in docs/pattern-table.md; the checksum is
+llm_client/table.c's). entry_io.read_entry() (also build.read_entry) reads an
+entry, compressed or not.
 
 Python runs here, when the table is built; instantiation at compile time is
 C (llm_client/table.c). The kernels a template yields are verified on the
@@ -31,6 +34,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "kernels", "handwritten"))
 import gen_gemm  # noqa: E402
 import gen_rows  # noqa: E402
+sys.path.insert(0, HERE)
+from entry_io import read_entry, read_entry_text, write_entry_gz  # noqa: E402,F401
 
 SENTINEL = 8 * 1000003  # rows: a count no other number in a kernel equals
 SCHEMA = "llm-fuse-table-entry/1"
@@ -273,18 +278,18 @@ def main():
         if os.path.exists(os.path.join(HERE, m + ".py")):
             entries += spec_entries(a.opt, importlib.import_module(m))
     for name, text in entries:
-        if name in wanted:
+        if name + ".gz" in wanted:
             sys.exit("build.py: two entries named %s" % name)
-        wanted[name] = text
-        path = os.path.join(out_dir, name)
+        wanted[name + ".gz"] = text
+        path = os.path.join(out_dir, name + ".gz")
         if a.check:
-            if not os.path.exists(path) or open(path).read() != text:
+            if not os.path.exists(path) or read_entry_text(path) != text:
                 stale.append(path)
         else:
-            with open(path, "w") as fh:
-                fh.write(text)
+            if not os.path.exists(path) or read_entry_text(path) != text:
+                write_entry_gz(path, text)
     for old in os.listdir(out_dir):
-        if old.endswith(".json") and old not in wanted:
+        if (old.endswith(".json") or old.endswith(".json.gz")) and old not in wanted:
             if a.check:
                 stale.append(os.path.join(out_dir, old))
             else:

@@ -1256,10 +1256,14 @@ static bool table_copy_one(const lf_table_info_t *in, void *user) {
   table_ctx_t *t = user;
   const char *base = strrchr(in->path, '/');
   base = base ? base + 1 : in->path;
+  /* A compressed entry is exported as its JSON text. */
+  size_t base_len = strlen(base);
+  if (base_len > 3 && strcmp(base + base_len - 3, ".gz") == 0)
+    base_len -= 3;
   lf_strbuf_t data, dst;
   lf_strbuf_init(&data, LF_TABLE_MAX_ENTRY_BYTES + 65536);
   lf_strbuf_init(&dst, 4096);
-  lf_status_t s = lf_read_file(in->path, &data);
+  lf_status_t s = lf_table_read_entry_file(in->path, &data);
   char *signed_text = NULL;
   if (!s && t->signer)
     s = lf_table_sign_entry(in->path, data.data, data.len, t->signer,
@@ -1269,7 +1273,7 @@ static bool table_copy_one(const lf_table_info_t *in, void *user) {
   if (!s)
     s = lf_make_dirs(dst.data);
   if (!s)
-    s = lf_strbuf_appendf(&dst, "/%s", base);
+    s = lf_strbuf_appendf(&dst, "/%.*s", (int)base_len, base);
   if (!s)
     s = signed_text
             ? lf_write_file_atomic(dst.data, signed_text, strlen(signed_text))

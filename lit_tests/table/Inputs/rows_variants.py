@@ -16,12 +16,15 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (the shipped entries are .json.gz)
+
 
 def main():
     entry, sizes, sig, out = sys.argv[1:5]
     tool = sys.argv[5] if len(sys.argv) > 5 else "llm-fuse-build-kernel"
     sz = dict(kv.split("=") for kv in sizes.split(","))
-    text = json.load(open(entry))["template"]
+    text = read_entry(entry)["template"]
     text = re.sub(r"^(\s*)// llm-fuse\.template-size (S\d+)\s*$",
                   lambda m: "%s// llm-fuse.tune %s = %s" % (m.group(1), m.group(2), sz[m.group(2)]),
                   text, flags=re.M)

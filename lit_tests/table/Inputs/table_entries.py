@@ -16,6 +16,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (the shipped entries are .json.gz)
+
 
 def checksum(e):
     sizes = ",".join("S%d=%s" % (i, "*" if v is None else v)
@@ -29,7 +32,7 @@ def checksum(e):
 
 
 def main():
-    src = json.load(open(sys.argv[1]))
+    src = read_entry(sys.argv[1])
     out = os.path.join(sys.argv[2], "v1")
     os.makedirs(out, exist_ok=True)
     old = re.search(r"gpu\.func @(\w+)", src["template"]).group(1)
