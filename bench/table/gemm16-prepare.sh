@@ -10,7 +10,8 @@
 #
 #   bash bench/table/gemm16-prepare.sh STAGE BUILD TODAY [HELDOUT_DIR]
 # HELDOUT_DIR: `python3 bench/table/heldout.py gen DIR --seed 1 --count 50`
-# (default /tmp/gemm16-ho). Then carry STAGE and run there:
+# (default /tmp/gemm16-ho); session 27: two draws, colon-separated,
+# e.g. /tmp/ho1:/tmp/ho7 (the seed-1 and the seed-7 `--count 60` draw). Then carry STAGE and run there:
 #   bash bench/table/gemm16-device.sh STAGE $OUT
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

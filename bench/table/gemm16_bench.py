@@ -20,6 +20,14 @@ side by side in one process on the GPU.
         EXPLORE cases the new entry's split-K tilings are also built past
         their one-wave admission (v-x<i>, grids up to four waves): whether
         the wave bound is right there.
+        Session 27: CASES are the M-tail cases (held-out 017 of the seed-1
+        draw, 023 and 041 of the seed-7 draw: HELDOUT_DIR may name several
+        folders, colon-separated); GEMM16_CASES=26 gives session 26's. For
+        the TILINGS cases only the subgraphs of the named gemm_any family
+        are staged, and each EXPLORE_TMA tiling is rendered into a template
+        of [default, that tiling] and built too (tag e<i>; GEMM16_TILINGS=0:
+        none). GEMM16_EXPLORE (comma-separated cases): session 26's x<i>
+        split-K variants past one wave.
     python3 bench/table/gemm16_bench.py run STAGE OUT VDIR
         (bench/table/gemm16-device.sh, after the verification worker's
         verdicts in VDIR) on the GPU: per subgraph, inputs uniform in
@@ -47,7 +55,19 @@ from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # (case, source): ("heldout", model name) from HELDOUT_DIR/models, or
 # ("example", path, dtype of the file, {size in file: new size}, new dtype)
+# session 27 (issue 15 point 7, the M tail): held-out 017 (seed 1), 023 and
+# 041 (seed 7: HELDOUT_DIR seed1:seed7), 005's down-projection; session
+# 26's cases: CASES26
 CASES = [
+    ("ho017", ("heldout", "017_gemm_epilogue_r142_f16")),
+    ("ho7_023", ("heldout", "023_gemm_epilogue_r533_bf16")),
+    ("ho7_041", ("heldout", "041_mlp_block_r9531_f16")),
+    ("ho005", ("heldout", "005_mlp_block_r1024_d2048_f8192")),
+    ("relu_r256_f16", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 256}, "f16")),
+    ("relu_r512_h2048_bf16", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 512, 8192: 2048}, "bf16")),
+    ("mlp_r4096_d1024_bf16", ("example", "examples/mlp_block.mlir", "bf16", {768: 1024}, "bf16")),
+]
+CASES26 = [
     ("ho003", ("heldout", "003_swiglu_r2")),
     ("ho017", ("heldout", "017_gemm_epilogue_r142_f16")),
     ("ho005", ("heldout", "005_mlp_block_r1024_d2048_f8192")),
@@ -58,10 +78,41 @@ CASES = [
     ("relu_r256_f16", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 256}, "f16")),
     ("gpt_r512_bf16", ("example", "examples/minigpt_block.mlir", "f32", {1024: 512}, "bf16")),
 ]
+if os.environ.get("GEMM16_CASES") == "26":
+    CASES = CASES26
 MAX_VARIANTS = 8
+# TILINGS: cases whose new gemm_any *_0tma entry is also rendered with each
+# exploration tiling of EXPLORE_TMA (a template of the default and
+# that one tiling, admitted everywhere): tag e<i>, the tiling's variant
+# alone (session 27: which tilings to offer, before they are offered)
+TILINGS = {"ho017": "gemm_relu", "ho7_023": "gemm_relu", "ho7_041": "mlp_down", "ho005": "mlp_down",
+           "relu_r256_f16": "gemm_relu", "relu_r512_h2048_bf16": "gemm_relu", "mlp_r4096_d1024_bf16": "mlp_down"}
+if os.environ.get("GEMM16_TILINGS") == "0":
+    TILINGS = {}
+EXPLORE_TMA = [
+    # (gemm_wgmma_tma.py overrides of the family's default, label[, the families it is tried on])
+    # run 2: meant as the TAIL_M tilings at other GROUP_M values, but an alternative's raster takes GROUP_M
+    # from the knob (TILE % 100 = the default's configured value, gen_gemm.generate_alternatives), so these
+    # built the same cubins as the shipped tilings: repeat timings of them
+    (dict(BM=256, BN=128, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=1), "coop 256x128 G1",
+     ("mlp_down",)),
+    (dict(BM=256, BN=128, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=16), "coop 256x128 G16",
+     ("mlp_down",)),
+    (dict(BN=192, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=1), "coop 128x192 G1", ("gemm_relu",)),
+    (dict(BN=192, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=16), "coop 128x192 G16", ("gemm_relu",)),
+]
+EXPLORE_TMA_RUN1 = [   # session 27 run 1
+    (dict(BM=256, BN=128, stages=4, pingpong=0, persistent=1, group_m=8), "coop 256x128"),
+    (dict(BM=256, BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8), "coop 256x128 S2"),
+    (dict(BM=128, BN=128, stages=4, pingpong=1, persistent=1, group_m=8), "pingpong 128x128"),
+    (dict(BN=256, stages=4, pingpong=0, persistent=0, splitk=4, group_m=8), "128x256 S4"),
+    (dict(BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8), "128x128 S2"),
+    (dict(BN=192, stages=4, pingpong=0, persistent=1, group_m=8), "coop 128x192"),
+    (dict(BN=192, stages=4, pingpong=0, persistent=0, splitk=3, group_m=8), "128x192 S3"),
+]
 # cases whose new entry's split-K tilings are also built past their
 # one-wave admission (tag x<i>; exploration: is the wave bound right here?)
-EXPLORE = ("ho017", "ho005", "relu_r256_f16", "gpt_r512_bf16")
+EXPLORE = tuple(x for x in os.environ.get("GEMM16_EXPLORE", "").split(",") if x)   # session 26: ho017,ho005,...
 WAVE = "<= 132)"
 
 
@@ -74,7 +125,11 @@ def run_tool(cmd, **kw):
 
 def model_text(src, heldout):
     if src[0] == "heldout":
-        return open(os.path.join(heldout, "models", src[1] + ".mlir")).read()
+        for d in heldout.split(":"):   # HELDOUT_DIR: one folder or several, colon-separated
+            path = os.path.join(d, "models", src[1] + ".mlir")
+            if os.path.exists(path):
+                return open(path).read()
+        sys.exit("gemm16_bench: %s in none of %s" % (src[1], heldout))
     from heldout import dtype_rewrite, size_rewrite
     _, path, sdt, sizes, dt = src
     text = size_rewrite(open(os.path.join(ROOT, path)).read(), sizes, {})
@@ -112,6 +167,9 @@ def prepare(stage, binp, today, heldout):
                     continue
                 picked.setdefault(s["name"], {"signature": s["signature"]})[tag] = s.get("model", "")
         for sg, p in sorted(picked.items()):
+            if TILINGS.get(name) and "gemm_any_%s_" % TILINGS[name] not in (p.get("new") or ""):
+                print("prepare: %s %s: not a %s subgraph, left out" % (name, sg, TILINGS[name]))
+                continue
             src_t, sig_t = torch_ref.translate(gtext, sg)
             case = dict(case=name, sg=sg, signature=p["signature"], entries={}, variants={},
                         torch=dict(source=src_t, args=sig_t["args"], results=sig_t["results"]))
@@ -135,6 +193,8 @@ def prepare(stage, binp, today, heldout):
                     vs += [("x", lb, t) for lb, t in variants(tmpl.replace(WAVE, "<= 100000)"),
                                                               bind_sizes(tmpl, p["signature"]))
                            if lb not in seen and re.search(r"TILE=[2-9]\d\d", lb)]
+                if tag == "new" and "gemm_any_%s_" % TILINGS.get(name) in f and "_0tma.json" in f:
+                    vs += explore_variants(opt, f, p["signature"])
                 for i, (vt, label, text) in enumerate(vs):
                     vd = os.path.join(d, sg, "v-%s%d" % (vt, i))
                     j = build_kernel(binp, vd, text, p["signature"])
@@ -151,6 +211,33 @@ def prepare(stage, binp, today, heldout):
             cases.append(case)
     json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)
     return 1 if bad else 0
+
+
+def explore_variants(opt, fname, sig):
+    """[("e", label, text)]: the entry's family rendered once per tiling of
+    EXPLORE_TMA ([default, that tiling], the tiling admitted
+    everywhere its own size requirements hold), the tiling's variant only"""
+    sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+    import build
+    import gemm_any
+    from skinny_stage import bind_sizes, variants
+    m = re.search(r"gemm_any_(\w+)_(bf16|f16)_0tma", fname)
+    name, dtype = m.group(1), m.group(2)
+    cfg = gemm_any.tma_cfg(gemm_any.FAMILIES[name][3], dtype)
+    groups = build.outline_text(opt, gemm_any.example_text(name, dtype))
+    g = gemm_any._pick(cfg)(groups)
+    out = []
+    for ov, label, *fams in EXPLORE_TMA:
+        if fams and name not in fams[0]:
+            continue
+        if len(cfg["b"]) * ov["BN"] * (ov.get("BM", 128) // 128 if not ov.get("pingpong") else 1) > \
+                gemm_any.TMA_MAX_ACC_N:
+            continue
+        tmpl, _ = gemm_any._render(name, dtype, cfg, small=[(ov, ("BM",), lambda s: "1 == 1")])(g)
+        for lb, t in variants(tmpl, bind_sizes(tmpl, sig)):
+            if re.search(r"TILE=1\d\d", lb):
+                out.append(("e", "%s %s" % (lb, label), t))
+    return out
 
 
 # ------------------------------------------------------------------ GPU ---

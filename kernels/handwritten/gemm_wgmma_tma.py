@@ -109,12 +109,34 @@ extractvalue / insertvalue spells the 64-field struct type), which a
 template of five tilings needs to stay under the builder's 1 MiB.
 grid_compact (knob): the persistent grid's min(G, tiles) placeholder in
 the compact form the 16-bit kinds use (the f32 kinds default to the long
-form, which five tilings push past 512 bytes).
+form, which five tilings push past 512 bytes). grid_full (knob,
+persistent): the grid is G CTAs whatever the tile count (a CTA past the
+last tile runs no tile loop: correct at any size, idle CTAs where there
+are fewer tiles than G), a placeholder of 3 bytes instead of ~100: for a
+tiling admitted only over one wave of tiles (gemm_any.py TAIL_M, the
+grid placeholder of seven tilings).
+
+Cooperative 256-row tiles (BM 256, pingpong 0; session 27, issue 15
+point 7): each consumer warpgroup computes BM / 2 = 128 rows, two m64 row
+blocks per wgmma step (rows 128 c .. of the tile; at BN 128, 2 x 64 f32
+accumulators a thread), from an A tile of two stacked [128, 64] boxes (the
+box of the 128-row tilings, so that a table template can offer both as
+alternatives of one kernel: one tensor-map argument type). A W tile is
+then loaded once for 256 rows: at 142 rows (one row tile instead of two
+128-row tiles, the second with 14 rows) every B tile crosses L2 once, not
+twice. Split-K takes it too (the partial tile is [BM][BN + 8] f32). On
+the H200 (bench/table/gemm16-device.sh, session 27): 9531 x 3072 -> 768
+f16 down-projection, persistent 256 x 128 0.0887-0.0898 ms against
+0.0946-0.0951 for 128 x 128 (kernels/table/gemm_any.py TAIL_M); 142 x
+8192 x 8192 split 2 ways 0.0651-0.0653 against 0.0661-0.0690 for the
+128 x 256 split (not offered: see gemm_any.py). A consumer whose second
+row block lies wholly past M still runs its wgmmas (at 142 rows a quarter
+of the tensor work is such rows; skipping them is not done).
 
 Knobs (--set K=V): BN (multiple of 64, <= 256), stages (S), BM (pingpong:
-64 or 128), pingpong (0/1), persistent (0/1), grid, group_m, WGN, REGP,
+64 or 128; cooperative: 128 or 256), pingpong (0/1), persistent (0/1), grid, group_m, WGN, REGP,
 REGC, l2promo (0/64/128/256), splitk (1 = off, 2..8), a_rows (64 or BM),
-vacc (0/1), grid_compact (0/1). The 16-bit operands
+vacc (0/1), grid_compact (0/1), grid_full (0/1). The 16-bit operands
 are bf16 or f16 (the signature's; wgmma .bf16 / .f16), kind
 bf16_wgmma_tma either way.
 
@@ -281,8 +303,10 @@ def generate(cfg, g):
         assert not bnk, "bf16_wgmma_tma: B stored [K, N] only"
     pp = cfg.get("pingpong", 0)
     BN, BK, S = cfg["BN"], 128 // esz, cfg["stages"]   # BK: one 128-byte swizzle row of k
-    BM = cfg.get("BM", 128) if pp else 128       # rows of a tile
-    MB = BM // 64 if pp else 1                   # m64 row blocks one consumer computes per wgmma step
+    # rows of a tile: ping-pong 64 or 128 (one consumer's); cooperative 128 or 256 (docstring, "Cooperative
+    # 256-row tiles": each consumer its BM / 2 rows, BM / 128 m64 row blocks per wgmma step)
+    BM = cfg.get("BM", 128) if pp or cfg.get("BM") == 256 else 128
+    MB = BM // 64 if pp else BM // 128           # m64 row blocks one consumer computes per wgmma step
     GROUP_M = cfg["group_m"]
     nb = len(cfg["b"])
     T = 384
@@ -294,11 +318,11 @@ def generate(cfg, g):
         persistent = 0                           # one tile per cluster
     REGP, REGC = cfg.get("REGP", 40), cfg.get("REGC", 232)
     l2promo = cfg.get("l2promo", 256)
-    assert BN % 64 == 0 and 64 <= BN <= 256 and S >= 2 and BM in (64, 128)
+    assert BN % 64 == 0 and 64 <= BN <= 256 and S >= 2 and BM in ((64, 128) if pp else (128, 256))
     # the A box's rows (knob a_rows, docstring "A box of 64 rows"): BM (one box per stage) or 64 (BM / 64 boxes
     # per stage, stacked in the same tile: M >= 64 suffices where M >= BM would be needed)
-    AR = cfg.get("a_rows", BM)
-    assert AR in (64, BM) and BM % AR == 0
+    AR = cfg.get("a_rows", min(BM, 128))
+    assert AR in (64, 128) and AR <= BM and BM % AR == 0
     assert not pp or persistent, "ping-pong needs persistent CTAs (two tiles per CTA at least)"
     assert 128 * REGP + 256 * REGC <= 65536 and REGP % 8 == 0 and REGC % 8 == 0 and REGP >= 24
     em = g.Emitter()
@@ -329,6 +353,8 @@ def generate(cfg, g):
         grid = g.smul(ntiles, SPLIT)
     elif not persistent:
         grid = ntiles
+    elif cfg.get("grid_full"):
+        grid = G          # G CTAs whatever the tile count (docstring, grid_full)
     elif g.is_sym(ntiles):
         # compact: the 16-bit kinds, and templates that set grid_compact (gemm_any.py's *_0x3tma: five tilings)
         grid = grid_expr(ntiles, G, compact=bool(cfg.get("grid_compact", not f32)))
@@ -341,7 +367,7 @@ def generate(cfg, g):
     stage_bytes = raw_bytes * (2 if f32x3 else 1)
     BW = 128 // esz                                 # n of one B box of B [K, N] (one 128-byte swizzle row)
     RS = BN + 8                                     # split-K: f32 row stride of a partial tile (docstring)
-    part_bytes = nb * 128 * RS * 4 if SPLIT > 1 else 0
+    part_bytes = nb * BM * RS * 4 if SPLIT > 1 else 0
     smem = max(S * stage_bytes, part_bytes) + 1024  # + alignment slack
     assert smem <= 227 * 1024 - 16 * S, "stages do not fit"
     WGN = cfg.get("WGN", min(nb * BN, 256))
@@ -577,7 +603,7 @@ def generate(cfg, g):
 
     acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
     undef = em.const_op("llvm.mlir.undef : %s" % acc_ty, "uacc")
-    row_off = 0 if pp else em.mul(ci, 64 * 128)     # bytes into the A tile of this consumer's first row
+    row_off = 0 if pp else em.mul(ci, BM // 2 * 128)   # bytes into the A tile of this consumer's first row
     nst = MB * nsub                                 # accumulator structs: (row block mi, column chunk sub)
 
     def consumer_tile(tile, it, c=None):
@@ -837,20 +863,21 @@ def generate(cfg, g):
         columns summed over the cluster's partials in rank order (ld.shared::cluster), epilogue, barrier"""
         gq = em.shr(lane, 2)
         t2 = em.mul(em.band(lane, 3), 2)
-        rowl = em.add(em.add(em.mul(ci, 64), em.mul(wq, 16)), gq)    # the thread's first row in the tile
+        rowl = em.add(em.add(em.mul(ci, BM // 2), em.mul(wq, 16)), gq)    # the thread's first row in the tile
         em.comment("split-K: both consumer warpgroups are done with the stages (wgmma.wait_group 0 each): "
                    "named barrier 1, then the f32 partial tile [%d x %d] (row stride %d) over them" % (
-                       nb * 128, BN, RS))
+                       nb * BM, BN, RS))
         em.emit("nvvm.barrier id = %s number_of_threads = %s" % (
             em.const("1", "i32", "bar1"), em.const("256", "i32", "barn")))
         pf_ty = "memref<%dxf32, %s>" % (part_bytes // 4, WG)
         pf = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (dsm, pad, WG, pf_ty), "pf")
         for j in range(nb):
-            for ni in range(BN // 8):
-                for h in range(2):
-                    at = em.add(em.mul(em.add(rowl, j * 128 + 8 * h), RS), em.add(t2, 8 * ni))
-                    em.emit("vector.store %s, %s[%s] : %s, vector<2xf32>" % (pair(j, 0, ni, h), pf, em.v(at),
-                                                                             pf_ty))
+            for mi in range(MB):
+                for ni in range(BN // 8):
+                    for h in range(2):
+                        at = em.add(em.mul(em.add(rowl, j * BM + 64 * mi + 8 * h), RS), em.add(t2, 8 * ni))
+                        em.emit("vector.store %s, %s[%s] : %s, vector<2xf32>" % (pair(j, mi, ni, h), pf, em.v(at),
+                                                                                 pf_ty))
         em.comment("split-K: every partial of the cluster written (release / acquire at cluster scope)")
         cluster_sync()
         cw = BN // SPLIT                               # the columns this CTA reduces: [rank * cw, rank * cw + cw)
@@ -859,7 +886,7 @@ def generate(cfg, g):
 
         def rpair(j, mi, ni, h):
             """the tile's (row, column pair) of product j summed over the cluster's partials, rank 0 first"""
-            e = em.add(em.mul(em.add(rowl, j * 128 + 8 * h), RS), em.add(em.add(c0, t2), 8 * ni))
+            e = em.add(em.mul(em.add(rowl, j * BM + 64 * mi + 8 * h), RS), em.add(em.add(c0, t2), 8 * ni))
             a = em.op("arith.index_cast %s : index to i64" % em.v(em.add(sbase, em.mul(e, 4))), "pa")
             p3 = em.op("llvm.inttoptr %s : i64 to !llvm.ptr<3>" % a, "p3")
             acc = None
@@ -875,7 +902,7 @@ def generate(cfg, g):
     def epilogue(m0, n0, pair, ncols=BN):
         gq = em.shr(lane, 2)
         t2 = em.mul(em.band(lane, 3), 2)
-        row_base = em.add(em.add(em.add(m0, 0 if pp else em.mul(ci, 64)), em.mul(wq, 16)), gq)
+        row_base = em.add(em.add(em.add(m0, 0 if pp else em.mul(ci, BM // 2)), em.mul(wq, 16)), gq)
         col_base = em.add(n0, t2)
         row_offs = [64 * mi for mi in range(MB)]
         col_offs = [8 * ni for ni in range(ncols // 8)]
@@ -915,6 +942,9 @@ def generate(cfg, g):
         what = ("ping-pong: consumer warpgroups 1 and 2 own alternate %dx%d tiles (setmaxnreg %d), each %d x %d x %d "
                 "wgmma.mma_async m64n%dk%d per k-tile, order barriers hand the tensor cores over" % (
                     BM, BN, REGC, BK // KW, MB, nsub, WGN, KW))
+    elif MB > 1:
+        what = ("cooperative: 2 consumer warpgroups of %d rows of the %dx%d tile (setmaxnreg %d), each %d x %d x %d "
+                "wgmma.mma_async m64n%dk%d per k-tile" % (BM // 2, BM, BN, REGC, BK // KW, MB, nsub, WGN, KW))
     else:
         what = ("cooperative: 2 consumer warpgroups of 64 rows of the %dx%d tile (setmaxnreg %d), each %d x %d "
                 "wgmma.mma_async m64n%dk%d per k-tile" % (BM, BN, REGC, BK // KW, nsub, WGN, KW))
@@ -976,8 +1006,8 @@ def generate(cfg, g):
         header = None
     header = header or [
         "TMA warp-specialized (sm_90a): producer thread (warpgroup 0, setmaxnreg %d) issues per stage "
-        "mbarrier.arrive.expect_tx(%d B) + 1 A box [%d,64] + %d B box(es) [64,64] (nvgpu.tma.async.load, "
-        "128B swizzle)%s; %s" % (REGP, stage_bytes, BM, nb * BN // 64,
+        "mbarrier.arrive.expect_tx(%d B) + %s A box [%d,64] + %d B box(es) [64,64] (nvgpu.tma.async.load, "
+        "128B swizzle)%s; %s" % (REGP, stage_bytes, "1" if AR == BM else "%d stacked" % (BM // AR), AR, nb * BN // 64,
                                  ", the %d B tiles side by side" % nb if nb > 1 else "", what),
         "pipeline: %d-stage ring, mbarriers full[s] (expect_tx, TMA bytes) and empty[s] (consumer warps after "
         "wgmma.wait_group 1); %s k-tiles per tile" % (S, KT),

@@ -64,6 +64,12 @@ At M <= 1024 a cooperative 128 x 64 tiling (SMALL_M below) is timed beside
 the default where the default's grid is under one wave, and, where a
 split-K grid fits one wave, three split-K tilings (thread-block clusters,
 SMALL_M; four in the GEMM + ReLU entries: the 128 x 256 default's 2-way split too).
+For wave quantization (TAIL_M, session 27) the GEMM + ReLU entries offer
+a 128 x 192 tiling on 132 persistent CTAs where its waves beat the
+default's (TILE 1xx, in place of the persistent 128 x 64), and the
+down-projection entries a cooperative 256 x 128 tiling (two m64 row
+blocks per consumer warpgroup) on 132 persistent CTAs over one wave of
+tiles (TILE 5xx).
 Where they refuse (M < 128: the small-M tilings of the wgmma and mma.sync
 entries are the better kernels there anyway, and at M <= 8 SwiGLU's
 skinny entries of kernels/table/skinny_any.py answer first; N = 1000 is
@@ -213,6 +219,41 @@ WGMMA = {
 #     gain; at 512 x 768 -> 2304 (qkv) 0.0163-0.0164 and 512 x 768 ->
 #     3072 (fc) 0.0180-0.0182 against 0.0149-0.0151 / 0.0170-0.0172 for
 #     the 128 x 64 tiling (short k-loops): not offered there.
+#     TAIL_M (session 27, issue 15 point 7; by family): GEMM + ReLU:
+#     cooperative 128 x 192 on 132 persistent CTAs (grid_full), admitted
+#     over one wave of the default's tiles where its waves x 3 are fewer
+#     than the default's waves x 4 (a 128 x 192 tile is 0.75 of a 128 x 256
+#     one; 533 rows: 215 tiles in 2 waves against 160 in 2; under one wave
+#     the splits beat it: 0.0883 / 0.0724 / 0.0231 ms at 142 / 256 rows /
+#     512 x 2048 x 2048 against 0.0661 / 0.0620 / 0.0215 for the 128 x 256
+#     split), in place of the persistent 128 x 64 (TILE 1xx), which never
+#     won: on the H200 (bench/table/gemm16-device.sh,
+#     2026-11-25, session 27 runs 1 and 2) it took 0.1208-0.1213 ms at
+#     142 x 8192 x 8192 f16 (best 0.0651), 0.2451-0.2468 at 533 x 8192 x
+#     8192 bf16 (128 x 192: 0.1385-0.1404, default 0.1721-0.1748,
+#     torch.compile 0.1019-0.1047), 0.0877 at 256 rows (best 0.0591), and
+#     0.0161 at 512 x 2048 x 2048 (the 128 x 128 split 0.0159). Measured
+#     and not offered: the cooperative 256 x 128 tile (gemm_wgmma_tma.py
+#     BM 256) split 2 ways, one row tile up to 256 rows, so that each W
+#     tile crosses L2 once: 0.0651 at 142 rows against 0.0661 for the
+#     128 x 256 split, 0.0591 against 0.0620 at 256 rows (torch.compile
+#     0.0493 / 0.0584), 0.0216 at 512 x 2048 x 2048; it does not fit beside
+#     the others (seven tilings: 1.05-1.12 MB of kernel text, over the
+#     builder's 1 MiB) and dropping the 128 x 128 split for it cost 35% at
+#     512 x 2048 x 2048 (0.0215 against 0.0159). Also tried at 533 rows
+#     (run 1): split-K past one wave (128 x 256 S 4: 0.1745, 128 x 192
+#     S 3: 0.1761, 128 x 128 S 2: 0.1926), ping-pong 128 x 128 (0.1744),
+#     256 x 128 persistent or S 2 (0.2081 / 0.2009).
+#     MLP down-projection: cooperative 256 x 128 on 132 persistent CTAs,
+#     admitted over one wave of the 128 x 128 default's tiles where the
+#     256-row tiles take at most half the waves (in tile-pair units no more
+#     than the default): at 9531 x 3072 -> 768 f16 (held-out 041) 0.0898 ms
+#     against 0.0951 (default, GROUP_M 1; torch.compile 0.0771), ping-pong
+#     128 x 128 0.0905, 128 x 192 0.1034, splits past one wave 0.12-0.14
+#     (run 1); run 2: 0.0887-0.0896 against 0.0946 (torch.compile 0.0764);
+#     at 4096 x 3072 -> 1024 bf16 0.0465-0.0473 against 0.0488; at 1024 x
+#     8192 -> 2048 (one wave of 128 x 128) it lost (0.0860-0.0879 against
+#     0.0567-0.0572): not admitted there.
 #   f32x3_wgmma_tma (the *_0x3tma entries; cooperative tiles only, 128
 #     rows): cooperative 128 x 64, 4 stages (48 KiB a stage with the small
 #     halves: 193 KiB), 2x the CTAs of the default 128 x 128 (N = 768: 12
@@ -233,11 +274,13 @@ WGMMA = {
 # other than the configured one kept only below its row-tile count, at most
 # 4 variants survive at any size (the default's GROUP_M values: at most
 # three up to M = 2048, where the TMA kinds' one alternative stops). The
-# tune knob holds at most 8 values: where a TMA entry has all five
-# alternatives, the default's GROUP_M values are the configured one, half
-# and double (_group_m: 1, the row-major raster, is dropped; on the GEMM +
-# ReLU entries at 142 and 256 rows it timed within 1% of GROUP_M 16, and at
-# 1024 x 8192 -> 2048 / 1024 x 2048 -> 8192 within 0.5% of GROUP_M 4 / 16).
+# tune knob holds at most 8 values: where a TMA entry has five
+# alternatives (the GEMM + ReLU and down-projection entries, with TAIL_M),
+# the default's GROUP_M values are the configured one, half and 1
+# (_group_m; session 26 kept double instead of 1: on the GEMM + ReLU
+# entries at 142 and 256 rows 1 timed within 1% of GROUP_M 16, and at
+# 1024 x 8192 -> 2048 / 1024 x 2048 -> 8192 within 0.5% of GROUP_M 4 / 16;
+# session 27: 1 the fastest at 9531 x 3072 -> 768).
 SMALL_M = {
     "f32_simt": [(dict(BM=16, BN=32, BK=8, KS=16, group_m=8), ("WX", "minctasm"), 128),
                  (dict(BM=32, BN=64, BK=8, KS=4, group_m=8), ("WX", "minctasm"), 1024)],
@@ -264,6 +307,35 @@ TMA_KINDS = ("bf16_wgmma_tma", "f32x3_wgmma_tma")
 # the families whose *_0tma entries offer the 128 x 256 2-way split (SMALL_M
 # TILE 5xx): where it was measured to pay (its text adds ~0.24 MB an entry)
 SPLIT256 = ("gemm_relu",)
+# Tilings for the M tail and wave quantization (session 27, issue 15 point
+# 7), by family: [(tiling, i)] for the *_0tma entries: i None, after
+# SMALL_M's TMA tilings; else in place of SMALL_M's i-th (same TILE number).
+# See SMALL_M's comment.
+
+
+def _t(s, bm, bn):
+    """tiles of a bm x bn tiling (syms: role -> size symbol)"""
+    return "(%s + %d) / %d * ((%s + %d) / %d)" % (s["M"], bm - 1, bm, s["N"], bn - 1, bn)
+
+
+def _waves(s, bm, bn):
+    return "(%s + %d) / %d" % (_t(s, bm, bn), SPLITK_WAVE - 1, SPLITK_WAVE)
+
+
+TAIL_M = {
+    "gemm_relu": [
+        # cooperative 128 x 192, G = 132 persistent CTAs, over one wave of the default's tiles where its
+        # waves of 0.75 tiles beat the default's: in place of SMALL_M's persistent 128 x 64 (TILE 1xx)
+        ((dict(BN=192, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=8), (),
+          lambda s: "%s > %d && %s * 4 > %s * 3" % (_t(s, 128, 256), SPLITK_WAVE, _waves(s, 128, 256),
+                                                     _waves(s, 128, 192))), 0)],
+    "mlp_down": [
+        # cooperative 256 x 128, persistent: over one wave of the default's tiles, in no more waves of tile pairs
+        # (TILE 5xx, after SMALL_M's)
+        ((dict(BM=256, BN=128, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=8), (),
+          lambda s: "%s > %d && %s * 2 <= %s" % (_t(s, 128, 128), SPLITK_WAVE, _waves(s, 256, 128),
+                                                  _waves(s, 128, 128))), None)],
+}
 TMA_MAX_ACC_N = 256  # gemm_wgmma_tma.py: B operands x BN <= 256 (at most 128 f32 accumulators per thread)
 SPLITK_WAVE = 132   # the SMs of an H100 / H200: a split-K grid is admitted up to one wave
 
@@ -281,7 +353,7 @@ def tma_max_stages(cfg):
     x3 = cfg["kind"] == "f32x3_wgmma_tma"
     esz = 4 if x3 else 2
     bk = 128 // esz
-    bm = cfg.get("BM", 128) if cfg.get("pingpong", 0) else 128
+    bm = cfg.get("BM", 128) if cfg.get("pingpong", 0) or cfg.get("BM") == 256 else 128
     stage = (bm * bk + len(cfg["b"]) * bk * cfg["BN"]) * esz * (2 if x3 else 1)
     return (227 * 1024 - 1024) // (stage + 16)
 
@@ -424,13 +496,19 @@ def _group_m(alts):
     """the default tiling's GROUP_M values to time (generate_alternatives
     group_m): all four (configured, half, double, 1) where they and the
     alternatives fit the tune knob's 8 values (llm_client/tune.h
-    LF_TUNE_MAX_VALUES); with 5 alternatives (the TMA kinds' 128 x 256
-    split) the three grouped ones (1, the row-major raster, is dropped)."""
+    LF_TUNE_MAX_VALUES); with more alternatives the first of the
+    configured one, half, 1 (the row-major raster) and double that fit:
+    with six tilings (the default and five) three, with seven two. (On
+    the H200, session 27: on the 9531-row down-projection GROUP_M 1 was
+    the fastest of the four, 0.0946-0.0951 ms against 0.0974-0.0980 for
+    4, 0.0988-0.0996 for 8, 0.1017-0.1025 for 16; on the GEMM + ReLU
+    entries 1 was within 1% of 16 at 142, 256 and 512 rows, 6% slower at
+    533.)"""
     c = alts[0][0]
     if c["kind"] not in TMA_KINDS or len(alts) <= 5:
         return None
     g = c["group_m"]
-    return [g, g // 2, 2 * g]
+    return [g, g // 2, 1, 2 * g][:9 - len(alts)]
 
 
 MAX_EXPR = 512   # bytes in one placeholder expression (llm_client/tune.h LF_TUNE_MAX_EXPR)
@@ -574,8 +652,14 @@ def templates():
             if dtype in ("bf16", "f16") and has_wgmma and not tma_refused:
                 # the TMA form: tried first on sm_90a (0tma sorts before 1wgmma)
                 tc_cfg = tma_cfg(sg, dtype)
-                small = [t for t in SMALL_M["bf16_wgmma_tma"] if len(tc_cfg["b"]) * t[0]["BN"] <= TMA_MAX_ACC_N and
-                         (t[0]["BN"] < 256 or name in SPLIT256)]
+                base, tail = list(SMALL_M["bf16_wgmma_tma"]), []
+                for t, at in TAIL_M.get(name, []):
+                    if at is None:
+                        tail.append(t)
+                    else:
+                        base[at] = t
+                small = [t for t in base if len(tc_cfg["b"]) * t[0]["BN"] <= TMA_MAX_ACC_N and
+                         (t[0]["BN"] < 256 or name in SPLIT256)] + tail
                 entry(name, dtype, "0tma", tc_cfg, ["sm_90a"],
                       "masked M, N and K by TMA, M >= %d" % TMA_BM + small_note(small), small=small)
             if dtype == "f32" and not tma_refused:
