@@ -18,7 +18,9 @@
 # With the device tool (carry .device/colred2):
 #   bash bench/table/colred-device.sh .device/colred2 $OUT
 # COLRED_VERIFY_BUDGET_S (default 120) stops verifying after that long;
-# COLRED_VERIFY_X=0 verifies the table's variants only.
+# COLRED_VERIFY_X=0 verifies the table's variants only; COLRED_SMALL=""
+# skips the small cases' second timing and ncu; COLRED_SASS="CASE:TAG ..."
+# keeps those variants' SASS (sass.tgz).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 stage=$(cd "${1:?usage: colred-device.sh STAGE OUT}" && pwd)
@@ -63,7 +65,7 @@ grep -v "exit 0" "$out/verify.log" | head -20
 # the small cases' table variants once more, timed by llm-fuse-verify (its
 # events and memset flush; the held-out run's "ours"), to compare the two
 # harnesses on the same kernels
-small=${COLRED_SMALL:-022_colsum_f32_6x768 019_colmax_f32_7x3072 038_colsumsq_f32_59x3072 025_colsum_f32_8x3072}
+small=${COLRED_SMALL-022_colsum_f32_6x768 019_colmax_f32_7x3072 038_colsumsq_f32_59x3072 025_colsum_f32_8x3072}
 mkdir -p "$tmp/vtime"
 for name in $small; do
   sg=$(python3 -c "import json,sys; print([c['sg'] for c in json.load(open(sys.argv[1])) if c['case'] == sys.argv[2]][0])" "$stage/cases.json" "$name") || continue
@@ -82,7 +84,7 @@ print('verify-timed %s %s accepted=%s candidate_ms=%s reference_ms=%s' % (sys.ar
 done > "$out/vtimed.log" 2>&1
 # kernel-only durations of the small cases, ours and torch.compile's (ncu)
 left=$((${COLRED_DEADLINE_S:-285} - SECONDS))
-if command -v ncu > /dev/null && [ $left -gt 30 ]; then
+if [ -n "$small" ] && command -v ncu > /dev/null && [ $left -gt 30 ]; then
   LD_LIBRARY_PATH=$ld0 timeout $left ncu --profile-from-start off --clock-control none --csv \
     --metrics gpu__time_duration.sum --log-file "$tmp/ncu.csv" \
     python3 bench/table/colred_ncu.py run "$stage" "$tmp" $small > "$tmp/ncu-run.log" 2>&1
@@ -90,6 +92,16 @@ if command -v ncu > /dev/null && [ $left -gt 30 ]; then
   tail -5 "$tmp/ncu-run.log"
   LD_LIBRARY_PATH=$ld0 python3 bench/table/colred_ncu.py parse "$tmp" >> "$out/vtimed.log" 2>&1
   cp "$tmp/ncu.csv" "$out/ncu.csv" 2>/dev/null
+fi
+# the SASS of some variants (COLRED_SASS: "CASE-PREFIX:TAG ..."), to see
+# how many of the UN loads ptxas keeps in flight
+if [ -n "${COLRED_SASS:-}" ] && command -v cuobjdump > /dev/null; then
+  mkdir -p "$tmp/sass"
+  for ct in $COLRED_SASS; do
+    sg=$(python3 -c "import json,sys; print([c['sg'] for c in json.load(open(sys.argv[1])) if c['case'].startswith(sys.argv[2])][0])" "$stage/cases.json" "${ct%%:*}") || continue
+    cuobjdump -sass "$stage/$sg/${ct##*:}/kernel.cubin" > "$tmp/sass/${ct%%:*}.${ct##*:}.sass" 2>&1
+  done
+  (cd "$tmp/sass" && tar czf "$out/sass.tgz" .)
 fi
 (cd "$tmp/verify" && tar czf "$out/verify.tgz" .)
 LD_LIBRARY_PATH=$ld0 python3 bench/table/colred_torch.py "$stage" "$out" report > "$out/report.log" 2>&1

@@ -14,8 +14,9 @@
 # all packed into STAGE/stage.tar.xz.
 #
 #   bash bench/table/colred-prepare.sh [STAGE] [BUILD] [CASES]
-#     (.device/colred, build, heldout; CASES: heldout, s25 or all;
-#      COLRED_EXPERIMENTS=0: the table's variants only)
+#     (.device/colred, build, heldout; CASES: heldout, held7, s25, big or
+#      all; COLRED_EXPERIMENTS=0: the table's variants only; COLRED_OLD=
+#      an earlier colred_any.py: its variants too, as o<k>)
 # then carry STAGE and run there: bash bench/table/colred-device.sh STAGE $OUT
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -7,7 +7,8 @@ colred_any.py).
 
 CASES (default `heldout`, or $COLRED_CASES): `heldout` (the held-out draw's
 leading-dimension reductions, `heldout.py gen DIR --seed 1 --count 50`),
-`s25` (session 25's eleven cases) or `all`. For each case (a family of
+`held7` (the seed-7 draw's, `--seed 7 --count 60`, names s7-...), `s25`
+(session 25's eleven cases), `big` (those of 64 MiB or more) or `all`. For each case (a family of
 examples/bench/col*.mlir at some sizes and element type), writes the
 model, outlines it, builds the default lowering's plan
 (llm-fuse-reference --build: STAGE/<sg>/plan.json, and the opmath truth
@@ -17,7 +18,8 @@ variant the entry's requirements admit at the subgraph's sizes
 (llm-fuse-build-kernel, sm_90a): STAGE/<sg>/v<k>/result.json +
 kernel.cubin. With COLRED_EXPERIMENTS=1 (default), also candidates that
 are not in the table (STAGE/<sg>/x<k>/: other block sizes, unrolls,
-column widths and the streaming loads, EXPERIMENTS below), and with
+column widths, register budgets (MC) and the streaming loads,
+EXPERIMENTS below; COLRED_EXP=run1: session 27's first grid), and with
 COLRED_OLD=PATH (an earlier colred_any.py) that generator's variants
 (STAGE/<sg>/o<k>/), to be timed beside the table's. STAGE/cases.json lists them for colred-device.sh and
 colred_torch.py; with the subgraph's torch source and argument shapes
@@ -71,18 +73,85 @@ CASES_HELD = [
     ("030_colsum_bt_f32_5x256x768", "colsum_bt", "f32", (5, 256, 768)),
     ("042_colsum_bt_f32_25x256x768", "colsum_bt", "f32", (25, 256, 768)),
 ]
-CASES = {"s25": CASES_S25, "heldout": CASES_HELD, "all": CASES_HELD + CASES_S25}
+# the second held-out draw's (`heldout.py gen DIR --seed 7 --count 60`;
+# bench/gpu/results/2026-11-25c-h200-heldout-seed7.log): prefix s7-
+CASES_HELD7 = [
+    ("s7-007_colsum_bt_f16_512x256x1000", "colsum_bt", "f16", (512, 256, 1000)),
+    ("s7-016_colsum_f32_14500x3072", "colsum", "f32", (14500, 3072)),
+    ("s7-019_colsum_bt_f32_120x256x5120", "colsum_bt", "f32", (120, 256, 5120)),
+    ("s7-034_colmax_f32_416x14336", "colmax", "f32", (416, 14336)),
+    ("s7-010_colsumsq_f32_620x3072", "colsumsq", "f32", (620, 3072)),
+    ("s7-024_colsum_f32_192x3072", "colsum", "f32", (192, 3072)),
+    ("s7-008_colsum_bt_f16_3x256x768", "colsum_bt", "f16", (3, 256, 768)),
+    ("s7-000_colsumsq_f32_16x3072", "colsumsq", "f32", (16, 3072)),
+    ("s7-042_colsum_f32_16x5120", "colsum", "f32", (16, 5120)),
+    ("s7-054_colsumsq_f32_2x3072", "colsumsq", "f32", (2, 3072)),
+    ("s7-055_colsumsq_f32_1x3072", "colsumsq", "f32", (1, 3072)),
+]
+CASES = {"s25": CASES_S25, "heldout": CASES_HELD, "held7": CASES_HELD7,
+         "all": CASES_HELD7 + CASES_HELD + CASES_S25}
+
+
+def case_bytes(fam, dt, sizes):
+    n = 1
+    for x in sizes:
+        n *= x
+    return n * (4 if dt == "f32" else 2) * (2 if fam == "coldiff" else 1)
+
+
+# `big`: the cases of 64 MiB or more (issue 15's copy-bandwidth target)
+CASES["big"] = [c for c in CASES["all"] if case_bytes(*c[1:]) >= 64 << 20]
 
 # Candidates beside the table's (COLRED_EXPERIMENTS=1): per case name
 # prefix, a list of (BS, UN, NT, TX values, SPLIT values): BS the block
-# size, UN the rows per thread in flight, NT the streaming (evict-first)
-# loads; TX and SPLIT become knobs.
-EXPERIMENTS = {
-    "034_": [(1024, 4, 1, [8], [8]), (1024, 8, 1, [8], [8]), (1024, 8, 0, [8], [8])],
-    "029_": [(b, u, 0, [8, 16, 32], [4, 8]) for b, u in ((256, 8), (512, 4), (512, 8))],
-    "039_": [(256, 4, 1, [8], [1]), (512, 4, 1, [8], [1])],
-    "045_": [(256, 4, 1, [8], [1]), (512, 4, 1, [8], [1]), (256, 8, 1, [8], [1])],
+# size, UN the rows per thread in flight (up to 16), NT the streaming
+# (evict-first) loads; TX and SPLIT become knobs.
+
+
+def grid(txs, splits):
+    """(BS, UN, NT, MC values, TX values, SPLIT values): 256, 512 and
+    1024 threads, 8 or 16 rows in flight, plain and streaming loads, and
+    MC, the CTAs an SM must hold (nvvm.minctasm: ptxas then gives each
+    thread 65536 / (MC * BS) registers; without it ptxas keeps to 32 or so
+    and holds few of the UN loads in flight)"""
+    return ([(256, 8, nt, [4], txs, splits) for nt in (0, 1)]
+            + [(256, 16, nt, [2, 4], txs, splits) for nt in (0, 1)]
+            + [(256, 8, 1, [8], txs, splits)]
+            + [(512, un, nt, [1, 2], txs, splits) for un in (8, 16) for nt in (0, 1)]
+            + [(512, 8, 1, [4], txs, splits)]
+            + [(1024, 8, nt, [1], txs, splits) for nt in (0, 1)])
+
+
+# session 27's first call (COLRED_EXP=run1, with `big`): 513 variants of
+# 13 cases, bench/NOTES.md "Session 27: leading-dimension reductions"
+EXPERIMENTS_RUN1 = {
+    "s7-007_": grid([8], [8]) + [(512, 8, 1, [1, 2], [4], [8])],
+    "s7-016_": grid([8, 32], [4, 8]),
+    "s7-019_": grid([8], [4, 8]),
+    "034_": grid([8], [8]),
+    "006_": grid([8], [8]),
+    "029_": grid([16, 32], [8]),
+    "039_": grid([8, 16], [1, 2]),
+    "045_": grid([8, 16], [1, 2]),
+    "colsum_f32_8192x3072": grid([8], [4, 8]),
+    "colmax_f16_4096x16384": grid([8], [1, 2]),
 }
+# the second (default): the narrow mean (TX 1, 1024 threads; 1.15x
+# torch.compile) with more rows in flight and registers, and CFG 3's form
+# where the table's requirements leave it out (3259 rows)
+EXPERIMENTS = {
+    "colmean_bf16_65536x64": [(1024, un, nt, [1, 2], [1], [8]) for un in (4, 8, 16)
+                              for nt in (0, 1)],
+    "015_": [(256, 16, nt, [2], [8], [4, 8]) for nt in (0, 1)],
+}
+# and CFG 0 and 1 at MC 6 (ptxas's cap 40 registers; the table's MC 8 caps
+# them at 32, where ptxas alone chose 31-40) on the small cases
+for _pre in ("s7-000_", "s7-024_", "s7-054_", "s7-010_", "s7-034_", "022_", "019_", "038_",
+             "025_", "026_", "040_", "030_", "042_", "colmax_f32_777", "colsumsq_bf16_2048",
+             "colsum3_bf16", "colsum_bt_f32_64"):
+    EXPERIMENTS[_pre] = [(256, 4, 0, [6], [8], [1, 4, 8]), (256, 4, 0, [6], [32], [1])]
+if os.environ.get("COLRED_EXP") == "run1":
+    EXPERIMENTS = EXPERIMENTS_RUN1
 
 
 def run(cmd, **kw):
@@ -110,13 +179,15 @@ def exp_texts(opt, fam, dt, sizes, spec):
     """(label, template text) of the experimental candidates of one case"""
     form, base, g = group_of(opt, fam, dt, sizes)
     out = []
-    for bs, un, nt, txs, splits in spec:
-        tune = ["llm-fuse.tune TX = %s" % ", ".join(map(str, txs)),
+    for bs, un, nt, mcs, txs, splits in spec:
+        tune = ["llm-fuse.tune MC = %s" % ", ".join(map(str, mcs)),
+                "llm-fuse.tune TX = %s" % ", ".join(map(str, txs)),
                 "llm-fuse.tune-require NV >= TX",
                 "llm-fuse.tune SPLIT = %s" % ", ".join(map(str, splits)),
                 "llm-fuse.tune-require SPLIT == 1 || RR >= SPLIT * %s * 2" % colred_any.TY]
-        rules = dict(TX="TX", BS=str(bs), UN=str(un), NT=str(nt))
-        text, _ = colred_any._render(fam, dt, form, base, rules=rules, tune=tune)(g)
+        rules = dict(TX="TX", BS=str(bs), UN=str(un), NT=str(nt), MC="MC")
+        text, _ = colred_any._render(fam, dt, form, base, rules=rules, tune=tune,
+                                     umax=max(un, colred_any.UMAX))(g)
         out.append(("BS=%d UN=%d NT=%d" % (bs, un, nt), text))
     return out
 
@@ -130,6 +201,19 @@ def old_texts(opt, fam, dt, sizes, path):
     spec.loader.exec_module(mod)
     form, base, g = group_of(opt, fam, dt, sizes)
     return mod._render(fam, dt, form, base)(g)[0]
+
+
+def read_entry(path):
+    """a table entry's JSON (kernels/table/build.py's read_entry where it
+    exists; the shipped entries may be gzip files, *.json.gz)"""
+    try:
+        from build import read_entry as rd
+        return rd(path)
+    except ImportError:
+        import gzip
+        op = gzip.open if path.endswith(".gz") else open
+        with op(path, "rt") as fh:
+            return json.load(fh)
 
 
 def build(binp, d, text, sig):

@@ -197,7 +197,16 @@ def main():
             if clean is not None and nbytes >= BIG:
                 # the clean flush: compile, copy, and the five fastest of ours
                 mine = sorted([k for k in ts if k in rec["variants"]], key=lambda k: ts[k]["median"])
-                sel = {k: runs[k] for k in ["compile", "copy"] + mine[:5] if k in runs}
+                # the five fastest, and the fastest table variant and
+                # experimental streaming and plain load variant (labels NT=1
+                # / NT=0) if not among them
+                pick = mine[:5]
+                for want in (lambda k: k.startswith("v"),
+                             lambda k: "NT=1" in c["variants"][k],
+                             lambda k: "NT=0" in c["variants"][k]):
+                    pick += [k for k in mine if want(k)][:1]
+                sel = {k: runs[k] for k in ["compile", "copy"] + list(dict.fromkeys(pick))
+                       if k in runs}
                 for k, s in time_variants(clean, sel, budget).items():
                     if k in rec["variants"]:
                         rec["variants"][k]["clean_ms"] = s["median"]

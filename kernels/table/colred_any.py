@@ -34,8 +34,8 @@ colsum3; a rank-3 operand is indexed [b, t, n] from the view's row and column):
     f32), 4, 2, 1 dividing the innermost size, so a 16-byte vector load per
     thread and row at most, coalesced along the contiguous dimension); its
     BS threads are TX columns x TY = BS / TX row lanes; thread (tx, ty)
-    walks rows ty, ty + TY, ... of its CTA's row range, UN rows (4 or 8)
-    per loop step without a guard (the loads in flight together), then
+    walks rows ty, ty + TY, ... of its CTA's row range, UN rows (4, 8 or
+    16) per loop step without a guard (the loads in flight together), then
     the rest as UN more loads of clamped rows, masked (all in flight too:
     a loop over the rest paid one memory latency per row); columns past C
     read the last chunk and store nothing; with NT the loads are
@@ -52,21 +52,27 @@ colsum3; a rank-3 operand is indexed [b, t, n] from the view's row and column):
     SPLIT = 1: no cluster barrier, row lane 0 stores its tree value.
     No atomics: the result is the same on every run.
 
-Knobs the pass times on the GPU (tune_lines(), RULES): CFG picks TX (32,
-8, or 1 for very narrow tensors, with blocks of 1024 threads), the block
-size (256 or 512), UN and NT; SPLIT is 1, 4 or 8, admitted while the
-previous split leaves fewer than 1056 CTAs (8 per SM on 132 SMs) and every
-CTA keeps at least two rows per thread, and a split that leaves SMs idle
-only where the next split is not admitted. The parameters are constants
-of each variant: the branches they select (`scf.if` on a constant) are
-folded by the builder before the lowering. On an H200 (bench/NOTES.md
-"Session 25: leading-dimension reductions" and "Session 26: ..."): the
-split is what makes narrow or short reductions fast; 512-thread blocks
-and 8 rows in flight are what a sum over 150,000 rows of 768 columns
-needs (one cluster of 8 CTAs a column strip leaves 96-192 CTAs, too few
-loads in flight with 256 threads of 4 rows); streaming loads help where
-the L2 holds dirty lines (0.0381 -> 0.0371 ms, 3840 x 8192 max), and cost
-where neighbouring CTAs share cache lines (8-byte loads). Accumulation in
+Knobs the pass times on the GPU (tune_lines(), table_rules()): CFG picks
+TX (32, 8, or 1 for very narrow tensors, with blocks of 1024 threads), the
+block size (256 or 512), UN and MC (nvvm.minctasm: the CTAs an SM must
+hold, which sets ptxas's register budget); NT (streaming loads) follows
+from CFG and the sizes; SPLIT is 1, 4 or 8, admitted while the previous
+split leaves fewer than 1056 CTAs (8 per SM on 132 SMs) and every CTA
+keeps at least two rows per thread, and a split that leaves SMs idle only
+where the next split is not admitted (CFG 4 excepted). The parameters are
+constants of each variant: the branches they select (`scf.if` on a
+constant) are folded by the builder before the lowering. On an H200
+(bench/NOTES.md "Session 25: leading-dimension reductions", "Session 26:
+..." and "Session 27: ..."): the split is what makes narrow or short
+reductions fast; what a big one needs is loads in flight: ptxas, left to
+itself, gives a 256-thread kernel 32 registers and so keeps only a few of
+its UN loads in flight whatever UN is; with MC = 2 (128 registers) 16
+rows of loads a thread are in flight (14500 x 3072 f32: 0.0550 -> 0.0509
+ms; 575 x 256 x 768 f16: 0.0692 -> 0.0648); 512-byte row segments (TX 32)
+beat 128-byte ones where the strips stay many; streaming loads help where
+the L2 holds dirty lines and a row is whole 128-byte lines, and cost where
+neighbouring strips share lines (rows of 2000 or 4664 bytes) or the
+tensor is big (above ~300 MB plain loads were faster). Accumulation in
 f32; the result is stored in the subgraph's type (a mean divides the f32
 sum by R first). Clusters need sm_90: the entries are for sm_90 and
 sm_90a.
@@ -85,7 +91,7 @@ from rows_any import Emitter  # noqa: E402  (SSA text for one kernel body)
 ARCHS = ["sm_90", "sm_90a"]
 SMEM = "#gpu.address_space<workgroup>"
 NEG_INF = "0xFF800000"
-UMIN, UMAX = 4, 8  # rows per thread in flight: UN, from UMIN to UMAX
+UMIN, UMAX = 4, 16  # rows per thread in flight: UN, from UMIN to UMAX
 VMAX = {"bf16": 8, "f16": 8, "f32": 4}
 
 # name: (example, its rows, its columns, rank-3 batch or None, kind,
@@ -115,28 +121,52 @@ DTYPES = ["bf16", "f16", "f32"]
 # the columns, BS threads per block, UN rows per thread in flight (UMIN ..
 # UMAX), NT streaming loads (0 or 1).
 TY = "(BS / TX)"                      # row lanes
-NCB = "((CC + TX * V - 1) / (TX * V))"  # column strips
-# The table's: one knob CFG picks the column width, block size, unroll and
-# load policy, SPLIT the cluster split (kernels measured on the H200,
-# bench/NOTES.md "Session 26: leading-dimension reductions"):
+NCB = "((NV - 1) / TX + 1)"           # column strips (V divides CC)
+# The table's: one knob CFG picks the column width, block size, unroll,
+# register budget and load policy, SPLIT the cluster split (kernels
+# measured on the H200, bench/NOTES.md "Session 26: leading-dimension
+# reductions" and "Session 27: ..."):
 #   CFG 0: TX 32, 256 threads, UN 4             (very wide, few rows)
 #   CFG 1: TX 8, 256 threads, UN 4              (the general one)
-#   CFG 2: TX 8, 512 threads, UN 4              (many rows per CTA)
-#   CFG 3: TX 8, 512 threads, UN 8
-#   CFG 4: TX 8, 512 threads, UN 8, streaming loads
+#   CFG 2: TX 8, 512 threads, UN 8              (many rows per CTA)
+#   CFG 3: TX 8, 256 threads, UN 16, MC 2       (16 loads in flight a thread)
+#   CFG 4: TX 32, 256 threads, UN 16, MC 2      (the same, 32 column vectors
+#                                                a CTA: 512-byte row segments)
 # and, under 16 column vectors (NV < 16), CFG 1 and 4 are TX 1 with 1024
-# threads (one column vector a thread, the rows over 1024 lanes).
-RULES = {
-    "TX": "(32 * (CFG == 0) + (CFG != 0) * (1 + 7 * (NV >= 16)))",
-    "BS": "(1024 - (NV >= 16) * (768 - 256 * (CFG >= 2)))",
-    "UN": "(4 + 4 * (CFG >= 3))",
-    "NT": "(CFG == 4)",
-}
+# threads (one column vector a thread, the rows over 1024 lanes; UN 4 and
+# 8). MC is the CTAs an SM must hold (nvvm.minctasm): ptxas then gives a
+# thread up to 65536 / (MC * BS) registers; left to itself it keeps to 32
+# or so and holds only a few of the UN loads in flight (CFG 3 and 4 at 128
+# registers: 16 loads; CFG 0 and 1 keep full occupancy, CFG 2 three CTAs
+# an SM). NT (streaming loads) is a rule, not a knob: CFG 3 and 4 stream
+# where a row is a whole number of 128-byte lines (CC * elt % 128 == 0:
+# otherwise neighbouring strips share the lines that evict-first drops)
+# and the inputs are under 320 MB (above, the write-back of the flush's
+# dirty lines is a small part and plain loads were faster).
+
+
+def table_rules(dtype, nin):
+    """the table's parameters (RULES) for an element type and number of
+    inputs: expressions of CFG, SPLIT and the sizes"""
+    elt = 4 if dtype == "f32" else 2
+    nt = "(CFG >= 3) * (CC %% %d == 0) * (RR * CC < %d)" % (128 // elt, 320000000 // (elt * nin))
+    return {
+        "TX": "(32 * (CFG == 0) + (CFG != 0) * (1 + (NV >= 16) * (7 + 24 * (CFG == 4))))",
+        "BS": "(1024 - (NV >= 16) * (768 - 256 * (CFG == 2)))",
+        "UN": "(4 + 4 * (CFG >= 2) + 8 * (CFG >= 3) * (NV >= 16))",
+        "NT": "(%s)" % nt,
+        "MC": "((CFG < 2) * 2048 / BS + (CFG == 2) * 3 + (CFG >= 3) * (2 - (NV < 16)))",
+    }
+
+
+RULES = table_rules("f32", 1)  # (f32, one input; render() uses table_rules)
 
 
 class Kernel:
-    def __init__(self, kind, t, inputs, view):
+    def __init__(self, kind, t, inputs, view, umax=UMAX, mc=False):
         self.kind, self.t, self.inputs, self.view = kind, t, inputs, view
+        self.mc = mc  # nvvm.minctasm = MC (ptxas: at least MC CTAs an SM)
+        self.umax = umax  # the most rows per thread in flight (UN <= umax)
         self.e = Emitter()
 
     @property
@@ -258,7 +288,7 @@ class Kernel:
         r0 = e.op("arith.addi %s, %s : index" % (base, e.op("arith.muli %s, %s : index" % (
             k, step), "ks")), "r0")
         vals = []
-        for u in range(UMAX):
+        for u in range(self.umax):
             def make(u=u):
                 row = r0 if u == 0 else e.op("arith.addi %s, %s : index" % (
                     r0, e.const("{{%d * %s}}" % (u, TY), "index")), "ru")
@@ -283,7 +313,7 @@ class Kernel:
         rlast = e.op("arith.maxsi %s, %s : index" % (
             e.op("arith.subi %s, %s : index" % (hi, c1), "hl"), c0), "hl")
         tails = []
-        for u in range(UMAX):
+        for u in range(self.umax):
             def make(u=u):
                 row = t0 if u == 0 else e.op("arith.addi %s, %s : index" % (
                     t0, e.const("{{%d * %s}}" % (u, TY), "index")), "tu")
@@ -400,7 +430,8 @@ class Kernel:
         lines.append("  gpu.func @%s(%s) kernel" % (kname, ", ".join(args)))
         lines.append("      attributes {known_block_size = array<i32: {{BS}}, 1, 1>,")
         lines.append("                  known_grid_size = array<i32: {{%s * SPLIT}}, 1, 1>," % NCB)
-        lines.append("                  known_cluster_size = array<i32: {{SPLIT}}, 1, 1>} {")
+        lines.append("                  known_cluster_size = array<i32: {{SPLIT}}, 1, 1>%s} {" % (
+            ",\n                  nvvm.minctasm = {{MC}} : i32" if self.mc else ""))
         lines += consts + e.lines
         lines.append("    gpu.return")
         lines.append("  }")
@@ -419,35 +450,48 @@ def v_expr(t, n):
 
 def tune_lines():
     """The table's knobs and requirements (tokens of RULES, substituted in
-    render()). CFG 0 only unsplit and from 32 column vectors on; the
-    512-thread forms only where each thread has two groups of UN rows;
+    render()). CFG 0 only unsplit and from 32 column vectors on; CFG 2-4
+    only where each thread has two groups of UN rows; CFG 4 (32 column
+    vectors a CTA) only split and from 544 column vectors on (17 strips);
     SPLIT (1, 4, 8) while the previous split leaves under 1056 CTAs (8 per
-    SM on 132 SMs) and each CTA keeps two rows per thread; and a split
-    that leaves SMs idle only where the next one is not admitted."""
+    SM on 132 SMs) and each CTA keeps at least two rows per thread; and a
+    split that leaves SMs idle only where the next one is not admitted
+    (CFG 4 excepted: its fewer, wider strips were the fastest at 96 CTAs,
+    14500 x 3072 f32)."""
     # twice the row lanes, BS / TX * 2 of RULES with NV once (the
     # expressions must stay under 512 bytes once the sizes are in)
-    ty2 = "(2048 - (NV >= 16) * (2048 - 16 * (CFG == 0) - 64 * (CFG == 1) - 128 * (CFG >= 2)))"
+    ty2 = ("(2048 - (NV >= 16) * (2048 - 16 * (CFG == 0) - 64 * (CFG == 1) - 128 * (CFG == 2)"
+           " - 64 * (CFG == 3) - 16 * (CFG == 4)))")
     return [
         "llm-fuse.tune CFG = 0, 1, 2, 3, 4",
         "llm-fuse.tune-require (NV < 16 && (CFG == 1 || CFG == 4)) || "
         "(NV >= 16 && (CFG != 0 || (NV >= 32 && SPLIT == 1)))",
-        # (BS / TX = 64 row lanes, 1024 under 16 column vectors)
-        "llm-fuse.tune-require CFG < 2 || RR >= SPLIT * UN * (128 + 1920 * (NV < 16))",
+        # (under 16 column vectors, CFG 4 only at SPLIT 8, as the rule
+        # below then left it)
+        "llm-fuse.tune-require CFG != 4 || (NV < 16 && SPLIT == 8) || (NV >= 544 && SPLIT > 1)",
+        # (CFG 2: 64 row lanes; CFG 3: 32 row lanes of 16; 1024 lanes under
+        # 16 column vectors)
+        "llm-fuse.tune-require CFG < 2 || RR >= SPLIT * UN * (128 - 64 * (CFG >= 3) * (NV >= 16)"
+        " + 1920 * (NV < 16))",
         "llm-fuse.tune SPLIT = 1, 4, 8",
         "llm-fuse.tune-require SPLIT == 1 || %s * SPLIT / 2 < 1056" % NCB,
         "llm-fuse.tune-require SPLIT == 1 || RR >= SPLIT * %s" % ty2,
         # a grid under 132 CTAs (one per SM) only where the next split
         # (4 after 1, 8 after 4) has too few rows
-        "llm-fuse.tune-require SPLIT == 8 || NV * SPLIT >= 132 * TX || "
-        "RR < SPLIT * (2 + 2 * (SPLIT == 1)) * %s" % ty2,
+        # (TX and twice the row lanes of CFG 0-3 here: shorter)
+        "llm-fuse.tune-require CFG == 4 || SPLIT == 8 || NV * SPLIT >= 132 * "
+        "(32 * (CFG == 0) + (CFG != 0) * (1 + 7 * (NV >= 16))) || RR < SPLIT * "
+        "(2 + 2 * (SPLIT == 1)) * (2048 - (NV >= 16) * (2048 - 16 * (CFG == 0) - 64 * (CFG % 2)"
+        " - 128 * (CFG == 2)))",
     ]
 
 
 def subst(s, rules, toks, vx):
     """the kernel's tokens in s: the parameters (rules), NV, the sizes
     (toks), V (vx)"""
-    for tok in ("BS", "UN", "NT", "TX"):
-        s = re.sub(r"\b%s\b" % tok, rules[tok], s)
+    for tok in ("MC", "BS", "UN", "NT", "TX"):
+        if tok in rules:
+            s = re.sub(r"\b%s\b" % tok, rules[tok], s)
     s = re.sub(r"\bNV\b", "(CC / V)", s)
     for tok in ("RR", "CC", "NN", "B", "T"):
         if tok in toks:
@@ -471,13 +515,13 @@ def example_text(name, dtype, sizes):
     return text
 
 
-def _render(name, dtype, form, sizes, rules=None, tune=None):
+def _render(name, dtype, form, sizes, rules=None, tune=None, umax=UMAX):
     """render() of a template; rules (the kernel's parameters as
     expressions of knobs and sizes, RULES' keys) and tune (the knob lines)
     default to the table's (RULES, tune_lines()); bench/table/
     colred_stage.py passes others to time candidates."""
     src, rows, cols, t3, kind, ins, rfloat = FAMILIES[name]
-    rules = rules or RULES
+    rules = rules or table_rules(dtype, len(ins))
     tune = tune or tune_lines()
     view = RANK3_VIEW.get(name)
 
@@ -504,9 +548,9 @@ def _render(name, dtype, form, sizes, rules=None, tune=None):
             "%s rows x %s columns (2-D view); TX threads across the columns, BS / TX row "
             "lanes, V elements per load, UN rows per thread in flight, NT streaming loads; "
             "SPLIT CTAs of a cluster split the rows." % (toks["RR"], toks["CC"]),
-        ] + ["%s = %s" % (k, rules[k]) for k in ("TX", "BS", "UN", "NT")] + [
+        ] + ["%s = %s" % (k, rules[k]) for k in ("TX", "BS", "UN", "NT", "MC") if k in rules] + [
         ] + ["llm-fuse.template-size %s" % s for s in free] + tune
-        k = Kernel(kind, dtype, ins, view)
+        k = Kernel(kind, dtype, ins, view, umax, "MC" in rules)
         text = k.text("%s_%s" % (name, dtype), header)
 
         def sub(s):
