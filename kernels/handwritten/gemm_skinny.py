@@ -14,6 +14,10 @@ module layout are reused; gen_gemm.py itself does not know this kind).
   epilogue runs in f32, rounded once at the store: gen_gemm.py's
   tensor-core kernels' arithmetic, so the verifier's 16-bit tolerances
   judge it the same way. The f32 kernel text is unchanged.
+* Tensor cores (kind "skinny_mma16", session 27; generate_mma() below):
+  16-bit SwiGLU at up to 48 rows on mma.sync m16n8k16 (the FMA kernels'
+  conversion and FMA per weight element make them instruction bound past
+  8 rows); its notes are at generate_mma().
 * A CTA owns NB output columns and MT rows (grid = N / NB column slabs x
   ceil(M / MT) row tiles, the row tile fastest, so that the CTAs sharing a
   W slab run together and all but the first read it from L2). Its 256
@@ -346,6 +350,297 @@ def generate(cfg, gg, alts, admit=None):
     ]
     kname, text, launch = gg.finish(cfg, em, ins, outs, names, launch, header, ["\n".join(helper.text)])
     # the dynamic shared memory is the selected alternative's (finish() writes a number)
+    old = "llm_fuse.dynamic_shared_memory = 0 : i32"
+    assert text.count(old) == 1
+    text = text.replace(old, "llm_fuse.dynamic_shared_memory = {{%s}} : i32" % smem)
+    launch["smem"] = "{{%s}}" % smem
+    return kname, text, launch
+
+
+# --------------------------------------------------------------------------
+# Tensor-core small-M kernel (kind "skinny_mma16", session 27)
+# --------------------------------------------------------------------------
+# 16-bit SwiGLU at a few to tens of rows (one B operand works too; the
+# table does not offer that, unmeasured): the weights must stream at copy
+# bandwidth, and the per-element work of the FMA kernel above (one
+# conversion and MT FMAs per weight element) makes that kernel instruction
+# bound past 8 rows. Here the products run on mma.sync m16n8k16 (f32
+# accumulation, gen_gemm.py's bf16_mma fragment layouts and XOR swizzles):
+# * a CTA owns BN columns and all rows (M <= BM, BM a multiple of 16: one
+#   row tile; rows past M - 1 are zero-filled by the copies, nothing read,
+#   and never stored);
+# * operands staged by cp.async (16-byte copies) in an S-stage ring of
+#   BK-deep k-tiles: A [BM][BK], each B [BK][BN] (W [K, N]);
+# * its 8 warps split the columns (BN / WN warps) and the k16 steps of
+#   each k-tile (KW warps, warp wk takes steps wk, wk + KW, ...), so that
+#   every warp has work at one row tile;
+# * the KW partial sums are added in a fixed order (warp wk = 0's own,
+#   then wk = 1, 2, ... through shared memory): deterministic, no atomics;
+#   the epilogue runs in f32 on the sums, one rounding at the store.
+# Requirements: M <= BM (per tiling), N % BN == 0, K % BK == 0 and at
+# least S - 1 k-tiles. nvvm.minctasm = 2: <= 128 registers, two CTAs (and
+# rings) per SM. H200 figures: kernels/table/skinny_any.py ALTSMMA.
+
+T_MMA = 256
+
+
+def _mma_shape(alt, nb):
+    BM, BN, BK, WN, KW, S = (alt[k] for k in ("BM", "BN", "BK", "WN", "KW", "S"))
+    warps_n = BN // WN
+    assert warps_n * KW * 32 == T_MMA and BM % 16 == 0 and WN % 16 == 0 and BN % WN == 0
+    assert BK % 16 == 0 and (BK // 16) % KW == 0 and BN // 8 in (4, 8, 16, 32) and BK // 8 in (4, 8, 16)
+    MI, NI = BM // 16, WN // 8
+    nacc = nb * MI * NI
+    pipe = S * (BM * BK * 2 + nb * BK * BN * 2)
+    red = (KW - 1) * warps_n * nacc * 32 * 16
+    return dict(warps_n=warps_n, MI=MI, NI=NI, nacc=nacc, pipe=pipe, red=red, smem=max(pipe, red))
+
+
+def _swz(em, row, chunks):
+    """the XOR swizzle of the 16-byte chunks of a row of `chunks` chunks
+    (conflict-free ldmatrix phases: 8 consecutive rows, one chunk column)"""
+    if chunks == 4:
+        return em.band(em.shr(row, 1), 3)
+    return em.band(row, 7)
+
+
+def _body_mma(em, gg, cfg, alt, ops, helper, smem_v):
+    A, Bs, C, bias, res = ops
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    nb = len(Bs)
+    dt = A.dt
+    sh = _mma_shape(alt, nb)
+    BM, BN, BK, WN, KW, S = (alt[k] for k in ("BM", "BN", "BK", "WN", "KW", "S"))
+    warps_n, MI, NI, nacc = sh["warps_n"], sh["MI"], sh["NI"], sh["nacc"]
+    WG = gg.WG
+    kchunks, nchunks = BK // 8, BN // 8
+    em.comment("tiling BM=%d rows (M <= BM) x BN=%d columns per CTA, k-tiles of %d in a %d-stage cp.async ring; "
+               "%d warps over the columns (WN=%d) x %d over the k16 steps" % (BM, BN, BK, S, warps_n, WN, KW))
+    pid = em.op("gpu.block_id x", "pid")
+    tid = em.op("gpu.thread_id x", "tid")
+    n0 = em.mul(pid, BN)
+    lane = em.rem(tid, 32)
+    warp = em.div(tid, 32)
+    wn = em.rem(warp, warps_n)
+    wk = em.div(warp, warps_n)
+    wn0 = em.mul(wn, WN)
+    sm_ty_a = gg.memref_ty([S, BM, BK], dt, WG)
+    sm_ty_b = gg.memref_ty([S, BK, BN], dt, WG)
+    a_bytes, b_bytes = BM * BK * 2, BK * BN * 2
+    sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sm_ty_a), "sA")
+    sB = [em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (
+        smem_v, em.idx(S * a_bytes + j * S * b_bytes), WG, sm_ty_b), "sB") for j in range(nb)]
+    m_last = em.v(gg.sval(em, "%s - 1" % M if gg.is_sym(M) else M - 1))
+    em.comment("cp.async assignments (loop invariant); A rows past M - 1 zero-filled (at a clamped address), never stored")
+
+    def assign(total, per_row):
+        out = []
+        for i in range(-(-total // T_MMA)):
+            q = em.add(tid, i * T_MMA)
+            if (i + 1) * T_MMA > total:
+                q = em.rem(q, total)          # the spare threads repeat a copy (same bytes, same data)
+            out.append((em.div(q, per_row), em.rem(q, per_row)))
+        return out
+    m_n = em.v(gg.sval(em, M))
+    a_copies = []
+    for r, c in assign(BM * kchunks, kchunks):
+        rok = em.op("arith.cmpi ult, %s, %s : index" % (em.v(r), m_n), "rok")
+        a_copies.append((r, em.mul(em.xor(c, _swz(em, r, kchunks)), 8), em.minu(r, m_last), em.mul(c, 8), rok))
+    b_copies = []
+    for r, c in assign(BK * nchunks, nchunks):
+        b_copies.append((r, em.mul(em.xor(c, _swz(em, r, nchunks)), 8), em.add(n0, em.mul(c, 8))))
+
+    def issue_loads(kt_load, stage, valid):
+        if valid is None:
+            ktc, tail = kt_load, ""
+        else:
+            ktc = em.op("arith.select %s, %s, %s : index" % (valid, em.v(kt_load), em.idx(0)), "kc")
+            tail = ", %s" % em.op("arith.select %s, %s, %s : index" % (valid, em.idx(8), em.idx(0)), "n")
+        k0 = em.mul(ktc, BK)
+        toks = []
+        for (r, dcol, grow, gcol, rok) in a_copies:
+            # rows past M - 1: zero-filled, nothing read (a clamped row read by every masked row's
+            # threads is a hot spot: the same 16-byte chunks from many CTAs and threads)
+            ok = rok if valid is None else em.op("arith.andi %s, %s : i1" % (rok, valid), "ok")
+            n = em.op("arith.select %s, %s, %s : index" % (ok, em.idx(8), em.idx(0)), "n")
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8, %s {bypassL1} : %s to %s" % (
+                A.at(em.v(grow), em.v(em.add(k0, gcol))), sA, em.v(stage), em.v(r), em.v(dcol), n, A.ty,
+                sm_ty_a), "cp"))
+        for j in range(nb):
+            for (r, dcol, gcol) in b_copies:
+                toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8%s {bypassL1} : %s to %s" % (
+                    Bs[j].at(em.v(em.add(k0, r)), em.v(gcol)), sB[j], em.v(stage), em.v(r), em.v(dcol), tail,
+                    Bs[j].ty, sm_ty_b), "cp"))
+        return em.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+
+    em.comment("prologue: k-tiles 0..%d in flight" % (S - 2))
+    grp = None
+    for s in range(S - 1):
+        grp = issue_loads(s, s, None)
+    em.comment("ldmatrix lane addresses (loop invariant): A row lane%16, k-chunk lane/16 + 2 * (k16 step);")
+    em.comment("B (.trans) k-row (lane%8) + 8*((lane/8)%2) + 16 * (k16 step), n-chunk lane/16 (+2 per n16 pair)")
+    l15 = em.band(lane, 15)
+    a_hi = em.shr(lane, 4)
+    a_swz = _swz(em, l15, kchunks)
+    steps = BK // 16 // KW
+    kks = [em.add(wk, KW * j) for j in range(steps)]        # this warp's k16 steps of a k-tile
+    a_col = [em.mul(em.xor(em.add(a_hi, em.mul(kk, 2)), a_swz), 8) for kk in kks]
+    a_rows = [em.add(l15, 16 * mi) for mi in range(MI)]
+    b_krow = em.add(em.band(lane, 7), em.mul(em.band(em.shr(lane, 3), 1), 8))
+    b_swz = _swz(em, b_krow, nchunks)       # 16 * step leaves it unchanged
+    b_col = [em.mul(em.xor(em.add(em.add(em.div(wn0, 8), 2 * nj), a_hi), b_swz), 8) for nj in range(WN // 16)]
+    b_krows = [em.add(b_krow, em.mul(kk, 16)) for kk in kks]
+    acc_ty = "vector<4xf32>"
+    zero = em.const("dense<0.000000e+00>", acc_ty, "zero4")
+    KT = gg.sdiv(K, BK)
+    kt_n = em.v(gg.sval(em, KT))
+    res_names = em.fresh("acc")
+    em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%s) -> (%s) {" % (
+        res_names, nacc, em.idx(0), kt_n, em.idx(1), ", ".join("%%a%d = %s" % (i, zero) for i in range(nacc)),
+        ", ".join([acc_ty] * nacc)))
+    em.indent += 2
+    em.comment("k-tile kt has landed (<= %d younger groups pending); every warp is done with k-tile kt-1" % (S - 2))
+    em.emit("nvgpu.device_async_wait %s {numGroups = %d : i32}" % (grp, S - 2))
+    em.emit("gpu.barrier")
+    kl = em.add("%kt", S - 1)
+    valid = em.op("arith.cmpi ult, %s, %s : index" % (kl, kt_n), "p")
+    issue_loads(kl, em.rem(kl, S), valid)
+    st = em.rem("%kt", S)
+    accs = ["%%a%d" % i for i in range(nacc)]
+
+    def acc_i(j, mi, ni):
+        return (j * MI + mi) * NI + ni
+    for s in range(steps):
+        afr = [em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = false} : %s -> vector<4x2x%s>" % (
+            sA, st, em.v(a_rows[mi]), em.v(a_col[s]), sm_ty_a, dt), "fa") for mi in range(MI)]
+        bfr = []
+        for j in range(nb):
+            bj = []
+            for nj in range(WN // 16):
+                r4 = em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = true} : %s -> vector<4x2x%s>" % (
+                    sB[j], st, em.v(b_krows[s]), em.v(b_col[nj]), sm_ty_b, dt), "fb")
+                for h in range(2):
+                    bj.append(em.op("vector.extract_strided_slice %s {offsets = [%d, 0], sizes = [2, 2], strides = [1, 1]} "
+                                    ": vector<4x2x%s> to vector<2x2x%s>" % (r4, 2 * h, dt, dt), "b"))
+            bfr.append(bj)
+        for j in range(nb):
+            for mi in range(MI):
+                for ni in range(NI):
+                    i = acc_i(j, mi, ni)
+                    accs[i] = em.op("func.call @mma_%s(%s, %s, %s) : (vector<4x2x%s>, vector<2x2x%s>, %s) -> %s" % (
+                        dt, afr[mi], bfr[j][ni], accs[i], dt, dt, acc_ty, acc_ty), "d")
+    em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nacc)))
+    em.indent -= 2
+    em.emit("}")
+    em.emit("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp)
+    sums = ["%s#%d" % (res_names, i) for i in range(nacc)]
+    if KW > 1:
+        em.comment("the k-warps' partial sums: warps wk > 0 store theirs (the ring is done), warp wk = 0 adds them in "
+                   "order wk = 1 .. %d" % (KW - 1))
+        em.emit("gpu.barrier")
+        red_ty = gg.memref_ty([KW - 1, warps_n, nacc, 32, 4], "f32", WG)
+        red = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, red_ty), "red")
+        notz = em.op("arith.cmpi ne, %s, %s : index" % (em.v(wk), em.idx(0)), "kw")
+        em.emit("scf.if %s {" % notz)
+        em.indent += 2
+        wk1 = em.sub(wk, 1)
+        for i in range(nacc):
+            em.emit("vector.store %s, %s[%s, %s, %s, %s, %s] : %s, %s" % (
+                sums[i], red, em.v(wk1), em.v(wn), em.idx(i), em.v(lane), em.idx(0), red_ty, acc_ty))
+        em.indent -= 2
+        em.emit("}")
+        em.emit("gpu.barrier")
+        isz = em.op("arith.cmpi eq, %s, %s : index" % (em.v(wk), em.idx(0)), "kz")
+        em.emit("scf.if %s {" % isz)
+        em.indent += 2
+        for i in range(nacc):
+            s = sums[i]
+            for p in range(KW - 1):
+                x = em.op("vector.load %s[%s, %s, %s, %s, %s] : %s, %s" % (
+                    red, em.idx(p), em.v(wn), em.idx(i), em.v(lane), em.idx(0), red_ty, acc_ty), "p")
+                s = em.op("arith.addf %s, %s : %s" % (s, x, acc_ty), "p")
+            sums[i] = s
+    em.comment("epilogue on the fragments: rows lane/4 + 16*mi (+8), columns n0 + wn0 + 8*ni + 2*(lane%4) (+1)")
+    g = em.shr(lane, 2)
+    t2 = em.mul(em.band(lane, 3), 2)
+    col_base = em.add(em.add(n0, wn0), t2)
+
+    def pair(j, mi, ni, h):
+        return em.op("vector.extract_strided_slice %s {offsets = [%d], sizes = [2], strides = [1]} : %s to vector<2xf32>" % (
+            sums[acc_i(j, mi, ni)], 2 * h, acc_ty), "c")
+    gg.fragment_epilogue(em, helper, C, bias, res, nb, g, [16 * mi for mi in range(MI)],
+                         col_base, [8 * ni for ni in range(NI)], pair, m_bound=gg.sval(em, M))
+    if KW > 1:
+        em.indent -= 2
+        em.emit("}")
+    return sh, gg.sdiv(N, BN)
+
+
+def generate_mma(cfg, gg, alts, admit=None):
+    """kind skinny_mma16: as generate(), alts [(dict(BM, BN, BK, WN, KW, S),
+    admission or None)]; 16-bit A, B (one or two, W [K, N]) and C."""
+    ins, outs = gg.parse_signature(cfg["signature"])
+    em = gg.Emitter()
+    names = ["%%arg%d" % i for i in range(len(ins) + len(outs))]
+    A, Bs, C, bias, res = gg.operands(em, cfg, ins, outs, names)
+    dt = A.dt
+    assert dt in ("bf16", "f16") and all(b.dt == dt for b in Bs) and C.dt == dt and len(Bs) in (1, 2)
+    assert not cfg.get("b_nk"), "skinny_mma16: W [K, N]"
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    for r in admit or []:
+        em.require(r)
+    helper = gg.EpilogueHelper(cfg, 2, len(Bs), bias.dt if bias else None, res.dt if res else None, C.dt)
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % gg.WG, "smem")
+    sel = em.sym_idx("ALT", "ALT")
+    shapes, grids = [], []
+    nalt = len(alts)
+    assert all(gg.is_sym(x) for x in (M, N, K)) and nalt <= 8
+    # one requirement line per size (a tune expression is at most 512 bytes)
+    m_req = " || ".join("(ALT == %d && %s <= %d%s)" % (i, M, a["BM"], " && " + c if c else "")
+                        for i, (a, c) in enumerate(alts))
+    em.require(" || ".join("(ALT == %d && %s %% %d == 0)" % (i, N, a["BN"]) for i, (a, c) in enumerate(alts)))
+    em.require(" || ".join("(ALT == %d && %s %% %d == 0 && %s >= %d)" % (i, K, a["BK"], K, a["BK"] * (a["S"] - 1))
+                           for i, (a, c) in enumerate(alts)))
+    assert all(len(r) <= 512 for r in em.reqs + [m_req])
+    for i, (alt, cond) in enumerate(alts):
+        if i < nalt - 1:
+            isi = em.op("arith.cmpi eq, %s, %s : index" % (sel, em.idx(i)), "alt")
+            em.emit("scf.if %s {" % isi)
+            em.indent += 2
+        sh, grid = _body_mma(em, gg, cfg, alt, (A, Bs, C, bias, res), helper, smem_v)
+        shapes.append((i, sh))
+        grids.append((i, grid))
+        if i < nalt - 1:
+            em.indent -= 2
+            em.emit("} else {")
+            em.indent += 2
+    for i in range(nalt - 1):
+        em.indent -= 2
+        em.emit("}")
+    em.emit("gpu.return")
+    em.tune.append(("ALT", [i for i, _ in shapes], m_req))
+
+    def pick(vals):
+        vals = [(i, gg.sx(v)) for i, v in vals]
+        if len(set(v for _, v in vals)) == 1:
+            return vals[0][1]
+        return " + ".join("(ALT == %d) * %s" % (i, gg.par(v)) for i, v in vals)
+    grid = pick(grids)
+    smem = pick([(i, sh["smem"]) for i, sh in shapes])
+    launch = dict(block=[T_MMA, 1, 1], grid=["{{%s}}" % grid, 1, 1], smem=0)
+    header = [
+        "skinny-M %s GEMM on tensor cores (mma.sync m16n8k16, f32 accumulation, one rounding at the store): each "
+        "CTA owns BN columns and all M <= BM rows, operands in a cp.async ring, its %d warps split the columns "
+        "and the k16 steps%s" % (dt, T_MMA // 32, ", both B operands" if len(Bs) > 1 else ""),
+        "alternatives (ALT): " + "; ".join("%d: BM=%d BN=%d BK=%d WN=%d KW=%d S=%d%s" % (
+            i, a["BM"], a["BN"], a["BK"], a["WN"], a["KW"], a["S"], " where " + c if c else "")
+            for i, (a, c) in enumerate(alts)),
+        "the k-warps' partial sums added in a fixed order through shared memory: deterministic",
+    ]
+    # two CTAs per SM (<= 128 registers a thread): the weights stream from two CTAs' rings
+    cfg = dict(cfg, minctasm=2)
+    kname, text, launch = gg.finish(cfg, em, ins, outs, names, launch, header,
+                                    [gg.mma_helper(dt), "\n".join(helper.text)])
     old = "llm_fuse.dynamic_shared_memory = 0 : i32"
     assert text.count(old) == 1
     text = text.replace(old, "llm_fuse.dynamic_shared_memory = {{%s}} : i32" % smem)

@@ -39,6 +39,12 @@ at the sizes they admit; docs/pattern-table.md "Skinny GEMMs"):
                              store). Weight-bandwidth bound at a few rows
                              (held-out 003_swiglu_r2: M = 2, two 4096 x
                              14336 weights, 235 MB).
+  0skinny-mma-swiglu-bf16,   the same SwiGLU at M <= BOUNDMMA (48) and
+  -f16                       N >= MINN (8448) on tensor cores
+                             (gemm_skinny.py kind skinny_mma16: mma.sync,
+                             f32 accumulation, one rounding); sorted before
+                             the FMA entries, which answer the M <= 8 sizes
+                             these refuse (N < 8448, N % 64, K % 64).
 """
 import os
 import re
@@ -100,6 +106,41 @@ ALTS16 = [(dict(MT=2, NB=32, U=4), None),
           (dict(MT=8, NB=32, U=2), "{M} > 4")]
 
 
+# Tensor-core tilings (kind skinny_mma16, gemm_skinny.py generate_mma;
+# session 27): SwiGLU in 16 bits at M <= BOUNDMMA rows. Past 8 rows the FMA
+# kernel above is instruction bound, and gemm_any.py's wgmma entry runs
+# 64-row tiles of 64 or 128 columns whose masked rows all read row M - 1
+# (slower the fewer rows are real). (BM rows, BN columns, BK k-tile, WN
+# columns per warp, KW warps over the k16 steps, S stages); each admitted
+# where M <= BM (gemm_skinny.py) and its condition here. The entries are
+# named 0skinny-mma-* so that they sort before the FMA entries: at M <= 8
+# they answer first, and where their requirements refuse the sizes (N < MINN,
+# N % 64, K % 64) the FMA entry (K % 4, N % 16) answers.
+# Measured on the H200 (bench/table/skinny-mma-device.sh, 2026-11-25, run
+# 2; SwiGLU 4096 -> 14336, ms, the best tiling against the entry before /
+# torch.compile): M = 2 0.0667 (FMA entry 0.0721; compile 0.0759), 4 0.0671
+# (0.0834; 0.0775), 8 0.0671 (0.1232; 0.0772), 9 0.0674 (wgmma entry 0.1276;
+# 0.0778), 16 0.0674 (0.1188; 0.0771), 30 0.0690 (0.1041; 0.0774), 32
+# 0.0688 (0.1013; 0.0784), 40 0.0708 (0.0886; 0.0789), 48 0.0716 (0.0781;
+# 0.0779); above, the wgmma entry's 64 x 64 tiles win: 56 0.0730 against
+# 0.0708, 61 0.0739 / 0.0680, 64 0.0734 / 0.0677 (BM 64 tilings: mma.sync
+# at 64 rows is near its issue rate), hence BOUNDMMA = 48. Tilings with 32
+# columns per CTA (448 CTAs) or BK 128 were 2-20% slower and are not
+# shipped (bench/table/skinny_mma_bench.py ALTS_Y, run 1 and 2), nor BM 32
+# with 32 columns per warp (0.0698 at M = 32, 208 bytes of spills at M = 30).
+# Measured at N = 14336 only (224 CTAs of 64 columns, 1.7 per SM): with
+# fewer CTAs than the H200's 132 SMs (N < 8448, e.g. held-out seed 7
+# 015_swiglu_r5_f5632: 88 CTAs) the entry refuses (MINN) and the entries
+# before it answer, as they did.
+FAMILIESMMA = ("swiglu",)
+BOUNDMMA = 48
+MINN = 132 * 64
+ALTSMMA = [(dict(BM=16, BN=64, BK=64, WN=16, KW=2, S=4), None),
+           (dict(BM=16, BN=64, BK=64, WN=32, KW=4, S=4), None),
+           (dict(BM=32, BN=64, BK=64, WN=16, KW=2, S=4), "{M} > 16"),
+           (dict(BM=48, BN=64, BK=64, WN=16, KW=2, S=4), "{M} > 32")]
+
+
 def _alts(m_sym, table=None):
     return [(a, c.format(M=m_sym) if c else None) for a, c in (table or ALTS)]
 
@@ -107,14 +148,18 @@ def _alts(m_sym, table=None):
 def _text(cfg, alts, admit, what):
     c = dict(cfg)
     wide = "f32" not in c["signature"]
-    c["kind"] = "skinny16" if wide else "f32_skinny"
+    mma = what.startswith("mma:")
+    what = what[4:] if mma else what
+    c["kind"] = "skinny_mma16" if mma else "skinny16" if wide else "f32_skinny"
     for k in gemm_any.TILE_KEYS + ("KS", "WX", "WGS", "fingerprint", "math_notes", "assumptions"):
         c.pop(k, None)
-    if wide:
+    if mma:
+        c["product"] = re.sub(r"\((.*)f32 accumulate", r"(\1f32 mma.sync accumulation, skinny M", c["product"])
+    elif wide:
         c["product"] = re.sub(r"\((.*)f32 accumulate", r"(\1f32 FMA accumulation, skinny M", c["product"])
     else:
         c["product"] = re.sub(r"\((.*)f32 FMA", r"(\1exact f32 FMA, skinny M", c["product"])
-    _, text, _ = gemm_skinny.generate(c, gen_gemm, alts, admit)
+    _, text, _ = (gemm_skinny.generate_mma if mma else gemm_skinny.generate)(c, gen_gemm, alts, admit)
     body = text[text.index("gpu.module"):]
     free = sorted(importer_any._used_symbols(body), key=lambda k: int(k[1:]))
     lines = body.split("\n")
@@ -162,8 +207,9 @@ def _render_gemm_any(name, single):
     return render
 
 
-def _render_gemm_any16(name, dtype):
-    """gemm_any.py's family `name` in a 16-bit type at M <= BOUND16"""
+def _render_gemm_any16(name, dtype, mma=False):
+    """gemm_any.py's family `name` in a 16-bit type at M <= BOUND16 (mma:
+    the tensor-core kernel at M <= BOUNDMMA)"""
     sg = gemm_any.FAMILIES[name][3]
     sdt = gemm_any.FAMILIES[name][1]
     cfg = gemm_any.base_cfg(sg, False, dtype)
@@ -182,6 +228,13 @@ def _render_gemm_any16(name, dtype):
         if dtype != sdt:
             c["product"] = c["product"].replace(sdt, dtype)
         roles = ", ".join("%s = %s" % (r, sym[r]) for r in ("M", "N", "K"))
+        if mma:
+            c["sg"] = "sk_%s_mma_%s" % (name, dtype)
+            bound = "%s <= %d && %s >= %d" % (sym["M"], BOUNDMMA, sym["N"], MINN)
+            text = _text(c, _alts(sym["M"], ALTSMMA), [bound],
+                         "mma:%s; M <= %d (masked), N >= %d, N %% BN == 0, K %% BK == 0; %s operands, mma.sync, "
+                         "f32 accumulation." % (roles, BOUNDMMA, MINN, dtype))
+            return text, [None] * len(ps)
         text = _text(c, _alts(sym["M"], ALTS16), ["%s <= %d" % (sym["M"], BOUND16)],
                      "%s; M <= %d (masked), K %% 4 == 0, N %% NB == 0; %s operands, f32 accumulation." % (
                          roles, BOUND16, dtype))
@@ -258,6 +311,18 @@ def templates():
                 render=_render_gemm_any16(name, dtype), archs=ARCHS,
                 source="kernels/table/skinny_any.py %s %s (gemm_skinny.py skinny16, masked M <= %d; from %s at "
                        "M = %d)" % (name, dtype, BOUND16, src, gemm_any.EX_M)))
+    for name in FAMILIESMMA:
+        src, sdt, rows, sg, dtypes, _ = gemm_any.FAMILIES[name]
+        for dtype in dtypes:
+            if dtype == "f32":
+                continue
+            cfg = gemm_any.base_cfg(sg, False, dtype)
+            out.append(dict(
+                name="0skinny-mma-%s-%s" % (name.replace("_", ""), dtype),
+                example=gemm_any.example_text(name, dtype), pick=gemm_any._pick(cfg),
+                render=_render_gemm_any16(name, dtype, mma=True), archs=ARCHS,
+                source="kernels/table/skinny_any.py %s %s (gemm_skinny.py skinny_mma16, mma.sync, masked M <= %d; "
+                       "from %s at M = %d)" % (name, dtype, BOUNDMMA, src, gemm_any.EX_M)))
     for name in importer_any.GEMMS:
         src = importer_any.GEMMS[name][0]
         out.append(dict(

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""skinny_mma_bench.py - issue 15 point 7: SwiGLU in f16 / bf16 at 9-64 rows
+(held-out seed 7 031_swiglu_r30_f16, seed 1 016_swiglu_r61_f16), the
+table's entry now (kernels/table/skinny_any.py's 0skinny-mma-swiglu-*:
+gemm_skinny.py kind skinny_mma16, mma.sync) against the entry it gave
+before (TODAY: a copy of kernels/table from before the change; gemm_any.py's
+1wgmma entry), torch eager and torch.compile, side by side in one process.
+
+    python3 bench/table/skinny_mma_bench.py prepare STAGE BIN TODAY HO7 HO1
+        (bench/table/skinny-mma-prepare.sh) on the build machine: as
+        bench/table/gemm16_bench.py prepare (the pass offline picks the
+        entry, every admitted tune variant built for sm_90a), plus, for the
+        EXPLORE cases, the new template's tilings at sizes the entry's row
+        bound refuses (tag x<i>: where should the bound be?).
+    python3 bench/table/skinny_mma_bench.py run STAGE OUT VDIR
+        on the GPU: bench/table/gemm16_bench.py run (NaN-poisoned outputs
+        compared with torch eager, then ours, eager and torch.compile timed
+        with bench/gpu/run.py's Timer), OUT/gemm16.json and the table.
+"""
+import gzip
+import json
+import os
+import re
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+# (case, source): ("heldout", 7 or 1, model name), or ("example", path,
+# dtype of the file, {size in file: new size}, new dtype)
+CASES = [
+    ("ho7_031", ("heldout", 7, "031_swiglu_r30_f16")),
+    ("ho1_016", ("heldout", 1, "016_swiglu_r61_f16")),
+    ("swiglu_r16_f16", ("example", "examples/swiglu.mlir", "bf16", {8192: 16}, "f16")),
+] + [("swiglu_r%d" % m, ("example", "examples/swiglu.mlir", "bf16", {8192: m}, "bf16"))
+     for m in (2, 4, 8, 9, 16, 30, 32, 40, 48, 56, 61, 64)]
+MAX_VARIANTS = 8
+# cases where the new mma template is also built with its row bound lifted
+# (the entry's `S0 <= BOUNDMMA` line dropped, tag x<i>; run 2 had the
+# bound 9 <= M <= 64 and the FMA entry first at M <= 8: is the mma kernel
+# faster there?)
+# (run 2: {"swiglu_r%d" % m: "6e1c8b1a1893e29e-0skinny-mma-swiglu-bf16" for m
+# in (2, 4, 8)}, when the entry was named 0skinny-swiglu-mma-bf16 and
+# admitted 9 <= M <= 64; the shipped entry answers those sizes itself)
+EXPLORE = {}
+# cases where other tilings of the same kernel are also built (tag y<i>):
+# the shipped ALTSMMA replaced by these (each admitted where M <= BM; the
+# entry's row bound dropped), to see which tilings should ship
+EXPLORE_ALTS = ("swiglu_r16", "swiglu_r32", "swiglu_r48", "swiglu_r64")
+ALTS_Y = [(dict(BM=16, BN=64, BK=64, WN=32, KW=4, S=6), None),
+          (dict(BM=32, BN=64, BK=64, WN=16, KW=2, S=5), None),
+          (dict(BM=32, BN=64, BK=64, WN=32, KW=4, S=4), None),
+          (dict(BM=48, BN=64, BK=128, WN=16, KW=2, S=3), None),
+          (dict(BM=64, BN=64, BK=64, WN=16, KW=2, S=5), None),
+          (dict(BM=64, BN=32, BK=64, WN=16, KW=4, S=6), None),
+          (dict(BM=64, BN=64, BK=128, WN=16, KW=2, S=3), None),
+          (dict(BM=64, BN=64, BK=64, WN=32, KW=4, S=4), None)]
+BOUND_LINE = re.compile(r"\n *// llm-fuse\.tune-require (S0 >= \d+ && )?S0 <= \d+( && S2 >= \d+)?\n")
+
+
+def read_entry(path):
+    """an entry's JSON (kernels/table/v1/*.json or *.json.gz)"""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt") as fh:
+            return json.load(fh)
+    return json.load(open(path))
+
+
+def entry_path(tdir, stem):
+    for suf in (".json", ".json.gz"):
+        if os.path.exists(os.path.join(tdir, stem + suf)):
+            return os.path.join(tdir, stem + suf)
+    raise FileNotFoundError(os.path.join(tdir, stem + ".json*"))
+
+
+def explore_template(dtype):
+    """the SwiGLU mma template with ALTS_Y as its tilings, no row bound"""
+    sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+    import gemm_any
+    import skinny_any
+    shipped = skinny_any.ALTSMMA
+    skinny_any.ALTSMMA = ALTS_Y
+    try:
+        t = [x for x in skinny_any.templates() if x["name"] == "0skinny-mma-swiglu-" + dtype][0]
+        text, _ = t["render"]({"pattern_sizes": {"S0": gemm_any.EX_M, "S1": 4096, "S2": 14336}})
+    finally:
+        skinny_any.ALTSMMA = shipped
+    return BOUND_LINE.sub("\n", text)
+
+
+def model_text(src, ho):
+    if src[0] == "heldout":
+        return open(os.path.join(ho[src[1]], "models", src[2] + ".mlir")).read()
+    from heldout import dtype_rewrite, size_rewrite
+    _, path, sdt, sizes, dt = src
+    text = size_rewrite(open(os.path.join(ROOT, path)).read(), sizes, {})
+    return dtype_rewrite(text, sdt, dt) if dt != sdt else text
+
+
+def prepare(stage, binp, today, ho7, ho1):
+    from gemm16_bench import run_tool
+    from skinny_stage import bind_sizes, build_kernel, variants
+    import torch_ref
+    ho = {7: ho7, 1: ho1}
+    opt = os.path.join(binp, "llm-fuse-opt")
+    empty = os.path.join(stage, "empty")
+    os.makedirs(empty, exist_ok=True)
+    cases, bad = [], 0
+    for name, src in CASES:
+        d = os.path.join(stage, name)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "model.mlir")
+        open(path, "w").write(model_text(src, ho))
+        outl = run_tool([opt, "--llm-fuse-outline=remarks=false", path]).stdout
+        open(os.path.join(d, "outlined.mlir"), "w").write(outl)
+        run_tool([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir", d,
+                  os.path.join(d, "outlined.mlir")])
+        gtext = torch_ref.prepare(opt, outl)
+        picked = {}
+        for tag, table in (("new", os.path.join(ROOT, "kernels", "table")), ("old", today)):
+            rep = os.path.join(d, "report.%s.json" % tag)
+            cache = os.path.join(d, "cache-" + tag)
+            shutil.rmtree(cache, ignore_errors=True)
+            run_tool([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s pattern-table=%s "
+                      "cache-dir=%s report=%s" % (empty, table, cache, rep), path, "-o", os.devnull],
+                     env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
+            shutil.rmtree(cache, ignore_errors=True)
+            for s in json.load(open(rep))["subgraphs"]:
+                if s["class"] != "contraction":
+                    continue
+                picked.setdefault(s["name"], {"signature": s["signature"]})[tag] = s.get("model", "")
+        for sg, p in sorted(picked.items()):
+            src_t, sig_t = torch_ref.translate(gtext, sg)
+            case = dict(case=name, sg=sg, signature=p["signature"], entries={}, variants={},
+                        torch=dict(source=src_t, args=sig_t["args"], results=sig_t["results"]))
+            texts = {}
+            for tag in ("new", "old"):
+                ent = p.get(tag) or ""
+                if "/" not in ent:
+                    print("prepare: %s %s %s: no table entry (%s)" % (name, sg, tag, ent))
+                    continue
+                f = ent.split("/", 1)[1]
+                tdir = os.path.join(ROOT, "kernels", "table", "v1") if tag == "new" else os.path.join(today, "v1")
+                tmpl = read_entry(os.path.join(tdir, f))["template"]
+                case["entries"][tag] = f
+                texts[tag] = tmpl
+                if tag == "old" and texts.get("new") == tmpl:
+                    case["entries"]["old"] += " (= new)"
+                    continue
+                vs = [(tag, lb, t) for lb, t in variants(tmpl, bind_sizes(tmpl, p["signature"]))[:MAX_VARIANTS]]
+                if tag == "new" and name in EXPLORE:
+                    xt = read_entry(entry_path(os.path.join(ROOT, "kernels", "table", "v1"), EXPLORE[name]))["template"]
+                    xt = BOUND_LINE.sub("\n", xt)
+                    case["entries"]["x"] = EXPLORE[name] + " (row bound lifted)"
+                    vs += [("x", lb, t) for lb, t in variants(xt, bind_sizes(xt, p["signature"]))[:MAX_VARIANTS]]
+                if tag == "new" and name in EXPLORE_ALTS:
+                    dty = re.search(r"x(bf16|f16)>", p["signature"]).group(1)
+                    yt = explore_template(dty)
+                    vs += [("y", lb, t) for lb, t in variants(yt, bind_sizes(yt, p["signature"]))[:MAX_VARIANTS]]
+                for i, (vt, label, text) in enumerate(vs):
+                    vd = os.path.join(d, sg, "v-%s%d" % (vt, i))
+                    j = build_kernel(binp, vd, text, p["signature"])
+                    print("prepare: %-14s %s %-4s v%d %-24s %s grid %s %s" % (
+                        name, sg, vt, i, label, "built" if j.get("ok") else "FAILED", j.get("grid"),
+                        (j.get("ptxas_info") or j.get("message", ""))[:140]), flush=True)
+                    if j.get("ok"):
+                        case["variants"]["%s%d" % (vt, i)] = label
+                    else:
+                        bad += 1
+                        shutil.rmtree(vd)
+            cases.append(case)
+    json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["prepare"] and len(sys.argv) == 7:
+        sys.exit(prepare(*sys.argv[2:7]))
+    if sys.argv[1:2] == ["run"] and len(sys.argv) == 5:
+        import gemm16_bench
+        sys.exit(gemm16_bench.run(sys.argv[2], sys.argv[3], sys.argv[4]))
+    sys.exit(__doc__)
