@@ -9,6 +9,7 @@ variants, our best ms, the default lowering's ms, eager, compile,
 ours/compile. OUT/bmm.json keeps everything."""
 import json
 import os
+import re
 import sys
 import time
 
@@ -99,7 +100,8 @@ def main():
         b = c.get("best")
         comp = c.get("compile_ms")
         print("| %s | %d x %d x %d x %d | %s | %d/%d | %s | %s | %s | %s | %s |" % (
-            c["case"], c["B"], c["M"], c["N"], c["K"], c["entry"].split("-bmm-any-")[-1][:-5] if c["entry"] else "-",
+            c["case"], c["B"], c["M"], c["N"], c["K"], (re.sub(r"\.json(\.gz)?$", "", c["entry"].split("-bmm-any-")[-1])
+                                                          if c["entry"] else "-"),
             ok, len(c.get("verify", {})), "%.4f (%s)" % b if b else "-",
             "%.4f" % c["ref_ms"] if c.get("ref_ms") else "-",
             "%.4f" % c["eager_ms"] if c.get("eager_ms") else "-", "%.4f" % comp if comp else "-",

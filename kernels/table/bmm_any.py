@@ -24,8 +24,10 @@ self-attention scores (M = N = T), P V (M = K = T) and a square GEMM
 (M = N = K) are other keys than all-distinct sizes, so each form comes in
 the size patterns it is used with (SHAPES). So are unit dimensions (a 1
 stays in the key: M = 1, M = K = 1, M = N = 1) and T equal to the head size
-d (the scores and att @ v at T = d: M = N = K). A key not listed (e.g. B
-equal to K, or T equal to the head count) has no template.
+d (the scores and att @ v at T = d: M = N = K), and B equal to the rows
+(session 27: B = M, B = M = N, B = M = K). A key not listed (e.g. B equal
+to K alone, or torch-mlir's forms with T equal to the head count) has no
+template.
 
 Kernels:
 
@@ -63,6 +65,23 @@ Kernels:
     C at 128 x 128, and wgmma with B [K, N] or, via _WG_NK_EDITS, [N, K]:
     sm_90a only, so no all-arch entry offers it).
 
+  * `gen2` and `dot` (session 27, issue 15 point 7: the held-out sizes
+    where the batched GEMMs lost to torch.compile; bench/NOTES.md): every
+    general entry but the unit-dimension and T = d keys' offers, after the
+    general kernel (TILE 0, what a build without a GPU uses; and its
+    two-slice form where gen_tilings says so), gen2_kernel's 128 x 128
+    tiling with 8 x 8 outputs per thread and a double-buffered k loop
+    (large products at odd N or K, A^T B, the f32 scores), in f32 and A^T B
+    its 64 x 64 two-slice tiling and, where
+    M <= 32 and K >= 128 in keys whose M is not K, its split-K tiling (16 x
+    16 tiles, 32 k-slices added in shared memory in slice order: A^T B at
+    M = 16, K = 1024); Q K^T's general entries (nt, ntm, nts) also
+    dot_kernel (a warp per output, lanes along k) where M * N <= 16384 and
+    K >= 256 (gen2_tilings). The f32 SIMT entries offer the split-K tiling
+    (nn "any": "g2s16") or dot_kernel (nt, ntm, nts: "g2dot") too
+    (ship_tilings). New keys: the batch equal to the rows (B = M for A^T B,
+    B = M = N for Q K^T, B = M = K for P V; BATCH_KEYS), general entries.
+
 Every kernel accumulates in f32 (a 16-bit IR's batch_matmul accumulates in
 16 bits; the verifier judges it against the opmath reference,
 docs/verification.md "16-bit accumulation") and runs the epilogue in f32.
@@ -98,13 +117,19 @@ SHAPES = {
     "m1": (12, 1, 136, 72),        # M = 1 (a decode step's Q K^T or P V; A^T B at T = 1)
     "mk1": (12, 1, 136, 1),        # M = K = 1 (P V at T = 1: the held-out bmm_nn / torch att @ v)
     "mn1": (12, 1, 1, 72),         # M = N = 1 (Q K^T at T = 1: one dot product per batch)
+    # the batch equal to the rows (session 27: the held-out A^T B at B = M =
+    # 8; Q K^T and P V with as many heads as positions)
+    "bm": (12, 12, 136, 72),       # B = M (A^T B)
+    "bmn": (12, 12, 12, 72),       # B = M = N (Q K^T at T = B)
+    "bmk": (12, 12, 136, 12),      # B = M = K (P V at T = B)
 }
 UNIT_KEYS = ("m1", "mk1", "mn1")
+BATCH_KEYS = ("bm", "bmn", "bmk")
 FORM_SHAPES = {
-    "nn": ["any", "mk", "mnk", "m1", "mk1"],
-    "nt": ["any", "mn", "mnk", "m1", "mn1"],
-    "ntm": ["any", "mn", "mnk", "m1", "mn1"],
-    "tn": ["any", "mn", "mnk", "m1"],
+    "nn": ["any", "mk", "mnk", "m1", "mk1", "bmk"],
+    "nt": ["any", "mn", "mnk", "m1", "mn1", "bmn"],
+    "ntm": ["any", "mn", "mnk", "m1", "mn1", "bmn"],
+    "tn": ["any", "mn", "mnk", "m1", "bm"],
 }
 
 
@@ -688,6 +713,468 @@ def vec_kernel(form, dt, sym, d=None, name="bmm"):
     return "\n".join(lines) + "\n"
 
 
+# ---- The general kernel, larger register tiles and k-slices (`gen2`) ---------
+#
+# Session 27 (issue 15 point 7: the held-out sizes where the batched GEMMs
+# lost to torch.compile). The general kernel (gen_kernel) holds 4 x 4 f32
+# outputs per thread and reads each k-tile once per barrier pair: two 16-byte
+# shared loads per 16 FMA, and the global latency of every k-tile exposed.
+# gen2_kernel is the same masked, layout-agnostic kernel (every size, every
+# transposition: each operand read element by element along its contiguous
+# dimension) with a choice of
+#   TM = 8: 8 x 8 outputs per thread in four 4 x 4 quadrants (rows 4 ty +
+#           {0..3} and BM/2 + 4 ty + {0..3}, columns alike): four 16-byte
+#           shared loads per 64 FMA (gen_gemm.py f32_simt's register tile);
+#   db:     two shared buffers and the next k-tile's global loads issued
+#           before this one's products (held in registers, stored into the
+#           other buffer after them): one barrier per k-tile;
+#   KS > 1: KS thread groups split the k-tiles (slice s takes k-tiles
+#           s, s + KS, ...); slices 1..KS-1 leave their blocks in shared
+#           memory and slice 0 adds them in slice order (deterministic).
+#           With a small tile (BM = 16) this is split-K inside the CTA for
+#           a small M x N and a long K (A^T B at M = 16, K = 1024).
+# Only as a tiling alternative (the TILE knob) of an entry (gen2_tilings).
+
+def gen2_kernel(form, dt, sym, d, parts, BM=128, BN=128, BK=8, TM=8, KS=1, db=True, WX=None):
+    em = gen_gemm.Emitter()
+    assert TM in (4, 8) and BM % TM == 0 and BN % TM == 0
+    TX, TY = BN // TM, BM // TM
+    T = TX * TY
+    TT = T * KS
+    NQ = TM // 4                     # quadrants per dimension
+    args = form_args(form)
+    ep, scale = form_epilogue(form, d)
+    Bs, Ms, Ns, Ks = sym["B"], sym["M"], sym["N"], sym["K"]
+    gm, gn = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BN - 1, BN)
+    kt = "(%s + %d) / %d" % (Ks, BK - 1, BK)
+    em.require("%s <= 65535" % Bs)
+    names = ["%%arg%d" % i for i in range(len(args))]
+    ty = {}
+    for (role, shape, _), nm in zip(args, names):
+        et = "i1" if role == "mask" else dt
+        ty[role] = "memref<%sx%s>" % ("x".join("{{%s}}" % sym[s] if isinstance(s, str) else str(s)
+                                               for s in shape), et)
+    arg = {role: nm for (role, _, _), nm in zip(args, names)}
+    idx_of = {role: ix for role, _, ix in args}
+    f32 = "f32"
+    LDA, LDB = BM + PAD, BN + PAD
+    NB = 2 if db else 1
+    sa_ty = "memref<%dx%dx%dxf32, %s>" % (NB, BK, LDA, WG)
+    sb_ty = "memref<%dx%dx%dxf32, %s>" % (NB, BK, LDB, WG)
+    slice_bytes = NB * BK * (LDA + LDB) * 4
+    red_bytes = KS * T * TM * TM * 4 if KS > 1 else 0
+    smem = max(KS * slice_bytes, red_bytes)
+    assert smem <= 48 * 1024, smem
+    assert (BK * BM) % T == 0 and (BK * BN) % T == 0
+
+    pid = em.op("gpu.block_id x", "pid")
+    bz = em.op("gpu.block_id z", "bz")
+    tid = em.op("gpu.thread_id x", "tid")
+    tid_all = tid
+    if KS > 1:
+        ksl = em.div(tid, T)
+        tid = em.rem(tid, T)
+    else:
+        ksl = 0
+    gn_v = em.symc(gn)
+    pid_m = em.div(pid, gn_v)
+    pid_n = em.rem(pid, gn_v)
+    m0 = em.mul(pid_m, BM)
+    n0 = em.mul(pid_n, BN)
+    if WX is None or WX == TX:
+        tx = em.rem(tid, TX)
+        ty_ = em.div(tid, TX)
+    else:   # each warp a WX (n) x 32/WX (m) patch of thread positions (fewer shared wavefronts)
+        WY = 32 // WX
+        assert TX % WX == 0 and TY % WY == 0
+        lane_, w_ = em.rem(tid, 32), em.div(tid, 32)
+        tx = em.add(em.mul(em.rem(w_, TX // WX), WX), em.rem(lane_, WX))
+        ty_ = em.add(em.mul(em.div(w_, TX // WX), WY), em.div(lane_, WX))
+    M_v, N_v, K_v = em.symc(Ms), em.symc(Ns), em.symc(Ks)
+    M1, N1, K1 = em.symc("%s - 1" % Ms), em.symc("%s - 1" % Ns), em.symc("%s - 1" % Ks)
+    zero = em.f32("0.000000e+00", "zero")
+
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    so = em.mul(ksl, slice_bytes)
+    sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.v(so), WG, sa_ty), "sA")
+    sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.v(em.add(so, NB * BK * LDA * 4)), WG,
+                                                                     sb_ty), "sB")
+
+    def index(role, b, m, n, k):
+        env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
+        return ", ".join(em.v(env[x]) for x in idx_of[role])
+
+    def plan(role, outer, outer_tile, outer_bound):
+        last = idx_of[role][-1]
+        out = []
+        for i in range(BK * outer_tile // T):
+            e = em.add(tid, i * T)
+            if last == "k":
+                kk, oo = em.rem(e, BK), em.div(e, BK)
+            else:
+                kk, oo = em.div(e, outer_tile), em.rem(e, outer_tile)
+            go = em.add(outer, oo)
+            ok_o = em.op("arith.cmpi ult, %s, %s : index" % (em.v(go), outer_bound[0]), "oko")
+            goc = em.minu(go, outer_bound[1])
+            out.append((kk, oo, goc, ok_o))
+        return out
+
+    a_plan = plan("a", m0, BM, (M_v, M1))
+    b_plan = plan("b", n0, BN, (N_v, N1))
+
+    def load(role, plan_, k0):
+        vals = []
+        for kk, oo, goc, ok_o in plan_:
+            gk = em.add(k0, kk)
+            ok_k = em.op("arith.cmpi ult, %s, %s : index" % (em.v(gk), K_v), "okk")
+            gkc = em.minu(gk, K1)
+            ok = em.op("arith.andi %s, %s : i1" % (ok_o, ok_k), "ok")
+            ix = index("a", bz, goc, None, gkc) if role == "a" else index("b", bz, None, goc, gkc)
+            x = em.op("memref.load %s[%s] : %s" % (arg[role], ix, ty[role]), "g")
+            if dt != f32:
+                x = em.op("arith.extf %s : %s to f32" % (x, dt), "g")
+            vals.append(em.op("arith.select %s, %s, %s : f32" % (ok, x, zero), "g"))
+        return vals
+
+    def store(sm, sm_ty, buf, plan_, vals):
+        for (kk, oo, _, _), x in zip(plan_, vals):
+            em.emit("memref.store %s, %s[%s, %s, %s] : %s" % (x, sm, em.v(buf), em.v(kk), em.v(oo), sm_ty))
+
+    def kbase(t):   # the first k of this slice's t-th k-tile
+        return em.mul(em.add(em.mul(t, KS), ksl), BK) if KS > 1 else em.mul(t, BK)
+
+    q_ty = "vector<%dx%dxf32>" % (TM, TM)
+    v4 = "vector<4xf32>"
+    vT = "vector<%dxf32>" % TM
+    zacc = em.const("dense<0.000000e+00>", q_ty, "zero%d" % TM)
+    ra = [em.add(em.mul(ty_, 4), q * (BM // NQ)) for q in range(NQ)]
+    cb = [em.add(em.mul(tx, 4), q * (BN // NQ)) for q in range(NQ)]
+    ktn = em.symc("(%s + %d) / %d" % (kt, KS - 1, KS) if KS > 1 else kt)   # k-tiles per slice
+    res = em.fresh("acc")
+
+    def products(buf, acc):
+        for k in range(BK):
+            a = [em.op("vector.load %s[%s, %s, %s] : %s, %s" % (sA, em.v(buf), em.idx(k), em.v(ra[q]), sa_ty, v4), "a")
+                 for q in range(NQ)]
+            b = [em.op("vector.load %s[%s, %s, %s] : %s, %s" % (sB, em.v(buf), em.idx(k), em.v(cb[q]), sb_ty, v4), "b")
+                 for q in range(NQ)]
+            if NQ == 2:
+                a = [em.op("vector.shuffle %s, %s [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s" % (a[0], a[1], v4, v4), "a")]
+                b = [em.op("vector.shuffle %s, %s [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s" % (b[0], b[1], v4, v4), "b")]
+            acc = em.op("vector.outerproduct %s, %s, %s {kind = #vector.kind<add>} : %s, %s" % (
+                a[0], b[0], acc, vT, vT), "acc")
+        return acc
+
+    if db:
+        em.comment("prologue: this slice's k-tile 0 -> shared buffer 0")
+        k00 = kbase(0)
+        store(sA, sa_ty, 0, a_plan, load("a", a_plan, k00))
+        store(sB, sb_ty, 0, b_plan, load("b", b_plan, k00))
+        em.emit("gpu.barrier")
+        em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (%s) {" % (
+            res, em.idx(0), ktn, em.idx(1), zacc, q_ty))
+        em.indent += 2
+        em.comment("k-tile kt + 1's loads in flight (past K: clamped, zero) while kt is multiplied")
+        buf = em.op("arith.andi %%kt, %s : index" % em.idx(1), "buf")
+        nbuf = em.op("arith.xori %s, %s : index" % (buf, em.idx(1)), "nbuf")
+        k1 = kbase(em.add("%kt", 1))
+        av, bv = load("a", a_plan, k1), load("b", b_plan, k1)
+        acc = products(buf, "%acc")
+        store(sA, sa_ty, nbuf, a_plan, av)
+        store(sB, sb_ty, nbuf, b_plan, bv)
+        em.emit("gpu.barrier")
+    else:
+        em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (%s) {" % (
+            res, em.idx(0), ktn, em.idx(1), zacc, q_ty))
+        em.indent += 2
+        k0 = kbase("%kt")
+        av, bv = load("a", a_plan, k0), load("b", b_plan, k0)
+        em.emit("gpu.barrier")
+        store(sA, sa_ty, 0, a_plan, av)
+        store(sB, sb_ty, 0, b_plan, bv)
+        em.emit("gpu.barrier")
+        acc = products(0, "%acc")
+    em.emit("scf.yield %s : %s" % (acc, q_ty))
+    em.indent -= 2
+    em.emit("}")
+    rows = [em.op("vector.extract %s[%d] : %s from %s" % (res, i, vT, q_ty), "r") for i in range(TM)]
+    if ep != "none":
+        sc = em.f32(scale, "scale")
+        if dt != f32:
+            sc16 = em.const(scale, dt, "scale16")
+            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
+    if ep == "scale_mask":
+        ninf = em.f32("0xFF800000", "ninf")
+
+    def finish_store(x, row, col):
+        if ep in ("scale", "scale_mask"):
+            x = em.op("arith.mulf %s, %s : f32" % (x, sc), "y")
+        if ep == "scale_mask":
+            mk = em.op("memref.load %s[%s] : %s" % (arg["mask"], index("mask", bz, row, col, None), ty["mask"]), "mk")
+            x = em.op("arith.select %s, %s, %s : f32" % (mk, ninf, x), "y")
+        if dt != f32:
+            x = em.op("arith.truncf %s : f32 to %s" % (x, dt), "y")
+        em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], index("c", bz, row, col, None), ty["c"]))
+
+    if KS > 1:
+        em.comment("every slice's blocks to shared memory [%d][%d][%d]; then thread q sums outputs q, q + %d, ... of"
+                   % (KS, T, TM * TM, TT))
+        em.comment("the tile over the slices in slice order (deterministic) and stores them (row-major: coalesced)")
+        red_ty = "memref<%dx%dx%dxf32, %s>" % (KS, T, TM * TM, WG)
+        em.emit("gpu.barrier")
+        red = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, red_ty), "red")
+        for i in range(TM):
+            em.emit("vector.store %s, %s[%s, %s, %s] : %s, %s" % (rows[i], red, em.v(ksl), tid, em.idx(TM * i),
+                                                                    red_ty, vT))
+        em.emit("gpu.barrier")
+        HM, HN = BM // NQ, BN // NQ
+        for it in range((BM * BN + TT - 1) // TT):
+            o = em.add(tid_all, it * TT)
+            guard = None
+            if (it + 1) * TT > BM * BN:
+                guard = em.op("arith.cmpi ult, %s, %s : index" % (o, em.idx(BM * BN)), "oki")
+                o = em.minu(o, BM * BN - 1)
+            r, c = em.div(o, BN), em.rem(o, BN)
+            qi, rr = em.div(r, HM), em.rem(r, HM)
+            qj, cc = em.div(c, HN), em.rem(c, HN)
+            t_r, i_r = em.div(rr, 4), em.rem(rr, 4)
+            t_c, j_c = em.div(cc, 4), em.rem(cc, 4)
+            if WX is None or WX == TX:
+                t = em.add(em.mul(t_r, TX), t_c)
+            else:   # the inverse of the warp layout above
+                WY = 32 // WX
+                t = em.add(em.mul(em.add(em.mul(em.div(t_r, WY), TX // WX), em.div(t_c, WX)), 32),
+                           em.add(em.mul(em.rem(t_r, WY), WX), em.rem(t_c, WX)))
+            e = em.add(em.mul(em.add(em.mul(qi, 4), i_r), TM), em.add(em.mul(qj, 4), j_c))
+            tot = None
+            for sl in range(KS):
+                v = em.op("memref.load %s[%s, %s, %s] : %s" % (red, em.idx(sl), em.v(t), em.v(e), red_ty), "p")
+                tot = v if tot is None else em.op("arith.addf %s, %s : f32" % (tot, v), "p")
+            row, col = em.add(m0, r), em.add(n0, c)
+            ok = em.op("arith.cmpi ult, %s, %s : index" % (row, M_v), "okr")
+            ok = em.op("arith.andi %s, %s : i1" % (ok, em.op("arith.cmpi ult, %s, %s : index" % (col, N_v), "okc")),
+                       "ok")
+            if guard:
+                ok = em.op("arith.andi %s, %s : i1" % (ok, guard), "ok")
+            em.emit("scf.if %s {" % ok)
+            em.indent += 2
+            finish_store(tot, row, col)
+            em.indent -= 2
+            em.emit("}")
+    else:
+        cols = []
+        for q in range(NQ):
+            for j in range(4):
+                col = em.add(em.add(n0, cb[q]), j)
+                cols.append((col, em.op("arith.cmpi ult, %s, %s : index" % (col, N_v), "okc")))
+        for i in range(TM):
+            row = em.add(em.add(m0, ra[i // 4]), i % 4)
+            okr = em.op("arith.cmpi ult, %s, %s : index" % (row, M_v), "okr")
+            em.emit("scf.if %s {" % okr)
+            em.indent += 2
+            for j in range(TM):
+                col, okc = cols[j]
+                x = em.op("vector.extract %s[%d] : f32 from %s" % (rows[i], j, vT), "x")
+                em.emit("scf.if %s {" % okc)
+                em.indent += 2
+                finish_store(x, row, col)
+                em.indent -= 2
+                em.emit("}")
+            em.indent -= 2
+            em.emit("}")
+    em.emit("gpu.return")
+    parts.update(em=em, launch=dict(block=[TT, 1, 1], grid=["{{%s * %s}}" % (gen_gemm.par(gm), gen_gemm.par(gn)),
+                                                            1, 1], smem=smem),
+                 header=["bmm_any.py general SIMT kernel (gen2): CTA %d x %d x %d, %d threads of %d x %d f32 "
+                         "outputs%s%s, A^T and B staged f32 in shared memory, every size masked" % (
+                             BM, BN, BK, TT, TM, TM, " x %d k-slices" % KS if KS > 1 else "",
+                             ", double-buffered" if db else "")],
+                 helpers=[])
+
+
+def gen_alts_kernel(form, dt, sym, d, tilings, ks=None):
+    """A general entry whose TILE knob picks among the general kernel
+    (alternative 0, the old one: what a build without a GPU uses) and the
+    gen2 tilings named (GEN2_TILINGS): any form (A or B transposed, the
+    torch-mlir forms with their mask), every size masked. The gpu.module
+    text."""
+    _register_epilogues()
+    args = form_args(form)
+    ep, _ = form_epilogue(form, d)
+
+    def tt(role, shape):
+        return "tensor<%sx%s>" % ("x".join("{{%s}}" % sym[s] if isinstance(s, str) else str(s) for s in shape),
+                                  "i1" if role == "mask" else dt)
+    ins = [tt(r, sh) for r, sh, _ in args if r != "c"]
+    out = [tt(r, sh) for r, sh, _ in args if r == "c"][0]
+    base = dict(kind="bmm_gen", sg="bmm_%s_%s" % (form, dt), example="kernels/table/bmm_any.py",
+                signature="(%s) -> %s" % (", ".join(ins), out), M=sym["M"], N=sym["N"], K=sym["K"],
+                epilogue="bmm_copy" if ep == "none" else "bmm_scale_%d_%s" % (d, dt),
+                product="A[b] @ B[b] (batch on grid.z; general SIMT kernels, f32 FMA)")
+    alts = [(dict(base, gen_ks=k), None) for k in (ks or [1])]
+    for t in tilings:
+        g2, admit = GEN2_TILINGS[t]
+        if admit:
+            admit = re.sub(r"\b[MNK]\b", lambda m: sym[m.group(0)], admit)
+        alts.append((dict(base, kind="bmm_dot") if t == "dot" else dict(base, kind="bmm_gen2", g2=g2), admit))
+    with _GenAlternative(form, dt, sym, d):
+        _, text, _ = gen_gemm.generate_alternatives(alts)
+    body = text[text.index("gpu.module"):]
+    body, n = re.subn(r"(known_grid_size = array<i32: [^,]+), 1, 1>", r"\1, 1, {{%s}}>" % sym["B"], body)
+    assert n == 1, "grid line"
+    lines = body.split("\n")
+    free = sorted(set(s for s in sym.values() if isinstance(s, str)), key=lambda s: int(s[1:]))
+    head = [lines[0],
+            "  // Pattern-table template: kernels/table/bmm_any.py %s %s (general SIMT kernels, every size masked:"
+            % (form, dt),
+            "  // batch index gpu.block_id z: B = %s, M = %s, N = %s, K = %s)." % (
+                sym["B"], sym["M"], sym["N"], sym["K"])] + \
+        ["  // llm-fuse.template-size %s" % s for s in free] + \
+        ["  // llm-fuse.tune-require %s <= 65535" % sym["B"]]
+    return "\n".join(head + lines[1:])
+
+
+# gen2 tilings: name -> (gen2_kernel's arguments, where admitted: an
+# expression over the roles M, N, K, or None)
+GEN2_TILINGS = {
+    "g128": (dict(BM=128, BN=128, BK=8, TM=8, KS=1, db=True), None),
+    "g128x64": (dict(BM=128, BN=64, BK=8, TM=8, KS=1, db=True), None),
+    "g128k16": (dict(BM=128, BN=128, BK=16, TM=8, KS=1, db=True), None),
+    "g128w": (dict(BM=128, BN=128, BK=8, TM=8, KS=1, db=True, WX=8), None),
+    "g32k4": (dict(BM=32, BN=64, BK=8, TM=4, KS=4, db=True), None),
+    "g64": (dict(BM=64, BN=64, BK=16, TM=4, KS=1, db=True), None),
+    "g64k2": (dict(BM=64, BN=64, BK=8, TM=8, KS=2, db=True), None),
+    "g64x2": (dict(BM=64, BN=64, BK=16, TM=4, KS=2, db=True), None),
+    "s16": (dict(BM=16, BN=32, BK=8, TM=4, KS=16, db=False), "M <= 32"),
+    "s16n64": (dict(BM=16, BN=64, BK=16, TM=4, KS=8, db=False), "M <= 32"),
+    "s16d": (dict(BM=16, BN=32, BK=8, TM=4, KS=8, db=True), "M <= 32"),
+    "s16x16": (dict(BM=16, BN=16, BK=8, TM=4, KS=32, db=False), "M <= 32 && K >= 128"),
+    # not gen2: dot_kernel (A and B read along k only: nt, ntm, nts)
+    "dot": (None, "M * N <= 16384 && K >= 256"),
+}
+
+
+# ---- Lanes along k (`dot`) ---------------------------------------------------
+#
+# Session 27: where A and B are both read along k (A [M, K], B [N, K]: Q K^T,
+# nt / ntm / nts) and M x N is small against K (held-out Q K^T at T = 8,
+# d = 1536), one warp per output (m, n): lane l sums k = l, l + 32, ...
+# (DOT_U loads of each operand in flight, coalesced 32-element rows), and
+# a gpu.shuffle xor butterfly adds the 32 lanes (a fixed order:
+# deterministic); lane 0 runs the epilogue and stores. A CTA of DOT_W warps
+# owns DOT_W consecutive outputs of one batch. Every size masked.
+
+DOT_W, DOT_U = 8, 8
+
+
+def dot_kernel(form, dt, sym, d, parts, W=DOT_W, U=DOT_U):
+    em = gen_gemm.Emitter()
+    args = form_args(form)
+    idx_of = {role: ix for role, _, ix in args}
+    assert idx_of["a"][-1] == "k" and idx_of["b"][-1] == "k", form
+    ep, scale = form_epilogue(form, d)
+    Bs = sym["B"]
+    Ms, Ns, Ks = _dim(sym, "M"), _dim(sym, "N"), _dim(sym, "K")
+    assert isinstance(Ks, str)
+    em.require("%s <= 65535" % Bs)
+
+    def txt(s):
+        return "{{%s}}" % s if isinstance(s, str) else str(s)
+
+    names = ["%%arg%d" % i for i in range(len(args))]
+    ty = {}
+    for (role, shape, _), nm in zip(args, names):
+        et = "i1" if role == "mask" else dt
+        ty[role] = "memref<%sx%s>" % ("x".join(txt(sym[s]) if isinstance(s, str) else str(s) for s in shape), et)
+    arg = {role: nm for (role, _, _), nm in zip(args, names)}
+    mn = [s for s in (Ms, Ns) if isinstance(s, str)]
+    mn_e = " * ".join(mn) if mn else "1"
+    gx = "(%s + %d) / %d" % (mn_e, W - 1, W)
+
+    def index(role, b, m, n, k):
+        env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
+        return ", ".join(em.v(env[x]) for x in idx_of[role])
+
+    pid = em.op("gpu.block_id x", "pid")
+    bz = em.op("gpu.block_id z", "bz")
+    tid = em.op("gpu.thread_id x", "tid")
+    lane = em.rem(tid, 32)
+    w = em.div(tid, 32)
+    o = em.add(em.mul(pid, W), w)
+    zero = em.f32("0.000000e+00", "zero")
+    MN = em.symc(mn_e) if mn else 1
+    ok_o = em.op("arith.cmpi ult, %s, %s : index" % (o, em.v(MN)), "oko")
+    oc = em.minu(o, em.symc("%s - 1" % mn_e)) if mn else 0
+    em.comment("warp w: output (m, n) = (o / N, o %% N), o = %d * pid + w (clamped; stored where o < M * N)" % W)
+    if Ms == 1:
+        m, n = 0, oc
+    elif Ns == 1:
+        m, n = oc, 0
+    else:
+        Nv = em.symc(Ns)
+        m, n = em.div(oc, Nv), em.rem(oc, Nv)
+    Kv, K1 = em.symc(Ks), em.symc("%s - 1" % Ks)
+    kt_v = em.symc("(%s + %d) / %d" % (Ks, 32 * U - 1, 32 * U))
+
+    def load(role, k):
+        x = em.op("memref.load %s[%s] : %s" % (arg[role], index(role, bz, m, n, k), ty[role]), "g")
+        if dt != "f32":
+            x = em.op("arith.extf %s : %s to f32" % (x, dt), "g")
+        return x
+
+    em.comment("lane l: k = %d * kt + 32 * u + l (u < %d), clamped; zero past K" % (32 * U, U))
+    res = em.fresh("acc")
+    em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%acc = %s) -> (f32) {" % (
+        res, em.idx(0), kt_v, em.idx(1), zero))
+    em.indent += 2
+    k0 = em.add(em.mul("%kt", 32 * U), lane)
+    prods = []
+    for u in range(U):
+        k = em.add(k0, 32 * u)
+        okk = em.op("arith.cmpi ult, %s, %s : index" % (k, Kv), "okk")
+        kc = em.minu(k, K1)
+        p = em.op("arith.mulf %s, %s : f32" % (load("a", kc), load("b", kc)), "p")
+        prods.append(em.op("arith.select %s, %s, %s : f32" % (okk, p, zero), "p"))
+    acc = "%acc"
+    for p in prods:
+        acc = em.op("arith.addf %s, %s : f32" % (acc, p), "acc")
+    em.emit("scf.yield %s : f32" % acc)
+    em.indent -= 2
+    em.emit("}")
+    em.comment("butterfly over the 32 lanes (xor 16, 8, 4, 2, 1)")
+    x = res
+    w32 = em.op("arith.constant 32 : i32", "w32")
+    for off in (16, 8, 4, 2, 1):
+        oi = em.op("arith.constant %d : i32" % off, "off")
+        y = em.fresh("sh")
+        em.emit("%s, %%ok_%s = gpu.shuffle xor %s, %s, %s : f32" % (y, y[1:], x, oi, w32))
+        x = em.op("arith.addf %s, %s : f32" % (x, y), "s")
+    l0 = em.op("arith.cmpi eq, %s, %s : index" % (lane, em.idx(0)), "l0")
+    ok = em.op("arith.andi %s, %s : i1" % (l0, ok_o), "ok")
+    em.emit("scf.if %s {" % ok)
+    em.indent += 2
+    if ep != "none":
+        sc = em.f32(scale, "scale")
+        if dt != "f32":
+            sc16 = em.const(scale, dt, "scale16")
+            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
+        x = em.op("arith.mulf %s, %s : f32" % (x, sc), "y")
+    if ep == "scale_mask":
+        ninf = em.f32("0xFF800000", "ninf")
+        mk = em.op("memref.load %s[%s] : %s" % (arg["mask"], index("mask", bz, m, n, None), ty["mask"]), "mk")
+        x = em.op("arith.select %s, %s, %s : f32" % (mk, ninf, x), "y")
+    if dt != "f32":
+        x = em.op("arith.truncf %s : f32 to %s" % (x, dt), "y")
+    em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], index("c", bz, m, n, None), ty["c"]))
+    em.indent -= 2
+    em.emit("}")
+    em.emit("gpu.return")
+    parts.update(em=em, launch=dict(block=[32 * W, 1, 1], grid=["{{%s}}" % gx if mn else 1, 1, 1], smem=16),
+                 header=["bmm_any.py lanes-along-k kernel (dot): a warp per output, lane l sums k = l mod 32 "
+                         "(%d loads in flight), shuffle-xor butterfly, %d warps per CTA" % (U, W)],
+                 helpers=[])
+
+
 # ---- gen_gemm.py's kernels with a batch index -------------------------------
 
 class _Batched:
@@ -1080,11 +1567,16 @@ class _GenAlternative:
         saved, args = self.saved, self.args
 
         def generate(cfg):
-            if cfg["kind"] not in ("bmm_gen", "bmm_genpf"):
+            if cfg["kind"] not in ("bmm_gen", "bmm_genpf", "bmm_gen2", "bmm_dot"):
                 return saved(cfg)
             ins, outs = gen_gemm.parse_signature(cfg["signature"])
             parts = cfg["_parts"]
-            gen_kernel(*args, parts=parts, pf=cfg["kind"] == "bmm_genpf", ks=cfg.get("gen_ks", 1))
+            if cfg["kind"] == "bmm_dot":
+                dot_kernel(*args, parts=parts)
+            elif cfg["kind"] == "bmm_gen2":
+                gen2_kernel(*args, parts=parts, **cfg["g2"])
+            else:
+                gen_kernel(*args, parts=parts, pf=cfg["kind"] == "bmm_genpf", ks=cfg.get("gen_ks", 1))
             parts.update(ins=ins, outs=outs, names=["%%arg%d" % i for i in range(len(ins) + len(outs))],
                          kname=cfg["sg"] + "_" + cfg["kind"])
             return parts["kname"], "", parts["launch"]
@@ -1163,11 +1655,18 @@ TILINGS = {
     "sep": (dict(smem_ep=1), (), None),
     "sep128": (dict(BM=128, BN=128, BK=64, WM=64, WN=32, stages=3, smem_ep=1), _MMA_DROP, None),
     "sepsmall": (dict(BM=64, BN=64, BK=64, WM=32, WN=32, stages=3, smem_ep=1), _MMA_DROP, None),
+    "sep2": (dict(stages=2, smem_ep=1), _MMA_DROP, None),
+    "sep128s2": (dict(BM=128, BN=128, BK=64, WM=64, WN=32, stages=2, smem_ep=1), _MMA_DROP, None),
     "simt64": (dict(BM=64, BN=64, BK=8, KS=2), _SIMT_DROP, None),
     "simt64n": (dict(BM=64, BN=64, BK=8, KS=2), _SIMT_DROP, "N <= 128"),
     "simt64k4": (dict(BM=64, BN=64, BK=8, KS=4), _SIMT_DROP, None),
     "gen": (dict(kind="bmm_gen"), (), "N % 4 == 0 && K % 4 == 0"),
     "genpf": (dict(kind="bmm_genpf"), (), "N % 4 == 0 && K % 4 == 0"),
+    # session 27: gen2_kernel's split-K tiling inside a fast entry (a small
+    # M with a long K), and dot_kernel (Q K^T: a small M x N with a long K,
+    # the held-out T = 8, d = 1536)
+    "g2s16": (dict(kind="bmm_gen2", g2=GEN2_TILINGS["s16x16"][0]), (), GEN2_TILINGS["s16x16"][1]),
+    "g2dot": (dict(kind="bmm_dot"), (), GEN2_TILINGS["dot"][1]),
 }
 EXPLORE = {"f32": ["simt64", "simt64k4", "gen", "genpf"],
            "16": ["mma128", "mma128k32", "wg128", "wg64", "wg256"]}
@@ -1180,6 +1679,22 @@ def gen_tilings(form, dt, key):
     if dt == "f32" and form in ("nn", "tmpv") and key in ("mk", "mk-h4"):
         return [1, 2]
     return None
+
+
+def gen2_tilings(form, dt, key):
+    """the gen2_kernel tilings a general entry offers besides the general
+    kernel (session 27, bench/NOTES.md): every general entry but those of
+    the unit-dimension and T = d keys (the general entry is what odd N or K
+    get, in 16 bits too: Q K^T at an odd T; and the only kernel of A^T B,
+    of f32 torch-mlir scores and of the keys with the batch equal to the
+    rows). None: the general kernel alone."""
+    if key in UNIT_KEYS or (key == "mnk" and form in ("ntm", "nts", "tms", "tmpv")):
+        return None   # T = 1 (the vec kernel); T = d (small sizes: the general kernel alone, the table's size)
+    # the 64 x 64 two-slice tiling where it was measured to win (f32, A^T
+    # B); the split-K tiling where M is free of K (not P V's M = K = T);
+    # lanes along k where both operands are read along k (Q K^T)
+    return ["g128"] + (["g64x2"] if dt == "f32" or form == "tn" else []) + (
+        [] if "k" in key else ["s16x16"]) + (["dot"] if form in ("nt", "ntm", "nts") and "k" not in key else [])
 
 
 def ship_tilings(form, dt, key):
@@ -1195,7 +1710,9 @@ def ship_tilings(form, dt, key):
             return ["sep"]
         return []
     if form in ("nn", "tmpv"):
-        return ["simt64n"]
+        return ["simt64n"] + (["g2s16"] if key == "any" else [])
+    if form in ("nt", "ntm", "nts") and key in ("any", "mn"):
+        return ["g2dot"]
     return []
 
 
@@ -1300,6 +1817,8 @@ def _render(form, dt, sizes, kernel, d=None, key=None):
         assert want == have, (form, want, have)
         if kernel == "vec":
             text = vec_kernel(form, dt, sym, d)
+        elif kernel == "gen" and gen2_tilings(form, dt, key):
+            text = gen_alts_kernel(form, dt, sym, d, gen2_tilings(form, dt, key), ks=gen_tilings(form, dt, key))
         elif kernel == "gen" and gen_tilings(form, dt, key):
             text = fast_kernel(form, dt, sym, d, gen_ks=gen_tilings(form, dt, key))
         elif kernel == "gen":
@@ -1319,6 +1838,8 @@ def entries_spec():
             return ["vec"]
         if key == "mnk" and form in ("ntm", "nts", "tms", "tmpv"):
             return ["gen"]   # T = d: small sizes; the general kernel alone (the table's size)
+        if key in BATCH_KEYS:
+            return ["gen"]   # T = B: small sizes; the general kernels
         return ["gen"] + (["fast"] if form in fast_forms(dt) else [])
     for dt in DTYPES:
         for form in ("nn", "nt", "ntm", "tn"):
