@@ -136,6 +136,36 @@ def model_text(src, heldout):
     return dtype_rewrite(text, sdt, dt) if dt != sdt else text
 
 
+def stage_model(d, text, binp, today, empty):
+    """Writes d/model.mlir, outlines it, builds its reference and compiles it
+    offline (verify=none, sm_90a) with the table now ("new") and TODAY's
+    ("old"). Returns torch_ref's text of the outlined module and, per
+    contraction subgraph, {"signature", "new": entry, "old": entry}."""
+    import torch_ref
+    opt = os.path.join(binp, "llm-fuse-opt")
+    path = os.path.join(d, "model.mlir")
+    open(path, "w").write(text)
+    outl = run_tool([opt, "--llm-fuse-outline=remarks=false", path]).stdout
+    open(os.path.join(d, "outlined.mlir"), "w").write(outl)
+    run_tool([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir", d,
+              os.path.join(d, "outlined.mlir")])
+    gtext = torch_ref.prepare(opt, outl)
+    picked = {}
+    for tag, table in (("new", os.path.join(ROOT, "kernels", "table")), ("old", today)):
+        rep = os.path.join(d, "report.%s.json" % tag)
+        cache = os.path.join(d, "cache-" + tag)
+        shutil.rmtree(cache, ignore_errors=True)
+        run_tool([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s pattern-table=%s "
+                  "cache-dir=%s report=%s" % (empty, table, cache, rep), path, "-o", os.devnull],
+                 env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
+        shutil.rmtree(cache, ignore_errors=True)
+        for s in json.load(open(rep))["subgraphs"]:
+            if s["class"] != "contraction":
+                continue
+            picked.setdefault(s["name"], {"signature": s["signature"]})[tag] = s.get("model", "")
+    return gtext, picked
+
+
 def prepare(stage, binp, today, heldout):
     from skinny_stage import bind_sizes, build_kernel, variants
     import torch_ref
@@ -146,26 +176,7 @@ def prepare(stage, binp, today, heldout):
     for name, src in CASES:
         d = os.path.join(stage, name)
         os.makedirs(d, exist_ok=True)
-        path = os.path.join(d, "model.mlir")
-        open(path, "w").write(model_text(src, heldout))
-        outl = run_tool([opt, "--llm-fuse-outline=remarks=false", path]).stdout
-        open(os.path.join(d, "outlined.mlir"), "w").write(outl)
-        run_tool([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir", d,
-                  os.path.join(d, "outlined.mlir")])
-        gtext = torch_ref.prepare(opt, outl)
-        picked = {}
-        for tag, table in (("new", os.path.join(ROOT, "kernels", "table")), ("old", today)):
-            rep = os.path.join(d, "report.%s.json" % tag)
-            cache = os.path.join(d, "cache-" + tag)
-            shutil.rmtree(cache, ignore_errors=True)
-            run_tool([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s pattern-table=%s "
-                      "cache-dir=%s report=%s" % (empty, table, cache, rep), path, "-o", os.devnull],
-                     env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
-            shutil.rmtree(cache, ignore_errors=True)
-            for s in json.load(open(rep))["subgraphs"]:
-                if s["class"] != "contraction":
-                    continue
-                picked.setdefault(s["name"], {"signature": s["signature"]})[tag] = s.get("model", "")
+        gtext, picked = stage_model(d, model_text(src, heldout), binp, today, empty)
         for sg, p in sorted(picked.items()):
             if TILINGS.get(name) and "gemm_any_%s_" % TILINGS[name] not in (p.get("new") or ""):
                 print("prepare: %s %s: not a %s subgraph, left out" % (name, sg, TILINGS[name]))

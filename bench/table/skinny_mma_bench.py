@@ -17,7 +17,6 @@ before (TODAY: a copy of kernels/table from before the change; gemm_any.py's
         compared with torch eager, then ours, eager and torch.compile timed
         with bench/gpu/run.py's Timer), OUT/gemm16.json and the table.
 """
-import gzip
 import json
 import os
 import re
@@ -27,6 +26,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
+from entry_io import read_entry  # noqa: E402  (kernels/table/v1/*.json.gz)
 
 # (case, source): ("heldout", 7 or 1, model name), or ("example", path,
 # dtype of the file, {size in file: new size}, new dtype)
@@ -60,23 +61,6 @@ ALTS_Y = [(dict(BM=16, BN=64, BK=64, WN=32, KW=4, S=6), None),
 BOUND_LINE = re.compile(r"\n *// llm-fuse\.tune-require (S0 >= \d+ && )?S0 <= \d+( && S2 >= \d+)?\n")
 
 
-def read_entry(path):
-    """an entry's JSON (kernels/table/v1/*.json or *.json.gz)"""
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
-    if path.endswith(".gz"):
-        with gzip.open(path, "rt") as fh:
-            return json.load(fh)
-    return json.load(open(path))
-
-
-def entry_path(tdir, stem):
-    for suf in (".json", ".json.gz"):
-        if os.path.exists(os.path.join(tdir, stem + suf)):
-            return os.path.join(tdir, stem + suf)
-    raise FileNotFoundError(os.path.join(tdir, stem + ".json*"))
-
-
 def explore_template(dtype):
     """the SwiGLU mma template with ALTS_Y as its tilings, no row bound"""
     sys.path.insert(0, os.path.join(ROOT, "kernels", "table"))
@@ -102,37 +86,17 @@ def model_text(src, ho):
 
 
 def prepare(stage, binp, today, ho7, ho1):
-    from gemm16_bench import run_tool
+    from gemm16_bench import stage_model
     from skinny_stage import bind_sizes, build_kernel, variants
     import torch_ref
     ho = {7: ho7, 1: ho1}
-    opt = os.path.join(binp, "llm-fuse-opt")
     empty = os.path.join(stage, "empty")
     os.makedirs(empty, exist_ok=True)
     cases, bad = [], 0
     for name, src in CASES:
         d = os.path.join(stage, name)
         os.makedirs(d, exist_ok=True)
-        path = os.path.join(d, "model.mlir")
-        open(path, "w").write(model_text(src, ho))
-        outl = run_tool([opt, "--llm-fuse-outline=remarks=false", path]).stdout
-        open(os.path.join(d, "outlined.mlir"), "w").write(outl)
-        run_tool([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir", d,
-                  os.path.join(d, "outlined.mlir")])
-        gtext = torch_ref.prepare(opt, outl)
-        picked = {}
-        for tag, table in (("new", os.path.join(ROOT, "kernels", "table")), ("old", today)):
-            rep = os.path.join(d, "report.%s.json" % tag)
-            cache = os.path.join(d, "cache-" + tag)
-            shutil.rmtree(cache, ignore_errors=True)
-            run_tool([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s pattern-table=%s "
-                      "cache-dir=%s report=%s" % (empty, table, cache, rep), path, "-o", os.devnull],
-                     env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
-            shutil.rmtree(cache, ignore_errors=True)
-            for s in json.load(open(rep))["subgraphs"]:
-                if s["class"] != "contraction":
-                    continue
-                picked.setdefault(s["name"], {"signature": s["signature"]})[tag] = s.get("model", "")
+        gtext, picked = stage_model(d, model_text(src, ho), binp, today, empty)
         for sg, p in sorted(picked.items()):
             src_t, sig_t = torch_ref.translate(gtext, sg)
             case = dict(case=name, sg=sg, signature=p["signature"], entries={}, variants={},
@@ -153,7 +117,7 @@ def prepare(stage, binp, today, ho7, ho1):
                     continue
                 vs = [(tag, lb, t) for lb, t in variants(tmpl, bind_sizes(tmpl, p["signature"]))[:MAX_VARIANTS]]
                 if tag == "new" and name in EXPLORE:
-                    xt = read_entry(entry_path(os.path.join(ROOT, "kernels", "table", "v1"), EXPLORE[name]))["template"]
+                    xt = read_entry(os.path.join(ROOT, "kernels", "table", "v1", EXPLORE[name] + ".json"))["template"]
                     xt = BOUND_LINE.sub("\n", xt)
                     case["entries"]["x"] = EXPLORE[name] + " (row bound lifted)"
                     vs += [("x", lb, t) for lb, t in variants(xt, bind_sizes(xt, p["signature"]))[:MAX_VARIANTS]]
