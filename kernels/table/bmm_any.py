@@ -294,6 +294,50 @@ GEN_T = (GEN_BM // 4) * (GEN_BN // 4)   # 256 threads, 4 x 4 outputs each
 PAD = 4
 
 
+def _operand_loads(em, idx_of, T, BK, tid, bz, arg, ty, dt, zero, K_v, K1):
+    """The operand loads of the SIMT kernels (gen_kernel, gen2_kernel):
+    index(role, b, m, n, k), the operand's index list in its own order;
+    plan(role, outer, outer_tile, (bound, bound - 1)), each thread's
+    (kk, oo, clamped outer index, in-bounds) per load of a BK x outer_tile
+    tile, each operand read along its contiguous index (the last of its
+    indices) so consecutive threads read consecutive addresses; load(role,
+    plan, k0), those loads as f32, zero past M, N or K."""
+    def index(role, b, m, n, k):
+        env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
+        return ", ".join(em.v(env[x]) for x in idx_of[role])
+
+    def plan(role, outer, outer_tile, outer_bound):
+        last = idx_of[role][-1]
+        out = []
+        for i in range(BK * outer_tile // T):
+            e = em.add(tid, i * T)
+            if last == "k":
+                kk, oo = em.rem(e, BK), em.div(e, BK)
+            else:
+                kk, oo = em.div(e, outer_tile), em.rem(e, outer_tile)
+            go = em.add(outer, oo)
+            ok_o = em.op("arith.cmpi ult, %s, %s : index" % (em.v(go), outer_bound[0]), "oko")
+            goc = em.minu(go, outer_bound[1])
+            out.append((kk, oo, goc, ok_o))
+        return out
+
+    def load(role, plan_, k0):
+        vals = []
+        for kk, oo, goc, ok_o in plan_:
+            gk = em.add(k0, kk)
+            ok_k = em.op("arith.cmpi ult, %s, %s : index" % (em.v(gk), K_v), "okk")
+            gkc = em.minu(gk, K1)
+            ok = em.op("arith.andi %s, %s : i1" % (ok_o, ok_k), "ok")
+            ix = index("a", bz, goc, None, gkc) if role == "a" else index("b", bz, None, goc, gkc)
+            x = em.op("memref.load %s[%s] : %s" % (arg[role], ix, ty[role]), "g")
+            if dt != "f32":
+                x = em.op("arith.extf %s : %s to f32" % (x, dt), "g")
+            vals.append(em.op("arith.select %s, %s, %s : f32" % (ok, x, zero), "g"))
+        return vals
+
+    return index, plan, load
+
+
 def gen_kernel(form, dt, sym, d=None, name="bmm", parts=None, pf=False, ks=1):
     """The gpu.module text of the general kernel: sym maps the roles B, M,
     N, K to their size symbols ("S0", ...). With parts (a dict), the
@@ -359,46 +403,9 @@ def gen_kernel(form, dt, sym, d=None, name="bmm", parts=None, pf=False, ks=1):
         sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sa_ty), "sA")
         sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(BK * LDA * 4), WG, sb_ty), "sB")
 
-    def index(role, b, m, n, k):
-        env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
-        return ", ".join(em.v(env[x]) for x in idx_of[role])
-
-    # Loads: each operand read along its contiguous index (the last of its
-    # indices), so that consecutive threads read consecutive addresses.
-    def plan(role, outer, outer_tile, outer_bound):
-        last = idx_of[role][-1]
-        out = []
-        for i in range(BK * outer_tile // T):
-            e = em.add(tid, i * T)
-            if last == "k":
-                kk, oo = em.rem(e, BK), em.div(e, BK)
-            else:
-                kk, oo = em.div(e, outer_tile), em.rem(e, outer_tile)
-            go = em.add(outer, oo)
-            ok_o = em.op("arith.cmpi ult, %s, %s : index" % (em.v(go), outer_bound[0]), "oko")
-            goc = em.minu(go, outer_bound[1])
-            out.append((kk, oo, goc, ok_o))
-        return out
-
+    index, plan, load = _operand_loads(em, idx_of, T, BK, tid, bz, arg, ty, dt, zero, K_v, K1)
     a_plan = plan("a", m0, BM, (M_v, M1))
     b_plan = plan("b", n0, BN, (N_v, N1))
-
-    def load(role, plan_, k0):
-        vals = []
-        for kk, oo, goc, ok_o in plan_:
-            gk = em.add(k0, kk)
-            ok_k = em.op("arith.cmpi ult, %s, %s : index" % (gk, K_v), "okk")
-            gkc = em.minu(gk, K1)
-            ok = em.op("arith.andi %s, %s : i1" % (ok_o, ok_k), "ok")
-            if role == "a":
-                ix = index("a", bz, goc, None, gkc)
-            else:
-                ix = index("b", bz, None, goc, gkc)
-            x = em.op("memref.load %s[%s] : %s" % (arg[role], ix, ty[role]), "g")
-            if dt != f32:
-                x = em.op("arith.extf %s : %s to f32" % (x, dt), "g")
-            vals.append(em.op("arith.select %s, %s, %s : f32" % (ok, x, zero), "g"))
-        return vals
 
     def store(sm, sm_ty, plan_, vals):
         for (kk, oo, _, _), x in zip(plan_, vals):
@@ -800,41 +807,9 @@ def gen2_kernel(form, dt, sym, d, parts, BM=128, BN=128, BK=8, TM=8, KS=1, db=Tr
     sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.v(em.add(so, NB * BK * LDA * 4)), WG,
                                                                      sb_ty), "sB")
 
-    def index(role, b, m, n, k):
-        env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
-        return ", ".join(em.v(env[x]) for x in idx_of[role])
-
-    def plan(role, outer, outer_tile, outer_bound):
-        last = idx_of[role][-1]
-        out = []
-        for i in range(BK * outer_tile // T):
-            e = em.add(tid, i * T)
-            if last == "k":
-                kk, oo = em.rem(e, BK), em.div(e, BK)
-            else:
-                kk, oo = em.div(e, outer_tile), em.rem(e, outer_tile)
-            go = em.add(outer, oo)
-            ok_o = em.op("arith.cmpi ult, %s, %s : index" % (em.v(go), outer_bound[0]), "oko")
-            goc = em.minu(go, outer_bound[1])
-            out.append((kk, oo, goc, ok_o))
-        return out
-
+    index, plan, load = _operand_loads(em, idx_of, T, BK, tid, bz, arg, ty, dt, zero, K_v, K1)
     a_plan = plan("a", m0, BM, (M_v, M1))
     b_plan = plan("b", n0, BN, (N_v, N1))
-
-    def load(role, plan_, k0):
-        vals = []
-        for kk, oo, goc, ok_o in plan_:
-            gk = em.add(k0, kk)
-            ok_k = em.op("arith.cmpi ult, %s, %s : index" % (em.v(gk), K_v), "okk")
-            gkc = em.minu(gk, K1)
-            ok = em.op("arith.andi %s, %s : i1" % (ok_o, ok_k), "ok")
-            ix = index("a", bz, goc, None, gkc) if role == "a" else index("b", bz, None, goc, gkc)
-            x = em.op("memref.load %s[%s] : %s" % (arg[role], ix, ty[role]), "g")
-            if dt != f32:
-                x = em.op("arith.extf %s : %s to f32" % (x, dt), "g")
-            vals.append(em.op("arith.select %s, %s, %s : f32" % (ok, x, zero), "g"))
-        return vals
 
     def store(sm, sm_ty, buf, plan_, vals):
         for (kk, oo, _, _), x in zip(plan_, vals):
