@@ -299,30 +299,21 @@ def templates():
                 render=_render_gemm_any(name, single), archs=ARCHS,
                 source="kernels/table/skinny_any.py %s f32%s (gemm_skinny.py f32_skinny, %s; from %s at M = %d)" % (
                     name, " row" if single else "", "M = 1" if single else "masked M <= %d" % BOUND, src, m)))
-    for name in FAMILIES16:
-        src, sdt, rows, sg, dtypes, _ = gemm_any.FAMILIES[name]
-        for dtype in dtypes:
-            if dtype == "f32":
-                continue
-            cfg = gemm_any.base_cfg(sg, False, dtype)
-            out.append(dict(
-                name="0skinny-%s-%s" % (name.replace("_", ""), dtype),
-                example=gemm_any.example_text(name, dtype), pick=gemm_any._pick(cfg),
-                render=_render_gemm_any16(name, dtype), archs=ARCHS,
-                source="kernels/table/skinny_any.py %s %s (gemm_skinny.py skinny16, masked M <= %d; from %s at "
-                       "M = %d)" % (name, dtype, BOUND16, src, gemm_any.EX_M)))
-    for name in FAMILIESMMA:
-        src, sdt, rows, sg, dtypes, _ = gemm_any.FAMILIES[name]
-        for dtype in dtypes:
-            if dtype == "f32":
-                continue
-            cfg = gemm_any.base_cfg(sg, False, dtype)
-            out.append(dict(
-                name="0skinny-mma-%s-%s" % (name.replace("_", ""), dtype),
-                example=gemm_any.example_text(name, dtype), pick=gemm_any._pick(cfg),
-                render=_render_gemm_any16(name, dtype, mma=True), archs=ARCHS,
-                source="kernels/table/skinny_any.py %s %s (gemm_skinny.py skinny_mma16, mma.sync, masked M <= %d; "
-                       "from %s at M = %d)" % (name, dtype, BOUNDMMA, src, gemm_any.EX_M)))
+    # the 16-bit SwiGLU kinds: FMA at M <= BOUND16, mma.sync at M <= BOUNDMMA
+    for families, mma, kind, bound in ((FAMILIES16, False, "skinny16", BOUND16),
+                                       (FAMILIESMMA, True, "skinny_mma16, mma.sync", BOUNDMMA)):
+        for name in families:
+            src, sdt, rows, sg, dtypes, _ = gemm_any.FAMILIES[name]
+            for dtype in dtypes:
+                if dtype == "f32":
+                    continue
+                cfg = gemm_any.base_cfg(sg, False, dtype)
+                out.append(dict(
+                    name="0skinny-%s%s-%s" % ("mma-" if mma else "", name.replace("_", ""), dtype),
+                    example=gemm_any.example_text(name, dtype), pick=gemm_any._pick(cfg),
+                    render=_render_gemm_any16(name, dtype, mma=mma), archs=ARCHS,
+                    source="kernels/table/skinny_any.py %s %s (gemm_skinny.py %s, masked M <= %d; from %s at "
+                           "M = %d)" % (name, dtype, kind, bound, src, gemm_any.EX_M)))
     for name in importer_any.GEMMS:
         src = importer_any.GEMMS[name][0]
         out.append(dict(
