@@ -507,6 +507,15 @@ static void read_pending(lf_table_t *t, const char *pattern) {
   }
 }
 
+/* Takes the table's lock and reads the pending files of `pattern` (all of
+ * them with NULL): what every lookup does first. Unlock t->lock after. */
+static lf_table_t *lock_and_read(const lf_table_t *table, const char *pattern) {
+  lf_table_t *t = (lf_table_t *)table;
+  pthread_mutex_lock(&t->lock);
+  read_pending(t, pattern);
+  return t;
+}
+
 static lf_table_t *table_new(void) {
   lf_table_t *t = calloc(1, sizeof(*t));
   pthread_mutexattr_t a;
@@ -878,9 +887,7 @@ lf_status_t lf_table_instantiate_nth(const lf_table_t *table,
   memset(out, 0, sizeof(*out));
   if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
     return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
-  lf_table_t *t = (lf_table_t *)table;
-  pthread_mutex_lock(&t->lock);
-  read_pending(t, pattern);
+  lf_table_t *t = lock_and_read(table, pattern);
   lf_status_t st =
       instantiate_nth(t, pattern, arch, precision, sizes, count, skip, out);
   pthread_mutex_unlock(&t->lock);
@@ -992,9 +999,7 @@ lf_status_t lf_table_nearest_precision(const lf_table_t *table,
   memset(out, 0, sizeof(*out));
   if (!table || !pattern || !lf_sha256_is_hex(pattern) || !arch)
     return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern key");
-  lf_table_t *t = (lf_table_t *)table;
-  pthread_mutex_lock(&t->lock);
-  read_pending(t, pattern);
+  lf_table_t *t = lock_and_read(table, pattern);
   lf_status_t st = nearest(t, pattern, arch, precision, sizes, count, id, out);
   pthread_mutex_unlock(&t->lock);
   return st;
@@ -1012,9 +1017,7 @@ void lf_table_foreach(const lf_table_t *table,
                       void *user) {
   if (!table)
     return;
-  lf_table_t *t = (lf_table_t *)table;
-  pthread_mutex_lock(&t->lock);
-  read_pending(t, NULL);
+  lf_table_t *t = lock_and_read(table, NULL);
   for (const entry_t *e = t->first; e; e = e->order) {
     lf_table_info_t info = {.pattern = e->pattern,
                             .klass = e->klass,
