@@ -36,7 +36,13 @@ side by side in one process on the GPU.
         torch_time.py's rule, then all of them, torch eager and
         torch.compile (default mode) timed by bench/gpu/run.py's method (L2
         flush, events, interleaved rounds, medians). Prints the table last;
-        OUT/gemm16.json.
+        OUT/gemm16.json. GEMM16_PAD_US=P: every case timed a second time
+        with torch_time.py's timer (P us of GPU sleep before each sample,
+        bench/gpu/run.py's PadTimer; the held-out harness uses 200), as
+        ms_pad in the JSON and a "(pad P us)" line.
+        Session 28: + held-out 050 (seed 7; its one-row GEMMs, the
+        *_mma_row entries) and 028 (seed 7, the 256-row down-projection);
+        EXPLORE_TMA: the 256 x 128 split with and without a_shift.
 """
 import itertools
 import json
@@ -66,6 +72,9 @@ CASES = [
     ("relu_r256_f16", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 256}, "f16")),
     ("relu_r512_h2048_bf16", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 512, 8192: 2048}, "bf16")),
     ("mlp_r4096_d1024_bf16", ("example", "examples/mlp_block.mlir", "bf16", {768: 1024}, "bf16")),
+    # session 28: held-out 050's one-row GEMMs (the *_mma_row entries' stage counts)
+    ("ho7_050", ("heldout", "050_minigpt_block_r1_d640_f2560_heads10_f16")),
+    ("ho7_028", ("heldout", "028_mlp_block_r256")),
 ]
 CASES26 = [
     ("ho003", ("heldout", "003_swiglu_r2")),
@@ -86,11 +95,23 @@ MAX_VARIANTS = 8
 # that one tiling, admitted everywhere): tag e<i>, the tiling's variant
 # alone (session 27: which tilings to offer, before they are offered)
 TILINGS = {"ho017": "gemm_relu", "ho7_023": "gemm_relu", "ho7_041": "mlp_down", "ho005": "mlp_down",
-           "relu_r256_f16": "gemm_relu", "relu_r512_h2048_bf16": "gemm_relu", "mlp_r4096_d1024_bf16": "mlp_down"}
+           "relu_r256_f16": "gemm_relu", "relu_r512_h2048_bf16": "gemm_relu", "mlp_r4096_d1024_bf16": "mlp_down",
+           "ho7_028": "mlp_down"}
 if os.environ.get("GEMM16_TILINGS") == "0":
     TILINGS = {}
 EXPLORE_TMA = [
     # (gemm_wgmma_tma.py overrides of the family's default, label[, the families it is tried on])
+    # session 28 run 2: A boxes inside M (a_shift) on the 256 x 128 split
+    (dict(BM=256, BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8, a_shift=1),
+     "coop 256x128 S2 shift", ("gemm_relu",)),
+    (dict(BM=256, BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8), "coop 256x128 S2",
+     ("gemm_relu",)),
+]
+# session 28 run 1 tried, on the GEMM + ReLU cases, the 256 x 128 split with and without skipping the wgmmas of
+# m64 row blocks wholly past M, the 128 x 256 split with it, and 256 x 128 / 128 x 256 / 128 x 192 persistent
+# with it and a row-major raster (knobs skip_mb, raster_m1 of a draft of gemm_wgmma_tma.py, not kept: no gain;
+# bench/NOTES.md session 28)
+EXPLORE_TMA_RUN2_S27 = [   # session 27 run 2
     # run 2: meant as the TAIL_M tilings at other GROUP_M values, but an alternative's raster takes GROUP_M
     # from the knob (TILE % 100 = the default's configured value, gen_gemm.generate_alternatives), so these
     # built the same cubins as the shipped tilings: repeat timings of them
@@ -282,6 +303,8 @@ def run(stage, out, vdir):
     prop = torch.cuda.get_device_properties(0)
     print("device %s (%d SMs), torch %s" % (prop.name, prop.multi_processor_count, torch.__version__), flush=True)
     timer = suite.Timer()
+    pad_us = float(os.environ.get("GEMM16_PAD_US", "0"))
+    pad_timer = suite.PadTimer(pad_us) if pad_us > 0 else None
     budget = float(os.environ.get("GEMM16_BUDGET_MS", "100"))
     compile_until = float(os.environ.get("GEMM16_COMPILE_UNTIL_S", "200"))
     rows = []
@@ -351,6 +374,14 @@ def run(stage, out, vdir):
             for tag, s in st.items():
                 row["variants"].setdefault(tag, {}).update(ms=s["median"], p25=s["p25"], p75=s["p75"])
             print("%s: %s" % (label, ", ".join("%s %.4f" % (k, v["median"]) for k, v in st.items())), flush=True)
+            if pad_timer is not None:   # GEMM16_PAD_US: again with torch_time.py's timer (GPU sleep first)
+                with torch.no_grad():
+                    st = suite.time_variants(pad_timer, variants, budget)
+                rt.check("timing (pad)")
+                for tag, s in st.items():
+                    row["variants"].setdefault(tag, {}).update(ms_pad=s["median"])
+                print("%s (pad %s us): %s" % (label, pad_us, ", ".join(
+                    "%s %.4f" % (k, v["median"]) for k, v in st.items())), flush=True)
             del ins, ref, variants
             torch.cuda.empty_cache()
         except Exception as e:  # noqa: BLE001

@@ -133,10 +133,30 @@ f16 down-projection, persistent 256 x 128 0.0887-0.0898 ms against
 row block lies wholly past M still runs its wgmmas (at 142 rows a quarter
 of the tensor work is such rows; skipping them is not done).
 
+A boxes inside M (knob a_shift; session 28, issue 15 point 7; 16-bit
+cooperative tiles with 128-row boxes): the A box of nominal first row
+m0 + r 128 is loaded from row min(m0 + r 128, M - 128), so no A box crosses
+M (M >= 128 is a requirement already). The accumulator rows of a shifted
+box are the global rows d = nominal - loaded lower; the partial tile's
+epilogue (the masked branch; full tiles never shift) stores row g only where
+nominal <= g < M (gen_gemm.fragment_epilogue m_lo): rows below the box's
+nominal first row belong to the tile above, which stores them. Why: TMA's
+out-of-bounds fill of a box that crosses M was measured slow on the H200
+(bench/table/gemm16-device.sh, 2026-11-25, session 28): 142 x 8192 x 8192
+f16 GEMM + ReLU, the 128 x 256 2-way split 0.0818-0.0823 ms with the
+second row tile's box 14 rows in and 114 out, 0.0605 with a_shift (at 256
+rows, no box crossing M, 0.0625); the 256 x 128 split 0.0863-0.0873 against
+0.0588 (256 rows: 0.0586). Work is the same (the shifted box loads real
+rows instead of zeros), so it is the fill, not the tensor work: skipping
+the wgmmas of m64 row blocks wholly past M (measured in run 1: 0.0887 and
+0.0816 at 142 rows against 0.0873 / 0.0823 without) did not help, and is
+not kept. Where the tiles do not cross M the shift folds away (the same
+cubin as without it at 256 rows).
+
 Knobs (--set K=V): BN (multiple of 64, <= 256), stages (S), BM (pingpong:
 64 or 128; cooperative: 128 or 256), pingpong (0/1), persistent (0/1), grid, group_m, WGN, REGP,
 REGC, l2promo (0/64/128/256), splitk (1 = off, 2..8), a_rows (64 or BM),
-vacc (0/1), grid_compact (0/1), grid_full (0/1). The 16-bit operands
+vacc (0/1), grid_compact (0/1), grid_full (0/1), a_shift (0/1). The 16-bit operands
 are bf16 or f16 (the signature's; wgmma .bf16 / .f16), kind
 bf16_wgmma_tma either way.
 
@@ -316,6 +336,8 @@ def generate(cfg, g):
         assert not tf32 and not pp, "split-K: bf16 / f16 / f32x3 cooperative tiles only"
         assert 2 <= SPLIT <= 8 and (BN // 8) % SPLIT == 0, "split-K: 2..8 CTAs, each BN / 8 / SPLIT n8 blocks"
         persistent = 0                           # one tile per cluster
+    # a_shift (docstring, "A boxes inside M"): a box that would cross M loads the last AR rows instead
+    SHIFT = bool(cfg.get("a_shift", 0))
     REGP, REGC = cfg.get("REGP", 40), cfg.get("REGC", 232)
     l2promo = cfg.get("l2promo", 256)
     assert BN % 64 == 0 and 64 <= BN <= 256 and S >= 2 and BM in ((64, 128) if pp else (128, 256))
@@ -377,6 +399,13 @@ def generate(cfg, g):
     assert MB * nsub * nacc <= 128, "accumulators: at most 128 f32 registers per thread"
     sw_lbo, sw_sbo = BK * 128, 1024
     masked = any(g.is_sym(x) for x in (M, N)) or M % BM != 0 or N % BN != 0
+    SHIFT = SHIFT and (g.is_sym(M) or M % BM != 0)   # only where a tile can cross M
+    if SHIFT:
+        assert not pp and AR == 128 and not f32, "a_shift: 16-bit cooperative tiles, 128-row A boxes"
+
+    def box_row(nominal):
+        """a_shift: the first row an A box of nominal first row `nominal` loads: min(nominal, M - AR)"""
+        return em.minu(nominal, em.sub(g.sval(em, M), AR)) if SHIFT else nominal
     KTv = g.sval(em, KT)                             # k-tiles per tile (an index value or an int)
     gridv = g.sval(em, grid)
     ntv = g.sval(em, ntiles)
@@ -511,7 +540,7 @@ def generate(cfg, g):
         nm, _, ty, box, op = maps[0]
         for r in range(BM // AR):   # a_rows 64: the tile's row blocks of 64, each its own box (rows r * 64..)
             dst, dty = smem_tile(em.add(so, r * AR * BK * esz), box, "sa")
-            coords = [em.v(k0), em.v(em.add(m0, r * AR))] + [em.idx(0)] * len(op.prefix)
+            coords = [em.v(k0), em.v(box_row(em.add(m0, r * AR)))] + [em.idx(0)] * len(op.prefix)
             em.emit("nvgpu.tma.async.load %s[%s], %s[%s] to %s : %s, %s -> %s" % (
                 nm, ", ".join(coords), full, st, dst, ty, grp_ty, dty))
         for j in range(nb):
@@ -920,8 +949,16 @@ def generate(cfg, g):
         em.indent -= 2
         em.emit("} else {")
         em.indent += 2
+        m_lo = None
+        if SHIFT:
+            # the consumer's rows lie in A box r (its nominal first row m0 + r AR), loaded from row
+            # min(m0 + r AR, M - AR): its accumulator rows are the global rows d lower; a row below the
+            # box's nominal first row belongs to the tile above and is not stored here
+            em.comment("a_shift: this consumer's A box loaded d = nominal - min(nominal, M - %d) rows higher" % AR)
+            m_lo = em.add(m0, 0 if BM == AR else em.mul(ci, AR))
+            row_base = em.sub(row_base, em.sub(m_lo, box_row(m_lo)))
         g.fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair,
-                            m_bound=Mv, n_bound=Nv)
+                            m_bound=Mv, n_bound=Nv, m_lo=m_lo)
         em.indent -= 2
         em.emit("}")
 

@@ -661,7 +661,7 @@ def mma_helper(dt="bf16"):
 
 
 def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair,
-                      m_bound=None, rows_outer=False, row_hi=None, n_bound=None):
+                      m_bound=None, rows_outer=False, row_hi=None, n_bound=None, m_lo=None):
     """Epilogue on m16n8 accumulator fragments (the mma.sync C layout, also the
     wgmma D layout per n8 block): for each 16-row block (row_offs) and n8 block
     (col_offs) this thread holds rows row_base+off+8h (h = 0, 1), columns
@@ -674,8 +674,10 @@ def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base
     row < M, computed once per row; the fragment values are extracted
     before the branch). Columns are masked only with n_bound (masked N, N
     even): a column pair at or past it is not stored, and the bias pair is
-    read at a clamped column (n_bound - 2)."""
+    read at a clamped column (n_bound - 2). m_lo (with m_bound): rows below
+    it are not stored either (gemm_wgmma_tma.py a_shift: another tile's)."""
     assert n_bound is None or (m_bound is not None and not rows_outer)
+    assert m_lo is None or (m_bound is not None and not rows_outer)
     if m_bound is not None and rows_outer == "split":
         # A CTA-uniform branch: full row tiles (row_hi <= M, every tile but
         # the last row of tiles) run the unmasked epilogue, exactly the
@@ -720,6 +722,9 @@ def fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base
                 rows[(mi, h)] = em.add(row_base, roff + 8 * h)
                 oks[(mi, h)] = em.op("arith.cmpi ult, %s, %s : index" % (
                     em.v(rows[(mi, h)]), em.v(m_bound)), "ok")
+                if m_lo is not None:   # and rows below m_lo are another tile's (gemm_wgmma_tma.py a_shift)
+                    lo = em.op("arith.cmpi uge, %s, %s : index" % (em.v(rows[(mi, h)]), em.v(m_lo)), "ok")
+                    oks[(mi, h)] = em.op("arith.andi %s, %s : i1" % (oks[(mi, h)], lo), "ok")
         for ni, coff in enumerate(col_offs):
             col = em.add(col_base, coff)
             if n_bound is not None:

