@@ -330,7 +330,14 @@ TAIL_M = {
         # waves of 0.75 tiles beat the default's: in place of SMALL_M's persistent 128 x 64 (TILE 1xx)
         ((dict(BN=192, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=8), (),
           lambda s: "%s > %d && %s * 4 > %s * 3" % (_t(s, 128, 256), SPLITK_WAVE, _waves(s, 128, 256),
-                                                     _waves(s, 128, 192))), 0)],
+                                                     _waves(s, 128, 192))), 0),
+        # cooperative 256 x 128 split 2 ways (one row tile up to 256 rows: each W tile crosses L2 once), in place
+        # of SMALL_M's 128 x 256 split (TILE 5xx), where tiles x 2 fit one wave. H200 (session 28 run 2, with
+        # a_shift, ms, torch_time.py's method / without its GPU sleep): 142 x 8192 x 8192 f16 0.0622 / 0.0588
+        # against 0.0662 / 0.0605 for the 128 x 256 split; 256 rows 0.0607 / 0.0587 against 0.0675 / 0.0626;
+        # 512 x 2048 x 2048 bf16 0.0219 / 0.0216 against 0.0219 / 0.0215 (the 128 x 128 split: 0.0160 / 0.0158)
+        ((dict(BM=256, BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8), (),
+          lambda s: "%s * 2 <= %d" % (_t(s, 256, 128), SPLITK_WAVE)), 4)],
     "mlp_down": [
         # cooperative 256 x 128, persistent: over one wave of the default's tiles, in no more waves of tile pairs
         # (TILE 5xx, after SMALL_M's)
