@@ -74,7 +74,8 @@ static bool ends_with(const char *s, const char *suffix) {
 /* Adds the reference folder's plan.json and, per kernel, its .cubin when
  * there is one, else its .ptx (the worker prefers the cubin), in name
  * order, as members `prefix`/<file>; then its opmath truth (truth/, for a
- * subgraph that accumulates in 16 bits) the same way. The kernels' .mlir
+ * subgraph that accumulates in 16 bits) and its wide plan (wide/, for f16
+ * results: docs/verification.md) the same way. The kernels' .mlir
  * sources are not needed. */
 static lf_status_t put_reference(lf_strbuf_t *b, uint32_t *count,
                                  const char *refdir, const char *prefix) {
@@ -113,14 +114,17 @@ static lf_status_t put_reference(lf_strbuf_t *b, uint32_t *count,
   free(names);
   if (!st && !have_plan)
     st = LF_STATUS(LF_STATUS_NOT_FOUND, "no plan.json in %s", refdir);
-  char truth[4600], truth_prefix[300];
-  snprintf(truth, sizeof(truth), "%s/" LF_REFERENCE_TRUTH_DIR "/plan.json",
-           refdir);
-  if (!st && access(truth, R_OK) == 0) {
-    snprintf(truth, sizeof(truth), "%s/" LF_REFERENCE_TRUTH_DIR, refdir);
-    snprintf(truth_prefix, sizeof(truth_prefix), "%s/" LF_REFERENCE_TRUTH_DIR,
-             prefix);
-    st = put_reference(b, count, truth, truth_prefix);
+  /* The opmath truth and the wide (unrounded f16) plan, when staged. */
+  static const char *const extra[] = {LF_REFERENCE_TRUTH_DIR,
+                                      LF_REFERENCE_WIDE_DIR};
+  for (size_t k = 0; k < sizeof(extra) / sizeof(extra[0]) && !st; ++k) {
+    char sub[4600], sub_prefix[300];
+    snprintf(sub, sizeof(sub), "%s/%s/plan.json", refdir, extra[k]);
+    if (access(sub, R_OK) != 0)
+      continue;
+    snprintf(sub, sizeof(sub), "%s/%s", refdir, extra[k]);
+    snprintf(sub_prefix, sizeof(sub_prefix), "%s/%s", prefix, extra[k]);
+    st = put_reference(b, count, sub, sub_prefix);
   }
   return st;
 }

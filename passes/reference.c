@@ -900,6 +900,25 @@ static MlirOperation make_cast(const char *name, MlirValue v, MlirType to,
 }
 
 lf_status_t lf_reference_promote(MlirOperation func, MlirOperation *out) {
+  return lf_reference_promote_ex(func, true, out);
+}
+
+bool lf_reference_wants_wide(MlirOperation func) {
+  MlirAttribute ftype =
+      mlirOperationGetAttributeByName(func, lf_str("function_type"));
+  if (mlirAttributeIsNull(ftype) || !mlirAttributeIsAType(ftype))
+    return false;
+  MlirType fty = mlirTypeAttrGetValue(ftype);
+  if (!mlirTypeIsAFunction(fty))
+    return false;
+  for (intptr_t k = 0; k < mlirFunctionTypeGetNumResults(fty); ++k)
+    if (mlirTypeIsAF16(element_of(mlirFunctionTypeGetResult(fty, k))))
+      return true;
+  return false;
+}
+
+lf_status_t lf_reference_promote_ex(MlirOperation func, bool round_results,
+                                    MlirOperation *out) {
   *out = (MlirOperation){NULL};
   MlirContext ctx = mlirOperationGetContext(func);
   MlirAttribute ftype =
@@ -981,15 +1000,39 @@ lf_status_t lf_reference_promote(MlirOperation func, MlirOperation *out) {
                                   mlirOperationGetResult(ext, 0));
     mlirBlockEraseArgument(entry, (unsigned)(i + 1));
   }
-  /* Exit: each result rounded back to its declared type. */
-  for (intptr_t k = 0; k < mlirOperationGetNumOperands(ret); ++k) {
+  /* Exit: each result rounded back to its declared type; in the wide
+   * form returned as it is (f32), and the function's type says so. */
+  intptr_t nres = mlirOperationGetNumOperands(ret);
+  MlirType res_types[64];
+  if (!round_results && nres > 64) {
+    s = LF_STATUS(LF_STATUS_UNIMPLEMENTED, "opmath: more than 64 results");
+    goto fail;
+  }
+  for (intptr_t k = 0; k < nres; ++k) {
     MlirValue v = mlirOperationGetOperand(ret, k);
     MlirType want = mlirFunctionTypeGetResult(fty, k);
+    if (!round_results) {
+      res_types[k] = mlirValueGetType(v);
+      continue;
+    }
     if (mlirTypeEqual(mlirValueGetType(v), want))
       continue;
     MlirOperation tr = make_cast("arith.truncf", v, want, loc);
     mlirBlockInsertOwnedOperationBefore(entry, ret, tr);
     mlirOperationSetOperand(ret, k, mlirOperationGetResult(tr, 0));
+  }
+  if (!round_results) {
+    intptr_t nin = mlirFunctionTypeGetNumInputs(fty);
+    MlirType in_types[64];
+    if (nin > 64) {
+      s = LF_STATUS(LF_STATUS_UNIMPLEMENTED, "opmath: more than 64 inputs");
+      goto fail;
+    }
+    for (intptr_t i = 0; i < nin; ++i)
+      in_types[i] = mlirFunctionTypeGetInput(fty, i);
+    mlirOperationSetAttributeByName(copy, lf_str("function_type"),
+                                    mlirTypeAttrGet(mlirFunctionTypeGet(
+                                        ctx, nin, in_types, nres, res_types)));
   }
 
   /* Verified inside a module, as the pipeline will see it. */
@@ -1077,10 +1120,69 @@ static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
   return LF_OK;
 }
 
+/* Makes ref->wide for a subgraph with an f16 result: the promotion with
+ * its 16-bit float results left in f32. A failure becomes ref->wide_note.
+ * Only out of memory is an error. */
+static lf_status_t lower_wide(MlirOperation func, lf_reference_t *ref) {
+  if (!lf_reference_wants_wide(func))
+    return LF_OK;
+  MlirContext ctx = mlirOperationGetContext(func);
+  lf_strbuf_t diags;
+  lf_strbuf_init(&diags, 4096);
+  MlirDiagnosticHandlerID id =
+      mlirContextAttachDiagnosticHandler(ctx, capture_diag, &diags, NULL);
+  MlirOperation promoted;
+  lf_status_t s = lf_reference_promote_ex(func, false, &promoted);
+  lf_reference_t *wide = NULL;
+  uint64_t widened = 0;
+  if (!s) {
+    /* Which results the promotion widened: those whose type changed. */
+    MlirType a = mlirTypeAttrGetValue(
+        mlirOperationGetAttributeByName(func, lf_str("function_type")));
+    MlirType b = mlirTypeAttrGetValue(
+        mlirOperationGetAttributeByName(promoted, lf_str("function_type")));
+    for (intptr_t k = 0; k < mlirFunctionTypeGetNumResults(a) && k < 64; ++k)
+      if (!mlirTypeEqual(mlirFunctionTypeGetResult(a, k),
+                         mlirFunctionTypeGetResult(b, k)))
+        widened |= (uint64_t)1 << k;
+    wide = calloc(1, sizeof(*wide));
+    s = wide ? lower_or_fold_views(promoted, LF_REFERENCE_OPMATH_PIPELINE,
+                                   LF_REFERENCE_OPMATH_PIPELINE_VIEWS, wide)
+             : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    mlirOperationDestroy(promoted);
+  }
+  mlirContextDetachDiagnosticHandler(ctx, id);
+  if (!s) {
+    wide->is_wide = true;
+    wide->wide_outputs = widened;
+    ref->wide = wide;
+  } else if (lf_status_code(s) == LF_STATUS_RESOURCE_EXHAUSTED) {
+    free(wide);
+    lf_strbuf_free(&diags);
+    return s;
+  } else {
+    free(wide);
+    char note[1024];
+    snprintf(note, sizeof(note), "no wide reference: %s%s%s",
+             lf_status_message(s), lf_strbuf_len(&diags) ? ": " : "",
+             lf_strbuf_cstr(&diags));
+    lf_status_free(s);
+    ref->wide_note = strdup(note);
+    if (!ref->wide_note) {
+      lf_strbuf_free(&diags);
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+  }
+  lf_strbuf_free(&diags);
+  return LF_OK;
+}
+
 lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
   LF_RETURN_IF_ERROR(lower_or_fold_views(func, LF_REFERENCE_PIPELINE,
                                          LF_REFERENCE_PIPELINE_VIEWS, out));
   lf_status_t s = lower_truth(func, out);
+  if (!s)
+    s = lower_wide(func, out);
   if (s)
     lf_reference_free(out);
   return s;
@@ -1173,12 +1275,13 @@ char *lf_reference_plan_json(const lf_reference_t *r) {
   cJSON_AddStringToObject(root, "schema", "llm-fuse-reference/0");
   cJSON_AddStringToObject(root, "subgraph", r->subgraph);
   cJSON_AddStringToObject(root, "signature", r->signature);
-  cJSON_AddStringToObject(
-      root, "pipeline",
-      r->is_truth ? (r->folded_views ? LF_REFERENCE_OPMATH_PIPELINE_VIEWS
+  cJSON_AddStringToObject(root, "pipeline",
+                          r->is_truth || r->is_wide
+                              ? (r->folded_views
+                                     ? LF_REFERENCE_OPMATH_PIPELINE_VIEWS
                                      : LF_REFERENCE_OPMATH_PIPELINE)
-                  : (r->folded_views ? LF_REFERENCE_PIPELINE_VIEWS
-                                     : LF_REFERENCE_PIPELINE));
+                              : (r->folded_views ? LF_REFERENCE_PIPELINE_VIEWS
+                                                 : LF_REFERENCE_PIPELINE));
   if (r->reductions_innermost)
     cJSON_AddTrueToObject(root, "reductions_innermost");
   cJSON *temps = cJSON_AddArrayToObject(root, "temps");
@@ -1233,6 +1336,21 @@ char *lf_reference_plan_json(const lf_reference_t *r) {
   } else if (r->truth_note) {
     cJSON_AddStringToObject(root, "truth_note", r->truth_note);
   }
+  /* Only subgraphs with an f16 result get these keys. */
+  if (r->is_wide) {
+    cJSON *o = cJSON_AddObjectToObject(root, "wide_results");
+    cJSON_AddStringToObject(o, "kind", LF_REFERENCE_WIDE_KIND);
+    cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+    for (int k = 0; k < 64; ++k)
+      if (r->wide_outputs >> k & 1)
+        cJSON_AddItemToArray(outs, cJSON_CreateNumber(k));
+  } else if (r->wide) {
+    cJSON *o = cJSON_AddObjectToObject(root, "wide");
+    cJSON_AddStringToObject(o, "plan", LF_REFERENCE_WIDE_DIR "/plan.json");
+    cJSON_AddStringToObject(o, "kind", LF_REFERENCE_WIDE_KIND);
+  } else if (r->wide_note) {
+    cJSON_AddStringToObject(root, "wide_note", r->wide_note);
+  }
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   return text;
@@ -1265,5 +1383,10 @@ void lf_reference_free(lf_reference_t *r) {
   }
   free(r->truth_reason);
   free(r->truth_note);
+  if (r->wide) {
+    lf_reference_free(r->wide);
+    free(r->wide);
+  }
+  free(r->wide_note);
   memset(r, 0, sizeof(*r));
 }

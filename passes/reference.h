@@ -129,6 +129,16 @@ typedef struct lf_ref_temp_s {
   "builtin.module(func.func(convert-elementwise-to-linalg)"                    \
   "," LF_REFERENCE_BUFFERIZE "," LF_REFERENCE_GPU_MAPPING_VIEWS ")"
 
+/// The wide reference (docs/verification.md, "The f16 overflow boundary"):
+/// a subgraph with an f16 result is also lowered as its opmath promotion
+/// whose 16-bit float results are NOT rounded at the end (f32 results, the
+/// inputs unchanged). The worker reads it only for elements where exactly
+/// one of reference and candidate is an infinity, to tell a rounding at the
+/// overflow threshold from a wrong value.
+#define LF_REFERENCE_WIDE_KIND "f32-results"
+/// Where lf_reference_stage puts the wide plan, relative to the folder.
+#define LF_REFERENCE_WIDE_DIR "wide"
+
 typedef struct lf_reference_s {
   char *subgraph;  ///< the outlined function's name
   char *signature; ///< its function type over tensors
@@ -149,6 +159,16 @@ typedef struct lf_reference_s {
   char *truth_note;
   /// Set on a truth plan: it is the promoted function's lowering.
   bool is_truth;
+  /// The wide plan of a subgraph with an f16 result (its own `wide` is
+  /// NULL), or NULL. Owned.
+  struct lf_reference_s *wide;
+  /// Why no wide plan was made although the subgraph has an f16 result (the
+  /// comparison then stays as it was). Owned.
+  char *wide_note;
+  /// Set on a wide plan: the unrounded promotion's lowering.
+  bool is_wide;
+  /// On a wide plan: which results it widened (bit k: result k).
+  uint64_t wide_outputs;
   /// Lowered by the *_VIEWS pipeline (views folded into the loops).
   bool folded_views;
   /// Lowered with the iteration space of its linalg.generic ops permuted,
@@ -191,6 +211,17 @@ bool lf_reference_accum16(MlirOperation func, char *why, size_t why_size);
 /// not verify (the diagnostics go to the context's handlers).
 lf_status_t lf_reference_promote(MlirOperation func, MlirOperation *out);
 
+/// lf_reference_promote, or with `round_results` false its wide form: the
+/// 16-bit float results are returned in f32, not rounded (the function's
+/// type says so; its inputs are unchanged).
+lf_status_t lf_reference_promote_ex(MlirOperation func, bool round_results,
+                                    MlirOperation *out);
+
+/// Whether `func` has a result whose element type is f16 (a wide plan is
+/// made for it: bf16 has f32's exponent range, so no f32 value rounds to a
+/// bf16 infinity that is not nearly an f32 one).
+bool lf_reference_wants_wide(MlirOperation func);
+
 /// The plan as JSON (schema "llm-fuse-reference/0"), kernels by name only.
 /// A float argument carries its exact bits in its own width ("bits": 16
 /// hex digits for f64, 8 for f32, 4 for f16 and bf16, which a 2-byte
@@ -198,7 +229,11 @@ lf_status_t lf_reference_promote(MlirOperation func, MlirOperation *out);
 /// A plan with a truth names it ("truth": {"plan": "truth/plan.json",
 /// "kind", "reason"}), one whose truth failed says why ("truth_note"); a
 /// truth plan says what it is ("opmath": {"kind", "reason"}). Plans of
-/// subgraphs that accumulate in 32 bits have none of these keys.
+/// subgraphs that accumulate in 32 bits have none of these keys. Likewise
+/// a plan with a wide plan names it ("wide": {"plan": "wide/plan.json",
+/// "kind": "f32-results"}) or says why it has none ("wide_note"), and a
+/// wide plan says what it is ("wide_results": {"kind", "outputs": [k..]});
+/// subgraphs without an f16 result have none of these.
 /// Returns a malloc'ed string or NULL when out of memory.
 char *lf_reference_plan_json(const lf_reference_t *ref);
 
@@ -209,8 +244,8 @@ void lf_reference_free(lf_reference_t *ref);
 /// worker reads it: plan.json and each kernel's <name>.mlir; with `build`,
 /// also <name>.ptx and <name>.cubin (when ptxas exists) built for `chip`.
 /// A truth plan goes the same way into `dir`/truth (a stale truth folder
-/// is removed when `ref` has none). `*out_build_ms` (may be NULL) receives
-/// the build time of both.
+/// is removed when `ref` has none), a wide plan into `dir`/wide.
+/// `*out_build_ms` (may be NULL) receives the build time of both.
 lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
                                const char *dir, bool build,
                                double *out_build_ms);

@@ -1,7 +1,8 @@
 /* reference_stage.c - writing a reference lowering to a folder, the form
  * the verification worker reads: plan.json, and per kernel its MLIR, PTX
  * and (with ptxas) cubin; the opmath truth of a subgraph that accumulates
- * in 16 bits the same way in truth/. Shared by llm-fuse-reference, the
+ * in 16 bits the same way in truth/, the wide plan of a subgraph with an
+ * f16 result in wide/. Shared by llm-fuse-reference, the
  * llm-fuse pass and deferred verification.
  */
 #include <stdio.h>
@@ -97,6 +98,33 @@ lf_status_t lf_reference_stage(const lf_reference_t *ref, const char *chip,
       plan.truth_note = note;
     }
   }
+  /* The same for the wide plan (a subgraph with an f16 result). */
+  char wide_dir[4096], wide_note[1400];
+  if ((size_t)snprintf(wide_dir, sizeof(wide_dir), "%s/%s", dir,
+                       LF_REFERENCE_WIDE_DIR) >= sizeof(wide_dir))
+    return LF_STATUS(LF_STATUS_INVALID_ARGUMENT, "path too long: %s", dir);
+  lf_remove_tree(wide_dir); /* never a stale wide plan */
+  if (ref->wide) {
+    lf_status_t st = stage_one(ref->wide, chip, wide_dir, build, &ms);
+    if (st && lf_status_code(st) == LF_STATUS_RESOURCE_EXHAUSTED)
+      return st;
+    if (st) {
+      snprintf(wide_note, sizeof(wide_note),
+               "no wide reference: it did not stage: %s",
+               lf_status_message(st));
+      lf_status_free(st);
+      lf_remove_tree(wide_dir);
+      plan.wide = NULL;
+      plan.wide_note = wide_note;
+    }
+  }
+  if (plan.wide)
+    LF_LOG_INFO("%s: f16 overflow-boundary elements judged against the "
+                "unrounded (%s) reference in %s/%s",
+                ref->subgraph, LF_REFERENCE_WIDE_KIND, dir,
+                LF_REFERENCE_WIDE_DIR);
+  else if (plan.wide_note)
+    LF_LOG_INFO("%s: %s", ref->subgraph, plan.wide_note);
   if (plan.truth)
     LF_LOG_INFO("%s: values judged against the %s reference in %s/%s: %s",
                 ref->subgraph, LF_REFERENCE_OPMATH_KIND, dir,

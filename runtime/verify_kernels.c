@@ -331,6 +331,7 @@ typedef struct {
   u64 differ;    /* elements whose bits differ from `other` */
   u64 relaxed;   /* non-finite reference, finite candidate, let pass */
   u64 by_scale;  /* passed only by the TF32 bound stol * sqrt(scale) */
+  u64 boundary;  /* passed by the overflow-boundary rule (`wide`) */
 } compare_t;
 
 /* Compares candidate `c` with reference `r`: an element is good when
@@ -346,13 +347,21 @@ typedef struct {
  * `other` (may be NULL) is the candidate's second run: elements whose bits
  * differ from `c` are counted (the determinism check). With `lenient`, an
  * element whose reference is NaN or infinite passes whatever the candidate
- * holds there, provided it is finite (counted in `relaxed`). */
+ * holds there, provided it is finite (counted in `relaxed`).
+ * `wide` (may be NULL; f32) is the wide reference's unrounded value of a
+ * 16-bit float output: an element where exactly one of reference and
+ * candidate is an infinity, the other finite, passes when the unrounded
+ * value w has the infinity's sign and |w| >= thr - tol (thr: the smallest
+ * magnitude that rounds to an infinity, tol = rtol*|w| + atol) and, when the
+ * infinity is the reference's, w is finite and |c - w| <= tol (counted in
+ * `boundary`; lf_vboundary_close in verify_protocol.c, the same rule).
+ * Every other element is judged as without it. */
 KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
                        int dt, double rtol, double atol, u64 poison,
                        int lenient, const void *scale, double stol,
-                       compare_t *out) {
+                       const void *wide, double thr, compare_t *out) {
   u64 bad = 0, unwritten = 0, first = ~0ull, worst = ordered(0.0), differ = 0;
-  u64 relaxed = 0, by_scale = 0;
+  u64 relaxed = 0, by_scale = 0, boundary = 0;
   int is_float = dt <= F64;
   for (u64 i = gtid(); i < n; i += gstride()) {
     u64 cb = bits(c, i, dt);
@@ -376,6 +385,29 @@ KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
       } else if (__builtin_isinf(a) || __builtin_isinf(b)) {
         ok = 0; /* an infinity matches only itself */
         ratio = __builtin_inf();
+        if (wide && __builtin_isinf(a) != __builtin_isinf(b)) {
+          /* exactly one infinity: a rounding at the overflow threshold? */
+          double wv = load(wide, i, F32);
+          double tol = rtol * __builtin_fabs(wv) + atol;
+          double inf_side = __builtin_isinf(a) ? a : b;
+          if (!__builtin_isnan(wv) &&
+              __builtin_signbit(wv) == __builtin_signbit(inf_side) &&
+              __builtin_fabs(wv) >= thr - tol) {
+            if (__builtin_isinf(a)) { /* the candidate against w */
+              double d = __builtin_fabs(b - wv);
+              if (__builtin_isfinite(wv) && d <= tol) {
+                ok = 1;
+                ratio = tol > 0 ? d / tol : 0.0;
+              }
+            } else {
+              ok = 1;
+              ratio = __builtin_fabs(wv) < thr && tol > 0
+                          ? (thr - __builtin_fabs(wv)) / tol
+                          : 0.0;
+            }
+            boundary += ok;
+          }
+        }
       } else {
         double d = __builtin_fabs(a - b);
         double tol = rtol * __builtin_fabs(a) + atol;
@@ -415,5 +447,7 @@ KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
     __atomic_fetch_add(&out->relaxed, relaxed, __ATOMIC_RELAXED);
   if (by_scale)
     __atomic_fetch_add(&out->by_scale, by_scale, __ATOMIC_RELAXED);
+  if (boundary)
+    __atomic_fetch_add(&out->boundary, boundary, __ATOMIC_RELAXED);
   __atomic_fetch_max(&out->worst_ord, worst, __ATOMIC_RELAXED);
 }

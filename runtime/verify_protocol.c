@@ -274,6 +274,46 @@ bool lf_vclose_scaled(double ref, double cand, double rtol, double atol,
   return ok;
 }
 
+double lf_voverflow_threshold(lf_vdtype_t dt) {
+  switch (dt) {
+  case LF_VDT_F16:
+    return 65520.0;
+  case LF_VDT_BF16:
+    return ldexp(2.0 - ldexp(1.0, -8), 127);
+  case LF_VDT_F32:
+    return ldexp(2.0 - ldexp(1.0, -24), 127);
+  default:
+    return INFINITY;
+  }
+}
+
+bool lf_vboundary_close(double ref, double cand, double wide, double rtol,
+                        double atol, double threshold, double *out_ratio) {
+  if (out_ratio)
+    *out_ratio = INFINITY;
+  if (isnan(ref) || isnan(cand) || isnan(wide) || isinf(ref) == isinf(cand))
+    return false;
+  bool ref_inf = isinf(ref);
+  double inf_side = ref_inf ? ref : cand;
+  double tol = rtol * fabs(wide) + atol;
+  /* The unrounded value rounds to that infinity, up to the tolerance. */
+  if (signbit(wide) != signbit(inf_side) || !(fabs(wide) >= threshold - tol))
+    return false;
+  double ratio;
+  if (ref_inf) { /* the candidate is judged against the unrounded value */
+    double d = fabs(cand - wide);
+    if (!isfinite(wide) || !(d <= tol))
+      return false;
+    ratio = tol > 0 ? d / tol : 0.0;
+  } else {
+    ratio = fabs(wide) < threshold && tol > 0 ? (threshold - fabs(wide)) / tol
+                                              : 0.0;
+  }
+  if (out_ratio)
+    *out_ratio = ratio;
+  return true;
+}
+
 lf_vpoison_t lf_vpoison_for(lf_vdtype_t dt, bool finite) {
   switch (dt) {
   case LF_VDT_F32:
@@ -940,7 +980,127 @@ void lf_vjudge_from_plan(const char *plan, size_t size, const char *plan_dir,
     out->named = true;
     snprintf(out->note, sizeof(out->note), "%s", note);
   }
+  /* The wide reference, independent of the truth. */
+  const cJSON *wide = cJSON_GetObjectItemCaseSensitive(root, "wide");
+  const char *wide_note = json_str(root, "wide_note");
+  if (cJSON_IsObject(wide)) {
+    out->wide_named = true;
+    const char *path = json_str(wide, "plan");
+    const char *kind = json_str(wide, "kind");
+    if (!kind || strcmp(kind, "f32-results"))
+      snprintf(out->wide_note, sizeof(out->wide_note),
+               "the plan names a wide plan of an unknown kind: not used");
+    else if (!path_inside(path))
+      snprintf(out->wide_note, sizeof(out->wide_note),
+               "the plan names a wide plan with a path outside its folder: "
+               "not used");
+    else if ((size_t)snprintf(out->wide_path, sizeof(out->wide_path), "%s/%s",
+                              plan_dir ? plan_dir : ".",
+                              path) >= sizeof(out->wide_path))
+      snprintf(out->wide_note, sizeof(out->wide_note),
+               "the wide plan's path is too long");
+    else
+      out->use_wide = true;
+  } else if (wide_note) {
+    out->wide_named = true;
+    snprintf(out->wide_note, sizeof(out->wide_note), "%s", wide_note);
+  }
   cJSON_Delete(root);
+}
+
+static bool same_shape(const lf_voperand_t *a, const lf_voperand_t *b) {
+  if (a->is_scalar != b->is_scalar || a->rank != b->rank ||
+      a->count != b->count)
+    return false;
+  for (int d = 0; d < a->rank && d < 8; ++d)
+    if (a->dims[d] != b->dims[d])
+      return false;
+  return true;
+}
+
+void lf_vjudge_check_wide(const char *plan, size_t plan_size, const char *wide,
+                          size_t wide_size, lf_vjudge_t *judge) {
+  judge->wide_outputs = 0;
+  if (!judge->use_wide)
+    return;
+  cJSON *p = plan ? cJSON_ParseWithLength(plan, plan_size) : NULL;
+  cJSON *t = wide ? cJSON_ParseWithLength(wide, wide_size) : NULL;
+  const char *why = NULL;
+  const cJSON *wr =
+      t ? cJSON_GetObjectItemCaseSensitive(t, "wide_results") : NULL;
+  const cJSON *listed =
+      wr ? cJSON_GetObjectItemCaseSensitive(wr, "outputs") : NULL;
+  const char *ps = p ? json_str(p, "schema") : NULL;
+  const char *ts = t ? json_str(t, "schema") : NULL;
+  const char *kind = wr ? json_str(wr, "kind") : NULL;
+  const char *psig = p ? json_str(p, "signature") : NULL;
+  const char *tsig = t ? json_str(t, "signature") : NULL;
+  lf_voperand_t *pin = NULL, *pout = NULL, *tin = NULL, *tout = NULL;
+  size_t npin = 0, npout = 0, ntin = 0, ntout = 0;
+  uint64_t widened = 0, named = 0;
+  if (!p || !t)
+    why = "the wide plan is not valid JSON";
+  else if (!ps || !ts || strcmp(ps, ts) || strcmp(ts, "llm-fuse-reference/0"))
+    why = "the wide plan is not an llm-fuse-reference/0 plan";
+  else if (!json_str(p, "subgraph") || !json_str(t, "subgraph") ||
+           strcmp(json_str(p, "subgraph"), json_str(t, "subgraph")))
+    why = "the wide plan is another subgraph's";
+  else if (!kind || strcmp(kind, "f32-results") || !cJSON_IsArray(listed))
+    why = "the wide plan does not say it has f32 results";
+  else if (!psig || !tsig)
+    why = "the wide plan or the plan has no signature";
+  if (!why) {
+    lf_status_t s = lf_vsignature_parse(psig, &pin, &npin, &pout, &npout);
+    if (!s)
+      s = lf_vsignature_parse(tsig, &tin, &ntin, &tout, &ntout);
+    if (s) {
+      lf_status_free(s);
+      why = "a signature does not parse";
+    }
+  }
+  if (!why && (npin != ntin || npout != ntout))
+    why = "the wide plan's signature has other operands than the plan's";
+  for (size_t i = 0; !why && i < npin; ++i)
+    if (pin[i].dtype != tin[i].dtype || !same_shape(&pin[i], &tin[i]))
+      why = "the wide plan's inputs differ from the plan's";
+  for (size_t o = 0; !why && o < npout; ++o) {
+    if (!same_shape(&pout[o], &tout[o]) || o >= 64)
+      why = "the wide plan's results have other shapes than the plan's";
+    else if (pout[o].dtype == tout[o].dtype)
+      continue;
+    else if ((pout[o].dtype == LF_VDT_F16 || pout[o].dtype == LF_VDT_BF16) &&
+             tout[o].dtype == LF_VDT_F32)
+      widened |= (uint64_t)1 << o;
+    else
+      why = "a result of the wide plan is neither the plan's type nor the "
+            "f32 of a 16-bit float";
+  }
+  if (!why) {
+    const cJSON *k;
+    cJSON_ArrayForEach(k, listed) {
+      if (!cJSON_IsNumber(k) || k->valuedouble < 0 || k->valuedouble >= 64 ||
+          k->valuedouble != (double)(int)k->valuedouble) {
+        why = "the wide plan lists a result it does not have";
+        break;
+      }
+      named |= (uint64_t)1 << (int)k->valuedouble;
+    }
+  }
+  if (!why && (named != widened || !widened))
+    why = "the results the wide plan lists are not those its signature "
+          "widens";
+  if (why) {
+    judge->use_wide = false;
+    snprintf(judge->wide_note, sizeof(judge->wide_note), "%s: not used", why);
+  } else {
+    judge->wide_outputs = widened;
+  }
+  free(pin);
+  free(pout);
+  free(tin);
+  free(tout);
+  cJSON_Delete(p);
+  cJSON_Delete(t);
 }
 
 void lf_vjudge_check_truth(const char *plan, size_t plan_size,

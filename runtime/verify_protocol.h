@@ -133,6 +133,26 @@ bool lf_vclose_scaled(double ref, double cand, double rtol, double atol,
                       double scale, double stol, double *out_ratio,
                       bool *out_by_scale);
 
+/// The smallest magnitude that rounds to an infinity in `dt` (round to
+/// nearest even): f16 65520 (65504 + half an ulp), bf16 (2 - 2^-8) 2^127,
+/// f32 (2 - 2^-24) 2^127; +inf for f64 and integer types.
+double lf_voverflow_threshold(lf_vdtype_t dt);
+
+/// The overflow-boundary rule (docs/verification.md, "The f16 overflow
+/// boundary"), for an element where exactly one of `ref` and `cand` is an
+/// infinity and the other finite (the ordinary rule fails it); `wide` is
+/// the element's unrounded (f32) value from the wide reference, tolerance
+/// tol = rtol*|wide| + atol. It passes when `wide` has the infinity's sign
+/// and lies within tol of the overflow threshold `threshold`
+/// (|wide| >= threshold - tol: the value rounds to the infinity up to the
+/// tolerance), and, when the infinity is the reference's, `wide` is finite
+/// and the candidate within tol of it (|cand - wide| <= tol). Anything
+/// else (NaN anywhere, both or neither infinite) is false.
+/// `*out_ratio` (may be NULL): the error over tolerance of a passing
+/// element, |cand - wide| / tol or (threshold - |wide|) / tol (>= 0).
+bool lf_vboundary_close(double ref, double cand, double wide, double rtol,
+                        double atol, double threshold, double *out_ratio);
+
 /// A poison pattern: what a memset writes into an output before a launch.
 /// `bits` is one element's bit pattern (to recognize unwritten elements);
 /// the memset repeats `value` of `width` bytes (1, 2 or 4).
@@ -188,6 +208,7 @@ typedef struct lf_vstats_s {
 typedef struct lf_vcompare_s {
   uint64_t bad, unwritten, first_bad, worst_ord, differ, relaxed;
   uint64_t by_scale; ///< passed only by the TF32 bound (lf_vclose_scaled)
+  uint64_t boundary; ///< passed by the overflow-boundary rule
 } lf_vcompare_t;
 
 /// Orders doubles as unsigned integers (monotonic), and back.
@@ -246,6 +267,16 @@ typedef struct lf_vjudge_s {
   char kind[32];         ///< "opmath-f32" (when named)
   char reason[256];      ///< why the subgraph has a truth
   char note[768];        ///< why the upstream plan judges although named ("")
+  /* The wide reference (docs/verification.md, "The f16 overflow
+   * boundary"): the plan of a subgraph with an f16 result names a second
+   * plan whose 16-bit float results are f32, not rounded ("wide":
+   * {"plan": "wide/plan.json", "kind": "f32-results"}), or says why it has
+   * none ("wide_note"). */
+  bool wide_named;       ///< the plan names a wide plan or says why not
+  bool use_wide;         ///< judge overflow-boundary elements by it
+  char wide_path[4096];  ///< its plan.json (when use_wide)
+  char wide_note[512];   ///< why it is not used although named ("")
+  uint64_t wide_outputs; ///< outputs it widened (lf_vjudge_check_wide)
 } lf_vjudge_t;
 
 /// Reads the reference plan's JSON text (`plan`, `size` bytes; in folder
@@ -265,6 +296,16 @@ void lf_vjudge_from_plan(const char *plan, size_t size, const char *plan_dir,
 void lf_vjudge_check_truth(const char *plan, size_t plan_size,
                            const char *truth, size_t truth_size,
                            lf_vjudge_t *judge);
+
+/// Checks the wide plan's text against the reference plan's: both
+/// "llm-fuse-reference/0", the same "subgraph", a "wide_results" member of
+/// kind "f32-results", and signatures that differ only where a 16-bit
+/// float result (f16, bf16) is f32 in the wide plan: the same inputs, the
+/// same result shapes; "wide_results.outputs" must list exactly those
+/// results, at least one. Sets `judge->wide_outputs`; on a mismatch clears
+/// `judge->use_wide` and says why in `judge->wide_note`.
+void lf_vjudge_check_wide(const char *plan, size_t plan_size, const char *wide,
+                          size_t wide_size, lf_vjudge_t *judge);
 
 /// The verdict's word for the judge: its kind ("opmath-f32") when the
 /// truth is used, else "upstream".

@@ -66,6 +66,7 @@ typedef struct ref_plan_s {
   CUdeviceptr temps[MAX_TEMPS];
   size_t temp_bytes[MAX_TEMPS];
   size_t num_temps;
+  bool wide; /* the wide plan: its widened results are f32 buffers */
 } ref_plan_t;
 
 /* Per-output and per-input scratch, read back in one copy. */
@@ -97,6 +98,9 @@ typedef struct worker_s {
   /* reference plans: the upstream one (timed) and, for a subgraph that
    * accumulates in 16 bits, the opmath truth the values are judged by */
   ref_plan_t ref, truth;
+  /* for a subgraph with an f16 result, the wide plan: its 16-bit float
+   * results unrounded (f32), for elements at the overflow boundary */
+  ref_plan_t wide;
   lf_vjudge_t judge;
   /* candidate */
   char kernel_name[160];
@@ -118,6 +122,8 @@ typedef struct worker_s {
   /* buffers */
   CUdeviceptr *in, *ref_out, *arena[2], *cand[2];
   CUdeviceptr *up_out; /* the upstream plan's outputs when a truth judges */
+  CUdeviceptr *wide_out;   /* the wide plan's outputs (f32 where widened) */
+  uint64_t boundary_total; /* elements passed by the overflow-boundary rule */
   unsigned char (*scalar)[8];
   /* TF32 mode (--tf32-k): the inputs squared (float buffers; the others
    * alias `in`) and the reference plan's outputs on them, the per-element
@@ -508,6 +514,17 @@ static bool sq_owned(const worker_t *w, size_t i) {
   return !w->ins[i].is_scalar && lf_vdtype_is_float(w->ins[i].dtype);
 }
 
+/* Whether output o is widened (f32) in the wide plan. */
+static bool widened(const worker_t *w, size_t o) {
+  return w->judge.use_wide && o < 64 && (w->judge.wide_outputs >> o & 1);
+}
+
+/* Bytes of output o as plan `p` writes it: f32 where the wide plan
+ * widened it, else the subgraph's type. */
+static size_t out_bytes_of(const worker_t *w, const ref_plan_t *p, size_t o) {
+  return p->wide && widened(w, o) ? w->outs[o].count * 4 : w->outs[o].bytes;
+}
+
 static lf_status_t alloc_buffers(worker_t *w) {
   w->in = calloc(w->nin + 1, sizeof(*w->in));
   w->scalar = calloc(w->nin + 1, sizeof(*w->scalar));
@@ -554,6 +571,13 @@ static lf_status_t alloc_buffers(worker_t *w) {
     }
     for (size_t o = 0; o < w->nout; ++o)
       CU_TRY(cuMemAlloc(&w->scale_out[o], round_up(w->outs[o].bytes, 256)));
+  }
+  if (w->judge.use_wide) {
+    if (!(w->wide_out = calloc(w->nout, sizeof(*w->wide_out))))
+      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    for (size_t o = 0; o < w->nout; ++o)
+      CU_TRY(cuMemAlloc(&w->wide_out[o],
+                        round_up(out_bytes_of(w, &w->wide, o), 256)));
   }
   CU_TRY(cuMemAlloc(&w->scratch, w->num_scratch * sizeof(scratch_t)));
   return LF_OK;
@@ -646,7 +670,7 @@ static lf_status_t run_plan(worker_t *w, const ref_plan_t *p,
         buf[i] = *(CUdeviceptr *)params[i];
         bytes[i] = arg->kind == 2   ? p->temp_bytes[arg->index]
                    : arg->kind == 0 ? w->ins[arg->index].bytes
-                                    : w->outs[arg->index].bytes;
+                                    : out_bytes_of(w, p, arg->index);
       }
       CU_TRY(cuMemcpyDtoDAsync(buf[1], buf[0],
                                bytes[0] < bytes[1] ? bytes[0] : bytes[1],
@@ -1034,6 +1058,17 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     return LF_OK;
   }
 
+  /* The wide plan's unrounded outputs, from the inputs of this trial
+   * (before the candidate runs: it may corrupt anything). */
+  if (w->wide_out) {
+    bool timeout;
+    LF_RETURN_IF_ERROR(run_plan(w, &w->wide, w->wide_out));
+    LF_RETURN_IF_ERROR(wait_stream(w, 600000, &timeout));
+    if (timeout)
+      return LF_STATUS(LF_STATUS_DEADLINE_EXCEEDED,
+                       "the wide plan ran for more than 600 s");
+  }
+
   /* TF32 mode: the error scale of every output element, from the inputs
    * of this trial (before the candidate runs: it may corrupt anything). */
   if (w->scale_out)
@@ -1104,15 +1139,28 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     double rtol = tol.rtol;
     CUdeviceptr scale = out_scale(w, o);
     double stol = scale ? lf_vtf32_scale_tol(opt->tf32_k) : 0.0;
+    CUdeviceptr wide = widened(w, o) ? w->wide_out[o] : 0;
+    double thr = lf_voverflow_threshold(w->outs[o].dtype);
     for (int run = 0; run < 2; ++run) {
       unsigned long long pbits = lf_vpoison_for(w->outs[o].dtype, run).bits;
       CUdeviceptr other = run == 0 ? w->cand[1][o] : 0;
       CUdeviceptr res = scratch_at(
           w, o, offsetof(scratch_t, cmp) + run * sizeof(lf_vcompare_t));
       int lenient = trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite;
-      void *a[] = {&w->ref_out[o], &w->cand[run][o], &other, &n,
-                   &dt,            &rtol,            &atol[o], &pbits,
-                   &lenient,       &scale,           &stol,    &res};
+      void *a[] = {&w->ref_out[o],
+                   &w->cand[run][o],
+                   &other,
+                   &n,
+                   &dt,
+                   &rtol,
+                   &atol[o],
+                   &pbits,
+                   &lenient,
+                   &scale,
+                   &stol,
+                   &wide,
+                   &thr,
+                   &res};
       LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
     }
     if (w->up_out) { /* how far the upstream plan is from the truth */
@@ -1123,9 +1171,9 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
       int lenient = trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite;
       CUdeviceptr no_scale = 0;
       double no_stol = 0.0;
-      void *a[] = {&w->ref_out[o], &w->up_out[o], &other,    &n,
-                   &dt,            &rtol,         &atol[o],  &pbits,
-                   &lenient,       &no_scale,     &no_stol,  &res};
+      void *a[] = {&w->ref_out[o], &w->up_out[o], &other, &n,       &dt,
+                   &rtol,          &atol[o],      &pbits, &lenient, &no_scale,
+                   &no_stol,       &wide,         &thr,   &res};
       LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
     }
   }
@@ -1181,6 +1229,13 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     if (trial->dist == LF_VDIST_NONFINITE && opt->lenient_nonfinite)
       cJSON_AddNumberToObject(rec, "nonfinite_not_propagated",
                               (double)s->cmp[0].relaxed);
+    if (widened(w, o)) { /* passed by the overflow-boundary rule */
+      uint64_t nb = s->cmp[0].boundary > s->cmp[1].boundary
+                        ? s->cmp[0].boundary
+                        : s->cmp[1].boundary;
+      cJSON_AddNumberToObject(rec, "overflow_boundary", (double)nb);
+      w->boundary_total += nb;
+    }
     if (w->up_out) { /* the upstream plan against the truth, same rule */
       const lf_vcompare_t *u = &w->host_scratch[w->nout + w->nin + o].cmp[0];
       cJSON_AddNumberToObject(rec, "upstream_bad", (double)u->bad);
@@ -1200,6 +1255,13 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
       cJSON_AddNumberToObject(fb, "index", (double)idx);
       add_num(fb, "reference", element_value(rb, w->outs[o].dtype));
       add_num(fb, "candidate", element_value(cb, w->outs[o].dtype));
+      double wv = NAN; /* the wide plan's unrounded value, when there */
+      if (widened(w, o)) {
+        unsigned char wb[4];
+        CU_TRY(cuMemcpyDtoH(wb, w->wide_out[o] + idx * 4, 4));
+        wv = element_value(wb, LF_VDT_F32);
+        add_num(fb, "unrounded", wv);
+      }
       if (run == 1 || !s->cmp[1].bad) {
         char where[160];
         snprintf(where, sizeof(where),
@@ -1224,17 +1286,21 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
                where, a_ok ? "NaN" : "finite",
                (unsigned long long)(a_ok ? s->cmp[1].bad : s->cmp[0].bad),
                a_ok ? "finite" : "NaN");
-        else
+        else {
+          char unrounded[64] = "";
+          if (widened(w, o) && (isinf(rv) || isinf(cv)))
+            snprintf(unrounded, sizeof(unrounded), ", unrounded %.6g", wv);
           fail(out, "mismatch",
                "%s: %llu of %zu element(s) out of tolerance (first at flat "
-               "index %llu: reference %.6g, candidate %.6g; tolerance "
+               "index %llu: reference %.6g, candidate %.6g%s; tolerance "
                "%.3g*|ref| + %.3g%s; worst error/tolerance %.3g)",
                where, (unsigned long long)s->cmp[run].bad, w->outs[o].count,
-               (unsigned long long)idx, rv, cv, tol.rtol, atol[o],
+               (unsigned long long)idx, rv, cv, unrounded, tol.rtol, atol[o],
                out_scale(w, o) ? " or the TF32 bound "
                                  "(docs/verification.md, \"TF32 mode\")"
                                : "",
                worst);
+        }
       }
     }
     if (!s->cmp[0].bad && !s->cmp[1].bad && s->cmp[0].differ && !w->atomics)
@@ -1482,6 +1548,59 @@ static lf_status_t load_truth(worker_t *w, const cJSON *truth) {
   return LF_OK;
 }
 
+/* Reads and checks the wide plan the reference plan names; what cannot be
+ * used leaves the comparison as it was, with a note. */
+static void read_wide(worker_t *w, const char *plan_text, size_t plan_size,
+                      cJSON **out) {
+  lf_strbuf_t text;
+  lf_strbuf_init(&text, 64u << 20);
+  lf_status_t s = read_json(w->judge.wide_path, out, &text);
+  if (s) {
+    snprintf(w->judge.wide_note, sizeof(w->judge.wide_note),
+             "the wide plan: %s", lf_status_message(s));
+    lf_status_free(s);
+    w->judge.use_wide = false;
+  } else {
+    lf_vjudge_check_wide(plan_text, plan_size, lf_strbuf_cstr(&text),
+                         lf_strbuf_len(&text), &w->judge);
+  }
+  lf_strbuf_free(&text);
+  if (!w->judge.use_wide) {
+    fprintf(stderr, "llm-fuse-verify: %s; an infinity matches only itself\n",
+            w->judge.wide_note);
+    cJSON_Delete(*out);
+    *out = NULL;
+  }
+}
+
+/* Loads the wide plan. One whose kernels do not load is dropped (the
+ * comparison stays as it was); a broken context is an error. */
+static lf_status_t load_wide(worker_t *w, const cJSON *wide) {
+  char dir[4096], tmp[4096];
+  snprintf(tmp, sizeof(tmp), "%s", w->judge.wide_path);
+  snprintf(dir, sizeof(dir), "%s", dirname(tmp));
+  w->wide.wide = true;
+  lf_status_t s = load_plan(w, &w->wide, wide, dir, false);
+  if (!s)
+    return LF_OK;
+  if (w->sticky || lf_status_code(s) == LF_STATUS_RESOURCE_EXHAUSTED)
+    return s;
+  snprintf(w->judge.wide_note, sizeof(w->judge.wide_note),
+           "the wide plan does not load: %s", lf_status_message(s));
+  lf_status_free(s);
+  fprintf(stderr, "llm-fuse-verify: %s; an infinity matches only itself\n",
+          w->judge.wide_note);
+  w->judge.use_wide = false;
+  for (size_t t = 0; t < w->wide.num_temps; ++t)
+    w->drv->cuMemFree(w->wide.temps[t]);
+  for (size_t k = 0; k < w->wide.num_kernels; ++k)
+    if (w->wide.kernels[k].module)
+      w->drv->cuModuleUnload(w->wide.kernels[k].module);
+  free(w->wide.steps);
+  memset(&w->wide, 0, sizeof(w->wide));
+  return LF_OK;
+}
+
 void lf_verify_worker_options_init(lf_verify_worker_options_t *o) {
   memset(o, 0, sizeof(*o));
   o->seed = 1;
@@ -1511,12 +1630,14 @@ static void worker_release(worker_t *w) {
         w->drv->cuMemFree(w->ref_out[o]);
       if (w->up_out && w->up_out[o])
         w->drv->cuMemFree(w->up_out[o]);
+      if (w->wide_out && w->wide_out[o])
+        w->drv->cuMemFree(w->wide_out[o]);
       for (int r = 0; r < 2; ++r)
         if (w->arena[r] && w->arena[r][o])
           w->drv->cuMemFree(w->arena[r][o]);
     }
-    for (int k = 0; k < 2; ++k) {
-      ref_plan_t *p = k ? &w->truth : &w->ref;
+    for (int k = 0; k < 3; ++k) {
+      ref_plan_t *p = k == 2 ? &w->wide : k ? &w->truth : &w->ref;
       for (size_t t = 0; t < p->num_temps; ++t)
         w->drv->cuMemFree(p->temps[t]);
       for (size_t m = 0; m < p->num_kernels; ++m)
@@ -1545,7 +1666,7 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   *out_sticky = false;
   worker_t w_ = {.opt = opt}, *w = &w_;
   double t_start = now_ms();
-  cJSON *plan = NULL, *truth = NULL, *res = NULL, *verdict = NULL;
+  cJSON *plan = NULL, *truth = NULL, *wide = NULL, *res = NULL, *verdict = NULL;
   char plan_dir[4096], cand_dir[4096], load_error[1024] = "";
   char tmp[4096];
   snprintf(tmp, sizeof(tmp), "%s", opt->plan_path);
@@ -1562,6 +1683,13 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   if (!s && w->judge.use_truth)
     read_truth(w, lf_strbuf_cstr(&plan_text), lf_strbuf_len(&plan_text),
                &truth);
+  if (!s && w->judge.use_wide && opt->no_wide_reference) {
+    w->judge.use_wide = false;
+    snprintf(w->judge.wide_note, sizeof(w->judge.wide_note),
+             "--no-wide-reference was asked for");
+  }
+  if (!s && w->judge.use_wide)
+    read_wide(w, lf_strbuf_cstr(&plan_text), lf_strbuf_len(&plan_text), &wide);
   lf_strbuf_free(&plan_text);
   if (!s)
     s = read_json(opt->candidate_path, &res, NULL);
@@ -1571,6 +1699,8 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
     s = load_plan(w, &w->ref, plan, plan_dir, true);
   if (!s && w->judge.use_truth)
     s = load_truth(w, truth);
+  if (!s && w->judge.use_wide)
+    s = load_wide(w, wide);
   if (!s)
     s = load_candidate(w, res, cand_dir, load_error, sizeof(load_error));
   if (!s)
@@ -1597,6 +1727,13 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
       cJSON_AddStringToObject(verdict, "reference_reason", w->judge.reason);
     if (w->judge.note[0])
       cJSON_AddStringToObject(verdict, "reference_note", w->judge.note);
+  }
+  if (w->judge.wide_named) { /* only plans with an f16 result */
+    cJSON_AddStringToObject(verdict, "wide_reference",
+                            w->judge.use_wide ? "f32-results" : "none");
+    if (w->judge.wide_note[0])
+      cJSON_AddStringToObject(verdict, "wide_reference_note",
+                              w->judge.wide_note);
   }
   cJSON *dev = cJSON_AddObjectToObject(verdict, "device");
   cJSON_AddStringToObject(dev, "name", w->device_name);
@@ -1660,15 +1797,24 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
       snprintf(judge, sizeof(judge),
                "the %.31s reference (the subgraph %.255s)", w->judge.kind,
                w->judge.reason);
+    char boundary[200] = "";
+    if (w->boundary_total)
+      snprintf(boundary, sizeof(boundary),
+               " (%llu element(s) at the overflow boundary judged against "
+               "the unrounded f32 result)",
+               (unsigned long long)w->boundary_total);
     if (cJSON_IsNumber(sp))
       snprintf(out.message, sizeof(out.message),
-               "all %d trials matched %s; speed-up over the "
+               "all %d trials matched %s%s; speed-up over the "
                "reference %.2fx",
-               n, judge, sp->valuedouble);
+               n, judge, boundary, sp->valuedouble);
     else
       snprintf(out.message, sizeof(out.message),
-               "all %d trials matched %s (not timed)", n, judge);
+               "all %d trials matched %s%s (not timed)", n, judge, boundary);
   }
+  if (w->judge.use_wide)
+    cJSON_AddNumberToObject(verdict, "overflow_boundary",
+                            (double)w->boundary_total);
   cJSON_ReplaceItemInObject(verdict, "message",
                             cJSON_CreateString(out.message));
   if (w->num_maps) /* one per map and buffer it viewed */
@@ -1684,6 +1830,7 @@ out:
   cJSON_Delete(verdict);
   cJSON_Delete(plan);
   cJSON_Delete(truth);
+  cJSON_Delete(wide);
   cJSON_Delete(res);
   worker_release(w);
   free(w->signature);
@@ -1692,7 +1839,9 @@ out:
   free(w->outs);
   free(w->ref.steps);
   free(w->truth.steps);
+  free(w->wide.steps);
   free(w->up_out);
+  free(w->wide_out);
   free(w->in);
   free(w->scalar);
   free(w->sq_in);

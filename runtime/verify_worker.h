@@ -37,6 +37,10 @@ typedef struct lf_verify_worker_options_s {
   /// Judge values by the upstream plan even when it names an opmath truth
   /// (docs/verification.md, "16-bit accumulation: the opmath reference").
   bool upstream_reference;
+  /// Ignore the plan's wide reference (docs/verification.md, "The f16
+  /// overflow boundary"): an infinity then matches only itself, as before
+  /// it existed. For comparisons.
+  bool no_wide_reference;
   /// TF32 mode (pass option tf32=1): the subgraph's f32 contractions reduce
   /// over at most this many terms, and its f32 outputs are judged with
   /// lf_vtolerance_tf32(tf32_k) (docs/verification.md, "TF32 mode"); 0: off.

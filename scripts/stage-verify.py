@@ -8,7 +8,8 @@ reference plans and cubins, candidate cubins, and cases.tsv.
 
 Cases:
   corpus-*   lit_tests/verify/Inputs/corpus/*.mlir (gen_corpus.py) against
-             the subgraphs of lit_tests/verify/Inputs/corpus-model.mlir;
+             the subgraphs of lit_tests/verify/Inputs/corpus-model.mlir and
+             corpus-model-f16.mlir;
   good-*     the hand-written kernels of kernels/handwritten/manifest-*.json
              against their example subgraphs (--good reuses a directory
              staged by scripts/stage-compare.sh; without it, that script
@@ -80,6 +81,12 @@ def main():
                       os.path.join(tmp, "corpus.mlir"))
     run([os.path.join(args.tools, "llm-fuse-reference"), "--build", "--chip", args.chip,
          "--out-dir", os.path.join(st, "ref"), os.path.join(tmp, "corpus.mlir")])
+    # the f16 subgraph (its plan has a wide/ plan: the overflow boundary)
+    classes.update(outline(args.tools,
+                           os.path.join(ROOT, "lit_tests/verify/Inputs/corpus-model-f16.mlir"),
+                           os.path.join(tmp, "corpus-f16.mlir")))
+    run([os.path.join(args.tools, "llm-fuse-reference"), "--build", "--chip", args.chip,
+         "--out-dir", os.path.join(st, "ref"), os.path.join(tmp, "corpus-f16.mlir")])
     by_sig = {}
     for plan in glob.glob(os.path.join(st, "ref", "*", "plan.json")):
         by_sig[json.load(open(plan))["signature"]] = os.path.relpath(plan, st)

@@ -2,11 +2,12 @@
 """gen_corpus.py - writes the bad-kernel corpus of the GPU verifier.
 
 Every kernel is written to the kernel contract (docs/kernel-contract.md) for
-one of the three subgraphs of Inputs/corpus-model.mlir, and builds; all but
+one of the three subgraphs of Inputs/corpus-model.mlir or the f16 one of
+Inputs/corpus-model-f16.mlir, and builds; all but
 the good ones are wrong in one deliberate way that only the GPU can see.
 Each file starts with a header the corpus scripts read:
 
-  // SUBGRAPH: ew | rowsum | mm
+  // SUBGRAPH: ew | rowsum | mm | mm16 (mm16: Inputs/corpus-model-f16.mlir)
   // EXPECT: accept, or the acceptable rejection reasons joined by '|'
   // ARGS: extra llm-fuse-verify arguments (optional)
   // CATEGORY: the issue's category
@@ -25,6 +26,7 @@ SIGS = {
     "ew": "(tensor<1000x257xf32>, tensor<1000x257xf32>) -> tensor<1000x257xf32>",
     "rowsum": "(tensor<512x1000xf32>) -> tensor<512xf32>",
     "mm": "(tensor<128x256xf32>, tensor<256x96xf32>) -> tensor<128x96xf32>",
+    "mm16": "(tensor<64x256xf16>, tensor<256x80xf16>) -> tensor<64x80xf16>",
 }
 
 ATTR = ("attributes {{known_block_size = array<i32: {block}, 1, 1>,\n"
@@ -236,6 +238,53 @@ def mm(grid=48, kbound="256", acc_t="f32", bcol="%col", body_pre="",
 """
 
 
+# ---- mm16: y = f16(256 * a(64x256) x b(256x80)), f16 in and out, f32 sums -
+
+def mm16(value="%h", extra=""):
+    """One thread per output element (5120 = 20 blocks of 256); sums the
+    k terms from the last to the first (another order than the
+    reference's), in f32, scales by 256 and rounds once to f16. `extra`
+    computes `value` (f16) from %h and %v (the f32 result)."""
+    return f"""gpu.module @kernels {{
+  gpu.func @mm16(%a: memref<64x256xf16>, %b: memref<256x80xf16>,
+                %y: memref<64x80xf16>) kernel
+      {ATTR.format(block=256, grid=20)} {{
+    %bid = gpu.block_id x
+    %tid = gpu.thread_id x
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c80 = arith.constant 80 : index
+    %c255 = arith.constant 255 : index
+    %c256 = arith.constant 256 : index
+    %n = arith.constant 5120 : index
+    %zero = arith.constant 0.0 : f32
+    %scale = arith.constant 256.0 : f32
+    %base = arith.muli %bid, %c256 : index
+    %i = arith.addi %base, %tid : index
+    %in = arith.cmpi ult, %i, %n : index
+    scf.if %in {{
+      %row = arith.divui %i, %c80 : index
+      %col = arith.remui %i, %c80 : index
+      %acc = scf.for %kk = %c0 to %c256 step %c1 iter_args(%s = %zero) -> (f32) {{
+        %k = arith.subi %c255, %kk : index
+        %xh = memref.load %a[%row, %k] : memref<64x256xf16>
+        %wh = memref.load %b[%k, %col] : memref<256x80xf16>
+        %x = arith.extf %xh : f16 to f32
+        %w = arith.extf %wh : f16 to f32
+        %p = arith.mulf %x, %w : f32
+        %s2 = arith.addf %s, %p : f32
+        scf.yield %s2 : f32
+      }}
+      %v = arith.mulf %acc, %scale : f32
+      %h = arith.truncf %v : f32 to f16
+{extra}      memref.store {value}, %y[%row, %col] : memref<64x80xf16>
+    }}
+    gpu.return
+  }}
+}}
+"""
+
+
 CLOBBER = """  func.func @touch(%m: {t}, %i: index, %j: index) {{
     %v = arith.constant 7.0 : f32
     memref.store %v, %m[%i, %j] : {t}
@@ -399,6 +448,43 @@ CASES = [
         value="%res2")),
     ("mm-infinite-loop", "mm", "timeout|watchdog-timeout", "infinite loop",
      "spins forever after storing", mm(post=SPIN)),
+
+    # The f16 overflow boundary (docs/verification.md): the reference
+    # rounds its f32 value to f16 once, so it holds infinities where the
+    # value passes 65520; only a rounding at that threshold may differ.
+    ("mm16-good", "mm16", "accept", "good",
+     "a correct kernel: f32 sums in another order (k descending), one "
+     "rounding to f16; where the value sits at the overflow threshold its "
+     "rounding may go the other way than the reference's (65504 for inf), "
+     "which the wide reference accepts", mm16()),
+    ("mm16-saturate", "mm16", "mismatch", "special values",
+     "saturates: clamps the f32 value to +-65504 before the rounding, so "
+     "it writes the largest finite f16 where the value overflows (inf in "
+     "the reference; loss scaling relies on that inf)",
+     mm16(value="%hs", extra=(
+         "      %hi = arith.constant 65504.0 : f32\n"
+         "      %lo = arith.constant -65504.0 : f32\n"
+         "      %v1 = arith.minimumf %v, %hi : f32\n"
+         "      %v2 = arith.maximumf %v1, %lo : f32\n"
+         "      %hs = arith.truncf %v2 : f32 to f16\n"))),
+    ("mm16-inf-early", "mm16", "mismatch", "special values",
+     "overflows too early: writes an infinity of the value's sign wherever "
+     "|value| >= 32768, a magnitude well inside f16's range",
+     mm16(value="%hx", extra=(
+         "      %lim = arith.constant 32768.0 : f32\n"
+         "      %av = math.absf %v : f32\n"
+         "      %big = arith.cmpf oge, %av, %lim : f32\n"
+         "      %pinf = arith.constant 0x7C00 : f16\n"
+         "      %ninf = arith.constant 0xFC00 : f16\n"
+         "      %neg = arith.cmpf olt, %v, %zero : f32\n"
+         "      %sinf = arith.select %neg, %ninf, %pinf : f16\n"
+         "      %hx = arith.select %big, %sinf, %h : f16\n"))),
+    ("mm16-inf-one", "mm16", "mismatch", "special values",
+     "writes +inf at element [0, 0] (its value is an ordinary number)",
+     mm16(value="%hx", extra=(
+         "      %first = arith.cmpi eq, %i, %c0 : index\n"
+         "      %pinf = arith.constant 0x7C00 : f16\n"
+         "      %hx = arith.select %first, %pinf, %h : f16\n"))),
 ]
 
 

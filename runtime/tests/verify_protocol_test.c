@@ -607,6 +607,191 @@ LF_TEST(judge_checks_the_truth) {
   }
 }
 
+/* The overflow-boundary rule (docs/verification.md, "The f16 overflow
+ * boundary"): only elements with exactly one infinity, judged by the
+ * unrounded value. f16: threshold 65520, tolerance 0.01*|w| + atol. */
+LF_TEST(overflow_boundary_rule) {
+  double thr = lf_voverflow_threshold(LF_VDT_F16), r;
+  LF_EXPECT(thr == 65520.0);
+  LF_EXPECT(lf_voverflow_threshold(LF_VDT_BF16) == 0x1.ffp127);
+  LF_EXPECT(lf_voverflow_threshold(LF_VDT_F32) == 0x1.ffffffp127);
+  LF_EXPECT(isinf(lf_voverflow_threshold(LF_VDT_F64)));
+  double rtol = 1e-2, atol = 92.6;
+  /* The held-out SwiGLU's case: the reference rounds to inf, the candidate
+   * (another summation order) to 65504; the unrounded value sits at the
+   * threshold. Passes, by the boundary rule only. */
+  LF_EXPECT(!lf_vclose(INFINITY, 65504.0, rtol, atol, NULL));
+  LF_EXPECT(
+      lf_vboundary_close(INFINITY, 65504.0, 65519.0, rtol, atol, thr, &r));
+  LF_EXPECT(r < 0.1);
+  LF_EXPECT(
+      lf_vboundary_close(INFINITY, 65504.0, 65530.0, rtol, atol, thr, NULL));
+  LF_EXPECT(
+      lf_vboundary_close(-INFINITY, -65504.0, -65521.0, rtol, atol, thr, NULL));
+  /* The other way round: the reference 65504, the candidate inf, the
+   * unrounded value within tolerance of the threshold. */
+  LF_EXPECT(
+      lf_vboundary_close(65504.0, INFINITY, 65519.0, rtol, atol, thr, &r));
+  LF_EXPECT(r > 0 && r < 0.01);
+  LF_EXPECT(lf_vboundary_close(65504.0, INFINITY, 65000.0, rtol, atol, thr,
+                               NULL)); /* 520 below, tolerance 742 */
+  /* A saturating kernel: 65504 where the true value overflows (1e6), or
+   * where the f32 value itself is inf: rejected. */
+  LF_EXPECT(!lf_vboundary_close(INFINITY, 65504.0, 1e6, rtol, atol, thr, &r));
+  LF_EXPECT(isinf(r));
+  LF_EXPECT(
+      !lf_vboundary_close(INFINITY, 65504.0, INFINITY, rtol, atol, thr, NULL));
+  LF_EXPECT(
+      !lf_vboundary_close(-INFINITY, -65504.0, -1e6, rtol, atol, thr, NULL));
+  /* An infinity where the value is well inside the range: rejected. */
+  LF_EXPECT(
+      !lf_vboundary_close(1000.0, INFINITY, 1000.0, rtol, atol, thr, NULL));
+  LF_EXPECT(!lf_vboundary_close(60000.0, INFINITY, 60000.0, rtol, atol, thr,
+                                NULL)); /* 5520 below, tolerance 692 */
+  /* The wrong sign, on either side. */
+  LF_EXPECT(
+      !lf_vboundary_close(65504.0, -INFINITY, 65519.0, rtol, atol, thr, NULL));
+  LF_EXPECT(
+      !lf_vboundary_close(INFINITY, 65504.0, -65519.0, rtol, atol, thr, NULL));
+  /* A reference inf that is no rounding at the threshold (an intermediate
+   * overflowed; the unrounded value is 70): the candidate's 70 is not
+   * accepted by this rule. */
+  LF_EXPECT(!lf_vboundary_close(INFINITY, 70.0, 70.0, rtol, atol, thr, NULL));
+  /* Not this rule's business: both infinite, neither, any NaN. */
+  LF_EXPECT(
+      !lf_vboundary_close(INFINITY, -INFINITY, 65519.0, rtol, atol, thr, NULL));
+  LF_EXPECT(
+      !lf_vboundary_close(65504.0, 65504.0, 65519.0, rtol, atol, thr, NULL));
+  LF_EXPECT(!lf_vboundary_close(INFINITY, NAN, 65519.0, rtol, atol, thr, NULL));
+  LF_EXPECT(!lf_vboundary_close(INFINITY, 65504.0, NAN, rtol, atol, thr, NULL));
+  LF_EXPECT(!lf_vboundary_close(NAN, INFINITY, 65519.0, rtol, atol, thr, NULL));
+}
+
+#define WIDE_SIG_PLAN                                                          \
+  "{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "            \
+  "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf16>, "          \
+  "tensor<61xf32>)\""
+
+LF_TEST(judge_reads_the_wide_plan) {
+  const char *plan = WIDE_SIG_PLAN ", \"wide\": {\"plan\": \"wide/plan.json\", "
+                                   "\"kind\": \"f32-results\"}}";
+  lf_vjudge_t j;
+  /* A plan without one: nothing named. */
+  const char *plain = WIDE_SIG_PLAN "}";
+  lf_vjudge_from_plan(plain, strlen(plain), "/r", false, &j);
+  LF_EXPECT(!j.wide_named && !j.use_wide && !j.wide_note[0]);
+
+  lf_vjudge_from_plan(plan, strlen(plan), "/r/sg_1", false, &j);
+  LF_EXPECT(j.wide_named && j.use_wide && !j.wide_note[0]);
+  LF_EXPECT_STREQ(j.wide_path, "/r/sg_1/wide/plan.json");
+  /* independent of the truth and of --upstream-reference */
+  LF_EXPECT(!j.named && !j.use_truth);
+  lf_vjudge_from_plan(plan, strlen(plan), "/r/sg_1", true, &j);
+  LF_EXPECT(j.use_wide);
+
+  const char *good =
+      "{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+      "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf32>, "
+      "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+      "\"outputs\": [0]}}";
+  lf_vjudge_check_wide(plan, strlen(plan), good, strlen(good), &j);
+  LF_EXPECT(j.use_wide && !j.wide_note[0] && j.wide_outputs == 1);
+
+  /* Refused: the comparison stays as it was, with a note. */
+  struct {
+    const char *wide, *why;
+  } bad[] = {
+      {"[", "not valid JSON"},
+      {"{\"schema\": \"llm-fuse-reference/1\", \"subgraph\": \"sg_1\"}",
+       "llm-fuse-reference/0"},
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_2\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf32>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+       "\"outputs\": [0]}}",
+       "another subgraph"},
+      /* not marked as a wide plan (a truth, say) */
+      {WIDE_SIG_PLAN ", \"opmath\": {\"kind\": \"opmath-f32\"}}",
+       "does not say"},
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf32>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f64-results\", "
+       "\"outputs\": [0]}}",
+       "does not say"},
+      /* nothing widened: the same signature */
+      {WIDE_SIG_PLAN ", \"wide_results\": {\"kind\": \"f32-results\", "
+                     "\"outputs\": []}}",
+       "not those"},
+      /* other inputs (other buffers drawn) */
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf32>, f32) -> (tensor<61x32xf32>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+       "\"outputs\": [0]}}",
+       "inputs differ"},
+      /* another shape of a result */
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x33xf32>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+       "\"outputs\": [0]}}",
+       "other shapes"},
+      /* an f32 result \"widened\" to f64, or an f16 one narrowed */
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf32>, "
+       "tensor<61xf64>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+       "\"outputs\": [0, 1]}}",
+       "neither"},
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xi16>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+       "\"outputs\": [0]}}",
+       "neither"},
+      /* fewer results */
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> tensor<61x32xf32>\", "
+       "\"wide_results\": {\"kind\": \"f32-results\", \"outputs\": [0]}}",
+       "other operands"},
+      /* the list disagrees with the signature */
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf32>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+       "\"outputs\": [1]}}",
+       "not those"},
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf32>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\", "
+       "\"outputs\": [0.5]}}",
+       "does not have"},
+      {"{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_1\", "
+       "\"signature\": \"(tensor<61x64xf16>, f32) -> (tensor<61x32xf32>, "
+       "tensor<61xf32>)\", \"wide_results\": {\"kind\": \"f32-results\"}}",
+       "does not say"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); ++i) {
+    lf_vjudge_from_plan(plan, strlen(plan), "/r", false, &j);
+    lf_vjudge_check_wide(plan, strlen(plan), bad[i].wide, strlen(bad[i].wide),
+                         &j);
+    LF_EXPECT(!j.use_wide && j.wide_outputs == 0);
+    LF_EXPECT(strstr(j.wide_note, bad[i].why) != NULL);
+    if (j.use_wide || !strstr(j.wide_note, bad[i].why))
+      fprintf(stderr, "  case %zu: %s\n", i, j.wide_note);
+  }
+
+  /* Paths outside the folder, unknown kinds, a compile-time note. */
+  const char *outside =
+      WIDE_SIG_PLAN ", \"wide\": {\"plan\": \"../w/plan.json\", "
+                    "\"kind\": \"f32-results\"}}";
+  lf_vjudge_from_plan(outside, strlen(outside), "/r", false, &j);
+  LF_EXPECT(j.wide_named && !j.use_wide && strstr(j.wide_note, "outside"));
+  const char *kind = WIDE_SIG_PLAN ", \"wide\": {\"plan\": \"wide/plan.json\", "
+                                   "\"kind\": \"f64-results\"}}";
+  lf_vjudge_from_plan(kind, strlen(kind), "/r", false, &j);
+  LF_EXPECT(j.wide_named && !j.use_wide && strstr(j.wide_note, "unknown kind"));
+  const char *noted =
+      WIDE_SIG_PLAN ", \"wide_note\": \"no wide reference: x\"}";
+  lf_vjudge_from_plan(noted, strlen(noted), "/r", false, &j);
+  LF_EXPECT(j.wide_named && !j.use_wide);
+  LF_EXPECT_STREQ(j.wide_note, "no wide reference: x");
+}
+
 int main(void) {
   LF_RUN(signature_is_parsed);
   LF_RUN(bad_signatures_are_explained);
@@ -623,5 +808,7 @@ int main(void) {
   LF_RUN(dense_roofline_peaks);
   LF_RUN(judge_from_plan);
   LF_RUN(judge_checks_the_truth);
+  LF_RUN(overflow_boundary_rule);
+  LF_RUN(judge_reads_the_wide_plan);
   return lf_test_finish();
 }

@@ -5,7 +5,8 @@
  * get, as its map arguments, 128-byte maps encoded on the buffers of that
  * launch (the two runs of a trial write different poisoned output copies);
  * a map the driver refuses is a "tensor-map" verdict with no launch; a map
- * that does not fit the operand it views is a request error. */
+ * that does not fit the operand it views is a request error. And, with the
+ * same fake, the wide reference's buffer reaching the comparison. */
 #include "runtime/verify_worker.h"
 
 #include <dlfcn.h>
@@ -179,6 +180,133 @@ LF_TEST(a_map_that_does_not_fit_its_operand_is_a_request_error) {
   cJSON_Delete(v);
 }
 
+/* Not a tensor map: the wide reference (docs/verification.md, "The f16
+ * overflow boundary"), against the same fake driver. A plan with an f16
+ * result names wide/plan.json (f32 result); every comparison of that
+ * output gets the wide plan's f32 buffer and f16's overflow threshold,
+ * and without the wide plan (--no-wide-reference) a null buffer. */
+static const char plan16[] =
+    "{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_w\","
+    " \"signature\": \"(tensor<64x64xf16>) -> tensor<64x64xf16>\","
+    " \"temps\": [], \"kernels\": [\"ref\"],"
+    " \"steps\": [{\"op\": \"launch\", \"kernel\": \"ref\", \"grid\": [1,1,1],"
+    " \"block\": [1,1,1], \"args\": [{\"kind\": \"input\", \"index\": 0,"
+    " \"type\": \"ptr\"}, {\"kind\": \"output\", \"index\": 0, \"type\":"
+    " \"ptr\"}]}],"
+    " \"wide\": {\"plan\": \"wide/plan.json\", \"kind\": \"f32-results\"}}";
+static const char wide16[] =
+    "{\"schema\": \"llm-fuse-reference/0\", \"subgraph\": \"sg_w\","
+    " \"signature\": \"(tensor<64x64xf16>) -> tensor<64x64xf32>\","
+    " \"temps\": [], \"kernels\": [\"wref\"],"
+    " \"steps\": [{\"op\": \"launch\", \"kernel\": \"wref\", \"grid\": [1,1,1],"
+    " \"block\": [1,1,1], \"args\": [{\"kind\": \"input\", \"index\": 0,"
+    " \"type\": \"ptr\"}, {\"kind\": \"output\", \"index\": 0, \"type\":"
+    " \"ptr\"}]}, {\"op\": \"copy\", \"args\": [{\"kind\": \"output\","
+    " \"index\": 0, \"type\": \"ptr\"}, {\"kind\": \"output\", \"index\": 0,"
+    " \"type\": \"ptr\"}]}],"
+    " \"wide_results\": {\"kind\": \"f32-results\", \"outputs\": [0]}}";
+
+static void run_wide(bool no_wide, cJSON **v, int *first, int *n) {
+  char p[512], c[512], d[512];
+  snprintf(d, sizeof(d), "%s/w16/wide", dir);
+  mkdir(d, 0700);
+  snprintf(p, sizeof(p), "%s/w16/plan.json", dir);
+  FILE *f = fopen(p, "w");
+  fputs(plan16, f);
+  fclose(f);
+  snprintf(p, sizeof(p), "%s/w16/wide/plan.json", dir);
+  f = fopen(p, "w");
+  fputs(wide16, f);
+  fclose(f);
+  const char *stubs[] = {"w16/ref.ptx", "w16/wide/wref.ptx", "w16/kernel.ptx"};
+  for (int i = 0; i < 3; ++i)
+    put(stubs[i], "// fake kernel\n");
+  put("w16/result.json",
+      "{\"ok\": true, \"kernel\": \"cand\", \"grid\": [1,1,1],"
+      " \"block\": [128,1,1], \"params\": ["
+      "{\"role\": \"input\", \"operand\": 0, \"type\": \"memref<64x64xf16>\"},"
+      "{\"role\": \"output\", \"operand\": 0, \"type\": "
+      "\"memref<64x64xf16>\"}]}");
+  lf_verify_worker_options_t o;
+  lf_verify_worker_options_init(&o);
+  snprintf(p, sizeof(p), "%s/w16/plan.json", dir);
+  snprintf(c, sizeof(c), "%s/w16/result.json", dir);
+  o.plan_path = p;
+  o.candidate_path = c;
+  o.timing = false;
+  o.no_wide_reference = no_wide;
+  /* lf_compare(r, c, other, n, dt, rtol, atol, poison, lenient, scale,
+   * stol, wide, thr, out): its first 13 parameters */
+  setenv("FAKE_CUDA_RECORD", "lf_compare:8,8,8,8,4,8,8,8,4,8,8,8,8", 1);
+  *first = count_records();
+  bool sticky;
+  lf_status_t s = lf_verify_worker_run(&o, v, &sticky);
+  *n = count_records() - *first;
+  setenv("FAKE_CUDA_RECORD", "cand:8,8,128,128", 1);
+  LF_EXPECT(s == LF_OK && *v);
+  if (s)
+    fprintf(stderr, "  %s\n", lf_status_message(s));
+  lf_status_free(s);
+}
+
+LF_TEST(the_wide_plan_feeds_the_comparison) {
+  char d[512];
+  snprintf(d, sizeof(d), "%s/w16", dir);
+  mkdir(d, 0700);
+  for (int no_wide = 0; no_wide < 2; ++no_wide) {
+    cJSON *v = NULL;
+    int first = 0, n = 0;
+    run_wide(no_wide, &v, &first, &n);
+    if (!v)
+      return;
+    LF_EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(v, "accepted")));
+    const cJSON *wr = cJSON_GetObjectItem(v, "wide_reference");
+    LF_EXPECT(cJSON_IsString(wr) &&
+              !strcmp(wr->valuestring, no_wide ? "none" : "f32-results"));
+    const cJSON *ob = cJSON_GetObjectItem(v, "overflow_boundary");
+    LF_EXPECT(no_wide ? !ob : cJSON_IsNumber(ob) && ob->valueint == 0);
+    const cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(v, "trials"), 0);
+    const cJSON *o0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t0, "outputs"), 0);
+    LF_EXPECT(
+        no_wide ? !cJSON_GetObjectItem(o0, "overflow_boundary")
+                : cJSON_IsNumber(cJSON_GetObjectItem(o0, "overflow_boundary")));
+    int trials = cJSON_GetArraySize(cJSON_GetObjectItem(v, "trials"));
+    LF_EXPECT(trials >= 5 && n == 2 * trials); /* two runs per trial */
+    unsigned long long ref0 = 0;
+    for (int i = 0; i < n; ++i) {
+      unsigned char r[96];
+      LF_EXPECT(record(first + i, r, sizeof(r)) == (int)sizeof(r));
+      unsigned long long ref, cand, wide;
+      int dt;
+      double thr;
+      memcpy(&ref, r, 8);
+      memcpy(&cand, r + 8, 8);
+      memcpy(&dt, r + 32, 4);
+      memcpy(&wide, r + 80, 8);
+      memcpy(&thr, r + 88, 8);
+      LF_EXPECT(dt == 1 && thr == 65520.0); /* f16 */
+      /* the wide plan's own buffer, never the reference's or the
+       * candidate's; none without it */
+      LF_EXPECT(no_wide ? wide == 0 : wide && wide != ref && wide != cand);
+      ref0 = ref0 ? ref0 : ref;
+      LF_EXPECT(ref == ref0);
+    }
+    cJSON_Delete(v);
+  }
+  const char *files[] = {"w16/wide/plan.json", "w16/wide/wref.ptx",
+                         "w16/plan.json",      "w16/ref.ptx",
+                         "w16/kernel.ptx",     "w16/result.json"};
+  for (int i = 0; i < 6; ++i) {
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+    remove(p);
+  }
+  snprintf(d, sizeof(d), "%s/w16/wide", dir);
+  rmdir(d);
+  snprintf(d, sizeof(d), "%s/w16", dir);
+  rmdir(d);
+}
+
 int main(void) {
   snprintf(dir, sizeof(dir), "/tmp/lf_worker_tmap_XXXXXX");
   if (!mkdtemp(dir))
@@ -197,6 +325,7 @@ int main(void) {
     LF_RUN(each_launch_gets_maps_of_its_own_buffers);
     LF_RUN(a_map_the_driver_refuses_is_a_verdict_without_a_launch);
     LF_RUN(a_map_that_does_not_fit_its_operand_is_a_request_error);
+    LF_RUN(the_wide_plan_feeds_the_comparison);
   }
   const char *files[] = {"plan.json", "ref.ptx", "kernel.ptx", "result.json"};
   for (int i = 0; i < 4; ++i) {

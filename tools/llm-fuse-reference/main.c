@@ -5,7 +5,10 @@
  * cubins for --chip, through the kernel builder's code generation. A
  * subgraph that accumulates in bf16/f16 also gets its opmath truth (the
  * body computed in f32) in <subgraph>/truth/; --print-opmath prints the
- * promoted function that truth is lowered from.
+ * promoted function that truth is lowered from. A subgraph with an f16
+ * result also gets its wide plan (the promotion with f32 results, not
+ * rounded) in <subgraph>/wide/ (docs/verification.md, "The f16 overflow
+ * boundary").
  *
  *   llm-fuse-reference [--out-dir DIR] [--build] [--chip sm_90]
  *                      [--print-opmath] OUTLINED.mlir
@@ -36,7 +39,9 @@ static void usage(FILE *f) {
       "ptxas) for CHIP (sm_90 default, sm_90a, sm_80). A subgraph that\n"
       "accumulates in bf16/f16 also gets its opmath truth reference (the\n"
       "same in f32) in DIR/<subgraph>/truth/; --print-opmath prints the\n"
-      "promoted function on stdout.\n"
+      "promoted function on stdout. A subgraph with an f16 result also\n"
+      "gets its wide plan (f32 results, not rounded) in\n"
+      "DIR/<subgraph>/wide/.\n"
       "Exit status: 0 all lowered (and built), 1 some failed, 2 usage.\n");
 }
 
@@ -142,6 +147,12 @@ int main(int argc, char **argv) {
       }
       lf_status_free(s);
     }
+    if (ref.wide)
+      printf("  wide: %s: %zu kernel(s), %zu temporar%s, %zu step(s)\n",
+             LF_REFERENCE_WIDE_KIND, ref.wide->num_kernels, ref.wide->num_temps,
+             ref.wide->num_temps == 1 ? "y" : "ies", ref.wide->num_steps);
+    else if (ref.wide_note)
+      printf("  wide: none: %s\n", ref.wide_note);
     double ms = 0;
     s = lf_make_dirs(dir);
     if (!s)

@@ -6,7 +6,7 @@
  *       [--min-speedup X] [--launch-floor-ms X] [--launch-factor X]
  *       [--timing-budget-ms X] [--progress-fd N] [--device N]
  *       [--out FILE] [--pretty] [--isolated [--watchdog-floor-ms X]]
- *       [--upstream-reference] [--tf32-k K]
+ *       [--upstream-reference] [--no-wide-reference] [--tf32-k K]
  *
  * Runs the protocol of docs/verification.md on one candidate and prints
  * its verdict (schema llm-fuse-verdict/0) on stdout, or into FILE. Exit
@@ -18,10 +18,14 @@
  * verdict printed), as scripts/verify-corpus.sh does. A plan that names an
  * opmath truth (truth/plan.json: a subgraph that accumulates in bf16/f16)
  * has the values judged by the truth and the time by the plan;
- * --upstream-reference judges by the plan itself. --tf32-k K (TF32 mode,
+ * --upstream-reference judges by the plan itself. A plan that names a wide
+ * reference (wide/plan.json: a subgraph with an f16 result) has elements
+ * where one side overflowed judged by its unrounded value
+ * (docs/verification.md, "The f16 overflow boundary");
+ * --no-wide-reference ignores it. --tf32-k K (TF32 mode,
  * pass option tf32=1) judges f32 outputs with the TF32 tolerance for
- * reductions of K terms (docs/verification.md, "TF32 mode"). Links no MLIR: it runs on
- * a GPU machine with only the CUDA driver, libcjson and libc.
+ * reductions of K terms (docs/verification.md, "TF32 mode"). Links no MLIR: it
+ * runs on a GPU machine with only the CUDA driver, libcjson and libc.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,7 +49,7 @@ static int usage(const char *why) {
           "[--launch-floor-ms "
           "X] [--launch-factor X] [--timing-budget-ms X] [--progress-fd N] "
           "[--device N] [--out FILE] [--pretty] [--upstream-reference] "
-          "[--tf32-k K]\n",
+          "[--no-wide-reference] [--tf32-k K]\n",
           why);
   return 2;
 }
@@ -87,21 +91,25 @@ static int run_isolated(const lf_verify_worker_options_t *opt, const char *self,
   snprintf(lx, sizeof(lx), "%.17g", opt->launch_factor);
   snprintf(tb, sizeof(tb), "%.17g", opt->timing_budget_ms);
   snprintf(dev, sizeof(dev), "%d", opt->device);
-  const char *extra[12] = {"--launch-floor-ms",
-                         lf,
-                         "--launch-factor",
-                         lx,
-                         "--timing-budget-ms",
-                         tb,
-                         "--device",
-                         dev,
-                         opt->upstream_reference ? "--upstream-reference"
-                                                 : NULL,
-                         NULL,
-                         NULL,
-                         NULL};
-  /* --tf32-k after the optional --upstream-reference, without a hole. */
+  const char *extra[13] = {"--launch-floor-ms",
+                           lf,
+                           "--launch-factor",
+                           lx,
+                           "--timing-budget-ms",
+                           tb,
+                           "--device",
+                           dev,
+                           opt->upstream_reference ? "--upstream-reference"
+                                                   : NULL,
+                           NULL,
+                           NULL,
+                           NULL,
+                           NULL};
+  /* --no-wide-reference and --tf32-k after the optional
+   * --upstream-reference, without a hole. */
   size_t ne = opt->upstream_reference ? 9 : 8;
+  if (opt->no_wide_reference)
+    extra[ne++] = "--no-wide-reference";
   if (opt->tf32_k > 0) {
     extra[ne] = "--tf32-k";
     extra[ne + 1] = tk;
@@ -156,6 +164,8 @@ int main(int argc, char **argv) {
       opt.atomics = true;
     } else if (!strcmp(a, "--upstream-reference")) {
       opt.upstream_reference = true;
+    } else if (!strcmp(a, "--no-wide-reference")) {
+      opt.no_wide_reference = true;
     } else if (!strcmp(a, "--lenient-nonfinite")) {
       opt.lenient_nonfinite = true;
     } else if (!strcmp(a, "--no-timing")) {
