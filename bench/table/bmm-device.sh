@@ -17,8 +17,11 @@ export LD_LIBRARY_PATH=$stage/lib:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader || true
 vdir=$(mktemp -d)   # the verdicts (OUT keeps only a few files: device.log, bmm.json, verify.tgz)
 t_end=$((SECONDS + ${BMM_VERIFY_BUDGET_S:-140}))
-# every subgraph's first variant (first-v0), then the other variants (first-v<k>, x-v<k>: BMM_EXPLORE)
-for cand in "$stage"/sg_*/first-v0/ $(ls -d "$stage"/sg_*/*-v*/ | grep -v '/first-v0/$'); do
+# every subgraph's first variant (first-v0), then the other variants (first-v<k>, x-v<k>: BMM_EXPLORE;
+# BMM_X_FIRST=1: the x-v<k> before the first-v<k>)
+rest=$(ls -d "$stage"/sg_*/*-v*/ | grep -v '/first-v0/$')
+if [ "${BMM_X_FIRST:-0}" = 1 ]; then rest="$(echo "$rest" | grep '/x-v') $(echo "$rest" | grep -v '/x-v')"; fi
+for cand in "$stage"/sg_*/first-v0/ $rest; do
   cand=${cand%/}
   sg=$(basename "$(dirname "$cand")") tag=$(basename "$cand")
   if [ $SECONDS -ge $t_end ]; then echo "verify $sg $tag: skipped (budget)"; continue; fi

@@ -82,6 +82,21 @@ Kernels:
     (ship_tilings). New keys: the batch equal to the rows (B = M for A^T B,
     B = M = N for Q K^T, B = M = K for P V; BATCH_KEYS), general entries.
 
+  * `x3wg` (session 28, issue 15 point 7: the held-out f32 products at odd
+    N or K that stayed 1.2-1.5x slower than torch.compile's exact-f32
+    cuBLAS; bench/NOTES.md): exact f32 by the 3xTF32 split of
+    docs/verification.md "Exact f32 on sm_90a (3xTF32)" on wgmma
+    m64nBNk8 .tf32 (x3wg_kernel), fed without TMA (rows not 16-byte
+    aligned) by masked loads that split each element into big + small and
+    store them into 128B-swizzled K-major tiles, B [K, N] transposed on the
+    way. sm_90a only: entries *-0x3wg (X3WG_KEYS: nn-mk where the SIMT
+    entry refuses N or K, tn-any, tms-d64-mn), tried before the general
+    entry of their key, offering its alternatives and three x3wg tilings
+    (X3WG_TILINGS). x3_kernel, the same split on mma.sync m16n8k8 (any
+    arch), was measured and is not shipped (GEN2_TILINGS "x3*": no faster
+    than the SIMT tilings but at the T = 1019 scores; mma.sync's TF32 rate
+    on Hopper is the limit).
+
 Every kernel accumulates in f32 (a 16-bit IR's batch_matmul accumulates in
 16 bits; the verifier judges it against the opmath reference,
 docs/verification.md "16-bit accumulation") and runs the epilogue in f32.
@@ -967,12 +982,14 @@ def gen2_kernel(form, dt, sym, d, parts, BM=128, BN=128, BK=8, TM=8, KS=1, db=Tr
                  helpers=[])
 
 
-def gen_alts_kernel(form, dt, sym, d, tilings, ks=None):
+def gen_alts_kernel(form, dt, sym, d, tilings, ks=None, admit_all=None):
     """A general entry whose TILE knob picks among the general kernel
     (alternative 0, the old one: what a build without a GPU uses) and the
     gen2 tilings named (GEN2_TILINGS): any form (A or B transposed, the
-    torch-mlir forms with their mask), every size masked. The gpu.module
-    text."""
+    torch-mlir forms with their mask), every size masked. admit_all: an
+    expression over the roles M, N, K that every alternative needs besides
+    its own (the sm_90a entries: where the key's fast entry refuses). The
+    gpu.module text."""
     _register_epilogues()
     args = form_args(form)
     ep, _ = form_epilogue(form, d)
@@ -986,12 +1003,22 @@ def gen_alts_kernel(form, dt, sym, d, tilings, ks=None):
                 signature="(%s) -> %s" % (", ".join(ins), out), M=sym["M"], N=sym["N"], K=sym["K"],
                 epilogue="bmm_copy" if ep == "none" else "bmm_scale_%d_%s" % (d, dt),
                 product="A[b] @ B[b] (batch on grid.z; general SIMT kernels, f32 FMA)")
-    alts = [(dict(base, gen_ks=k), None) for k in (ks or [1])]
+    def subst(e):
+        return re.sub(r"\b[MNK]\b", lambda m: sym[m.group(0)], e) if e else e
+    alts = [(dict(base, gen_ks=k), subst(admit_all)) for k in (ks or [1])]
     for t in tilings:
         g2, admit = GEN2_TILINGS[t]
-        if admit:
-            admit = re.sub(r"\b[MNK]\b", lambda m: sym[m.group(0)], admit)
-        alts.append((dict(base, kind="bmm_dot") if t == "dot" else dict(base, kind="bmm_gen2", g2=g2), admit))
+        if admit_all:
+            admit = "(%s) && (%s)" % (admit_all, admit) if admit else admit_all
+        admit = subst(admit)
+        if t == "dot":
+            alts.append((dict(base, kind="bmm_dot"), admit))
+        elif t.startswith("x3wg"):
+            alts.append((dict(base, kind="bmm_x3wg", g2=g2), admit))
+        elif t.startswith("x3"):
+            alts.append((dict(base, kind="bmm_x3", g2=g2), admit))
+        else:
+            alts.append((dict(base, kind="bmm_gen2", g2=g2), admit))
     with _GenAlternative(form, dt, sym, d):
         _, text, _ = gen_gemm.generate_alternatives(alts)
     body = text[text.index("gpu.module"):]
@@ -1026,6 +1053,16 @@ GEN2_TILINGS = {
     "s16x16": (dict(BM=16, BN=16, BK=8, TM=4, KS=32, db=False), "M <= 32 && K >= 128"),
     # not gen2: dot_kernel (A and B read along k only: nt, ntm, nts)
     "dot": (None, "M * N <= 16384 && K >= 256"),
+    # not gen2: x3_kernel (exact f32 by 3xTF32 on mma.sync; session 28): CTA
+    # BM x BN, warp tiles WM x WN
+    "x3": (dict(BM=64, BN=128, BK=16, WM=32, WN=32), None),
+    "x3s": (dict(BM=64, BN=64, BK=16, WM=32, WN=32), None),
+    "x3l": (dict(BM=128, BN=128, BK=16, WM=32, WN=32), None),
+    "x3w": (dict(BM=128, BN=128, BK=16, WM=64, WN=32), None),
+    # x3wg_kernel (3xTF32 on wgmma: sm_90a only): WGS warpgroups of 64 rows x BN
+    "x3wg": (dict(WGS=1, BN=128), None),
+    "x3wgn64": (dict(WGS=1, BN=64), None),
+    "x3wg2": (dict(WGS=2, BN=128), None),
 }
 
 
@@ -1147,6 +1184,417 @@ def dot_kernel(form, dt, sym, d, parts, W=DOT_W, U=DOT_U):
     parts.update(em=em, launch=dict(block=[32 * W, 1, 1], grid=["{{%s}}" % gx if mn else 1, 1, 1], smem=16),
                  header=["bmm_any.py lanes-along-k kernel (dot): a warp per output, lane l sums k = l mod 32 "
                          "(%d loads in flight), shuffle-xor butterfly, %d warps per CTA" % (U, W)],
+                 helpers=[])
+
+
+# ---- Exact f32 on TF32 tensor cores (`x3`, session 28) ------------------------
+#
+# Session 28 (issue 15 point 7: the held-out f32 batched GEMMs at odd N or K,
+# 1.2-1.5x torch.compile's exact-f32 cuBLAS with the SIMT kernels): the
+# 3xTF32 split of docs/verification.md "Exact f32 on sm_90a (3xTF32)" on
+# mma.sync m16n8k8 .tf32 (sm_80 and later), fed by the general kernel's
+# masked, layout-agnostic loads (_operand_loads: every size, A or B
+# transposed, each operand read along its contiguous dimension). Each f32
+# element is split as it is stored to shared memory into big = rna_tf32(x)
+# and small = rna_tf32(x - big), in integer arithmetic as
+# gemm_wgmma_tma.py's split (|x| >= 0x7F7FF000: big from two TF32 ulps
+# below, so +-Inf rides in small and a cross term never multiplies Inf by a
+# zero small part; NaN stays NaN); shared tiles [buffer][big, small][k][m or
+# n], rows padded to 8 mod 32 words (fragment loads on 32 distinct banks).
+# Per k-tile each warp's m16n8 tiles take small_a big_b + big_a small_b +
+# big_a big_b (small terms first) into a zeroed accumulator that is then
+# added to the main one with f32 adds (the tensor cores' accumulation
+# truncates: the blocked, promoted sum of the sm_90a 3xTF32 kernel). A CTA
+# of (BM / WM) x (BN / WN) warps, warp tiles WM x WN; double-buffered: the
+# next k-tile's global loads in registers while this one is multiplied, one
+# barrier per k-tile. Every size masked; one rounding at the store.
+# Measured (bench/NOTES.md session 28, run 1): no faster than the SIMT
+# tilings but at the T = 1019 scores (mma.sync's TF32 rate on Hopper, over
+# the three terms, lands at cuBLAS SGEMM); in no entry (GEN2_TILINGS "x3*",
+# bench/table/bmm_stage.py's explore set "x3"). The sm_90a entries use
+# x3wg_kernel below; both share the split and the epilogue helpers.
+
+X3_ABS, X3_THR, X3_HALF, X3_MASK = 2147483647, 2139090944, 4096, -8192   # 0x7FFFFFFF, 0x7F7FF000, 0x1000, ~0x1FFF
+
+
+def _kernel_args(form, dt, sym):
+    """(names, memref type, argument name, index list) per role of the
+    form's kernel arguments (form_args)"""
+    args = form_args(form)
+    names = ["%%arg%d" % i for i in range(len(args))]
+    ty = {}
+    for (role, shape, _), nm in zip(args, names):
+        et = "i1" if role == "mask" else dt
+        ty[role] = "memref<%sx%s>" % ("x".join("{{%s}}" % sym[s] if isinstance(s, str) else str(s)
+                                               for s in shape), et)
+    arg = {role: nm for (role, _, _), nm in zip(args, names)}
+    idx_of = {role: ix for role, _, ix in args}
+    return names, ty, arg, idx_of
+
+
+def _x3_split(em):
+    """split(x) -> (big, small) of an f32 value (the module comment above)"""
+    c_abs = em.const(str(X3_ABS), "i32", "x3abs")
+    c_thr = em.const(str(X3_THR), "i32", "x3thr")
+    c_half = em.const(str(X3_HALF), "i32", "x3half")
+    c_msk = em.const(str(X3_MASK), "i32", "x3msk")
+
+    def split(x):
+        xi = em.op("arith.bitcast %s : f32 to i32" % x, "xi")
+        ab = em.op("arith.andi %s, %s : i32" % (xi, c_abs), "xa")
+        ok = em.op("arith.cmpi ult, %s, %s : i32" % (ab, c_thr), "fin")
+        inc = em.op("arith.select %s, %s, %s : i32" % (ok, c_half, c_msk), "inc")
+        bi = em.op("arith.andi %s, %s : i32" % (em.op("arith.addi %s, %s : i32" % (xi, inc), "xr"), c_msk), "bi")
+        big = em.op("arith.bitcast %s : i32 to f32" % bi, "big")
+        di = em.op("arith.bitcast %s : f32 to i32" % em.op("arith.subf %s, %s : f32" % (x, big), "df"), "di")
+        si = em.op("arith.andi %s, %s : i32" % (em.op("arith.addi %s, %s : i32" % (di, c_half), "sr"), c_msk), "si")
+        return big, em.op("arith.bitcast %s : i32 to f32" % si, "small")
+    return split
+
+
+def _x3_tail(em, form, d):
+    """the form's elementwise tail (form_epilogue) and its f32 constants:
+    (kind, scale, -inf), for _x3_store_c"""
+    ep, scale = form_epilogue(form, d)
+    sc = em.f32(scale, "scale") if ep != "none" else None
+    ninf = em.f32("0xFF800000", "ninf") if ep == "scale_mask" else None
+    return ep, sc, ninf
+
+
+def _x3_store_c(em, tail, arg, ty, index, bz, M_v, rows, cols, value):
+    """the f32 epilogue of the x3 kernels: for each row r (rows[r]() emits
+    its index) and column c (cols[c]: index, in-bounds i1), the tail
+    (_x3_tail: scale, mask) on value(r, c) and a store where both are in
+    bounds"""
+    ep, sc, ninf = tail
+    for r, row_of in enumerate(rows):
+        row = row_of()
+        okr = em.op("arith.cmpi ult, %s, %s : index" % (row, M_v), "okr")
+        em.emit("scf.if %s {" % okr)
+        em.indent += 2
+        for c, (col, okc) in enumerate(cols):
+            x = value(r, c)
+            em.emit("scf.if %s {" % okc)
+            em.indent += 2
+            if ep in ("scale", "scale_mask"):
+                x = em.op("arith.mulf %s, %s : f32" % (x, sc), "y")
+            if ep == "scale_mask":
+                mk = em.op("memref.load %s[%s] : %s" % (arg["mask"], index("mask", bz, row, col, None), ty["mask"]),
+                           "mk")
+                x = em.op("arith.select %s, %s, %s : f32" % (mk, ninf, x), "y")
+            em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], index("c", bz, row, col, None), ty["c"]))
+            em.indent -= 2
+            em.emit("}")
+        em.indent -= 2
+        em.emit("}")
+
+
+def x3_kernel(form, dt, sym, d, parts, BM=64, BN=128, BK=16, WM=32, WN=32):
+    assert dt == "f32", "x3: f32 operands"
+    em = gen_gemm.Emitter()
+    warps_m, warps_n = BM // WM, BN // WN
+    T = 32 * warps_m * warps_n
+    MI, NI = WM // 16, WN // 8
+    assert WM % 16 == 0 and WN % 8 == 0 and BK % 8 == 0
+    assert (BK * BM) % T == 0 and (BK * BN) % T == 0
+    Bs, Ms, Ns, Ks = sym["B"], sym["M"], sym["N"], sym["K"]
+    gm, gn = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BN - 1, BN)
+    kt = "(%s + %d) / %d" % (Ks, BK - 1, BK)
+    em.require("%s <= 65535" % Bs)
+    _, ty, arg, idx_of = _kernel_args(form, dt, sym)
+    LDA, LDB = BM + 8, BN + 8      # 8 mod 32 words: fragment loads (k = t, row g) on banks 8t + g
+    sa_ty = "memref<2x2x%dx%dxf32, %s>" % (BK, LDA, WG)
+    sb_ty = "memref<2x2x%dx%dxf32, %s>" % (BK, LDB, WG)
+    smem = 2 * 2 * BK * (LDA + LDB) * 4
+
+    pid = em.op("gpu.block_id x", "pid")
+    bz = em.op("gpu.block_id z", "bz")
+    tid = em.op("gpu.thread_id x", "tid")
+    gn_v = em.symc(gn)
+    m0 = em.mul(em.div(pid, gn_v), BM)
+    n0 = em.mul(em.rem(pid, gn_v), BN)
+    lane = em.rem(tid, 32)
+    warp = em.div(tid, 32)
+    wm0 = em.mul(em.div(warp, warps_n), WM)
+    wn0 = em.mul(em.rem(warp, warps_n), WN)
+    M_v, N_v, K_v = em.symc(Ms), em.symc(Ns), em.symc(Ks)
+    M1, N1, K1 = em.symc("%s - 1" % Ms), em.symc("%s - 1" % Ns), em.symc("%s - 1" % Ks)
+    zero = em.f32("0.000000e+00", "zero")
+
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    sA = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(0), WG, sa_ty), "sA")
+    sB = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, em.idx(2 * 2 * BK * LDA * 4), WG, sb_ty),
+               "sB")
+    index, plan, load = _operand_loads(em, idx_of, T, BK, tid, bz, arg, ty, dt, zero, K_v, K1)
+    a_plan = plan("a", m0, BM, (M_v, M1))
+    b_plan = plan("b", n0, BN, (N_v, N1))
+
+    split = _x3_split(em)
+
+    def store(sm, sm_ty, buf, plan_, vals):
+        for (kk, oo, _, _), x in zip(plan_, vals):
+            for part, y in enumerate(split(x)):
+                em.emit("memref.store %s, %s[%s, %s, %s, %s] : %s" % (
+                    y, sm, em.v(buf), em.idx(part), em.v(kk), em.v(oo), sm_ty))
+
+    g = em.shr(lane, 2)
+    t = em.band(lane, 3)
+    a_rows = [[em.add(em.add(wm0, g), 16 * mi + 8 * h) for h in range(2)] for mi in range(MI)]
+    b_ns = [em.add(em.add(wn0, g), 8 * ni) for ni in range(NI)]
+    acc_ty = "vector<2x2xf32>"
+    z22 = em.const("dense<0.000000e+00>", acc_ty, "zero22")
+    nacc = MI * NI
+
+    em.comment("prologue: k-tile 0 -> shared buffer 0 (split into big and small)")
+    store(sA, sa_ty, 0, a_plan, load("a", a_plan, 0))
+    store(sB, sb_ty, 0, b_plan, load("b", b_plan, 0))
+    em.emit("gpu.barrier")
+    res = em.fresh("acc")
+    em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%s) -> (%s) {" % (
+        res, nacc, em.idx(0), em.symc(kt), em.idx(1), ", ".join("%%a%d = %s" % (i, z22) for i in range(nacc)),
+        ", ".join([acc_ty] * nacc)))
+    em.indent += 2
+    em.comment("k-tile kt + 1's loads in flight (past K: clamped, zero) while kt is multiplied")
+    buf = em.op("arith.andi %%kt, %s : index" % em.idx(1), "buf")
+    nbuf = em.op("arith.xori %s, %s : index" % (buf, em.idx(1)), "nbuf")
+    k1 = em.mul(em.add("%kt", 1), BK)
+    av, bv = load("a", a_plan, k1), load("b", b_plan, k1)
+
+    def lds(sm, sm_ty, part, k, o):
+        return em.op("memref.load %s[%s, %s, %s, %s] : %s" % (sm, buf, em.idx(part), em.v(k), em.v(o), sm_ty), "s")
+
+    tmp = [None] * nacc
+    for kk in range(BK // 8):
+        k_lo, k_hi = em.add(t, 8 * kk), em.add(t, 8 * kk + 4)
+        fa = [[em.op("vector.from_elements %s : vector<4x1xf32>" % ", ".join(
+            [lds(sA, sa_ty, p, k_lo, a_rows[mi][0]), lds(sA, sa_ty, p, k_lo, a_rows[mi][1]),
+             lds(sA, sa_ty, p, k_hi, a_rows[mi][0]), lds(sA, sa_ty, p, k_hi, a_rows[mi][1])]), "fa")
+               for p in range(2)] for mi in range(MI)]
+        fb = [[em.op("vector.from_elements %s : vector<2x1xf32>" % ", ".join(
+            [lds(sB, sb_ty, p, k_lo, b_ns[ni]), lds(sB, sb_ty, p, k_hi, b_ns[ni])]), "fb")
+               for p in range(2)] for ni in range(NI)]
+        for mi in range(MI):
+            for ni in range(NI):
+                i = mi * NI + ni
+                for pa, pb in ((1, 0), (0, 1), (0, 0)):   # small_a big_b, big_a small_b, big_a big_b
+                    tmp[i] = em.op("nvgpu.mma.sync (%s, %s, %s) {mmaShape = [16, 8, 8], tf32Enabled} : "
+                                   "(vector<4x1xf32>, vector<2x1xf32>, %s) -> %s" % (
+                                       fa[mi][pa], fb[ni][pb], tmp[i] or z22, acc_ty, acc_ty), "d")
+    accs = [em.op("arith.addf %%a%d, %s : %s" % (i, tmp[i], acc_ty), "acc") for i in range(nacc)]
+    store(sA, sa_ty, nbuf, a_plan, av)
+    store(sB, sb_ty, nbuf, b_plan, bv)
+    em.emit("gpu.barrier")
+    em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nacc)))
+    em.indent -= 2
+    em.emit("}")
+
+    tail = _x3_tail(em, form, d)
+    em.comment("epilogue on the fragments: rows m0 + wm0 + 16 mi + g (+ 8), columns n0 + wn0 + 8 ni + 2 t (+ 1)")
+    cols = []
+    for ni in range(NI):
+        for j in range(2):
+            col = em.add(em.add(n0, em.add(wn0, em.mul(t, 2))), 8 * ni + j)
+            cols.append((col, em.op("arith.cmpi ult, %s, %s : index" % (col, N_v), "okc")))
+    pairs = {}
+
+    def value(r, c):   # row r = (mi, h), column c = (ni, j)
+        mi, h = divmod(r, 2)
+        ni, j = divmod(c, 2)
+        if j == 0:
+            pairs[r, ni] = em.op("vector.extract %s#%d[%d] : vector<2xf32> from %s" % (res, mi * NI + ni, h, acc_ty),
+                                 "c")
+        return em.op("vector.extract %s[%d] : f32 from vector<2xf32>" % (pairs[r, ni], j), "x")
+    _x3_store_c(em, tail, arg, ty, index, bz, M_v,
+                [lambda mi=mi, h=h: em.add(m0, a_rows[mi][h]) for mi in range(MI) for h in range(2)], cols, value)
+    em.emit("gpu.return")
+    parts.update(em=em, launch=dict(block=[T, 1, 1], grid=["{{%s * %s}}" % (gen_gemm.par(gm), gen_gemm.par(gn)),
+                                                           1, 1], smem=smem),
+                 header=["bmm_any.py exact-f32 kernel (x3): 3xTF32 on mma.sync m16n8k8, CTA %d x %d x %d, %d warps "
+                         "of %d x %d, operands split into big + small TF32 in shared memory (double-buffered), "
+                         "per-k-tile promotion to f32, every size masked" % (BM, BN, BK, T // 32, WM, WN)],
+                 helpers=[])
+
+
+# ---- Exact f32 on TF32 wgmma (`x3wg`, sm_90a; session 28) ----------------------
+#
+# The same 3xTF32 split on wgmma m64nBNk8 .tf32 (sm_90a only: entries
+# *-0x3wg, archs sm_90a, tried before the all-arch entries of their key):
+# mma.sync's TF32 rate on Hopper caps x3_kernel near cuBLAS SGEMM (the
+# session-22 mma.sync TF32 kernel: 132 TFLOP/s; /3 for the three terms).
+# No TMA (odd N or K: rows not 16-byte aligned): each thread takes (row,
+# 4 k) pairs of the k-tile (BK = 32), loads the 4 elements with the general
+# kernel's masking (clamped indices, zero past M, N or K; consecutive
+# threads along the operand's contiguous dimension), splits them into big
+# and small and stores each as one 16-byte chunk into the K-major,
+# 128B-swizzled wgmma tiles (row r of 128 B, chunk c at c ^ (r % 8): every
+# 8-lane store phase hits 8 distinct chunks), so B [K, N] is transposed on
+# the way (TF32 wgmma reads K-major operands only). Per stage [A big | B big
+# | A small | B small], two stages (base aligned to 1024 B): k-tile kt + 1's
+# loads are issued, kt's 12 wgmmas (4 k8 steps x small_a big_b, big_a
+# small_b, big_a big_b) start from zero, kt + 1 is split and stored while
+# they run, then wgmma.wait_group 0, the main accumulators += the k-tile's
+# (f32 adds: the promotion of docs/verification.md "Exact f32 on sm_90a"),
+# fence.proxy.async and one barrier. WGS warpgroups, each 64 rows x BN.
+
+def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
+    assert dt == "f32", "x3wg: f32 operands"
+    em = gen_gemm.Emitter()
+    BM, BK = 64 * WGS, 32
+    T = 128 * WGS
+    nacc = BN // 2
+    Bs, Ms, Ns, Ks = sym["B"], sym["M"], sym["N"], sym["K"]
+    gm, gn = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BN - 1, BN)
+    kt = "(%s + %d) / %d" % (Ks, BK - 1, BK)
+    em.require("%s <= 65535" % Bs)
+    _, ty, arg, idx_of = _kernel_args(form, dt, sym)
+    tile_a, tile_b = BM * 128, BN * 128          # bytes: rows of 32 f32
+    part = tile_a + tile_b                       # [A | B] of one part (big or small)
+    stage = 2 * part
+    smem = 2 * stage + 1024                      # two stages, 1 KiB slack for the alignment
+    nel = 2 * stage // 4
+
+    pid = em.op("gpu.block_id x", "pid")
+    bz = em.op("gpu.block_id z", "bz")
+    tid = em.op("gpu.thread_id x", "tid")
+    gn_v = em.symc(gn)
+    m0 = em.mul(em.div(pid, gn_v), BM)
+    n0 = em.mul(em.rem(pid, gn_v), BN)
+    M_v, N_v, K_v = em.symc(Ms), em.symc(Ns), em.symc(Ks)
+    M1, N1, K1 = em.symc("%s - 1" % Ms), em.symc("%s - 1" % Ns), em.symc("%s - 1" % Ks)
+    zero = em.f32("0.000000e+00", "zero")
+
+    em.comment("shared memory from a base aligned to 1024 B: stage s, part p (big, small): A [%d][32], B [%d][32]"
+               % (BM, BN))
+    smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
+    raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (smem_v, WG), "addr")
+    pad = em.band(em.op("arith.subi %s, %s : index" % (em.idx(1024), em.band(raw, 1023)), "i"), 1023)
+    sbase = em.add(raw, pad)
+    sf_ty = "memref<%dxf32, %s>" % (nel, WG)
+    sf = em.op("memref.view %s[%s][] : memref<?xi8, %s> to %s" % (smem_v, pad, WG, sf_ty), "sf")
+
+    def index(role, b, m, n, k):
+        env = {"b": b, "m": m, "n": n, "k": k, "0": 0}
+        return ", ".join(em.v(env[x]) for x in idx_of[role])
+
+    def plan(role, outer, outer_tile, bound, tile_off):
+        """per (row, 4 k) pair of the thread: (k4, clamped row, row in bounds, f32 offset of its chunk in the
+        part); consecutive threads along the operand's contiguous index"""
+        out = []
+        for i in range(outer_tile * (BK // 4) // T):
+            e = em.add(tid, i * T)
+            if idx_of[role][-1] == "k":
+                k4, oo = em.rem(e, BK // 4), em.div(e, BK // 4)
+            else:
+                oo, k4 = em.rem(e, outer_tile), em.div(e, outer_tile)
+            go = em.add(outer, oo)
+            ok_o = em.op("arith.cmpi ult, %s, %s : index" % (em.v(go), bound[0]), "oko")
+            sw = em.op("arith.xori %s, %s : index" % (em.v(k4), em.v(em.band(oo, 7))), "sw")
+            off = em.add(em.add(em.mul(oo, 32), em.mul(sw, 4)), tile_off // 4)
+            out.append((k4, em.minu(go, bound[1]), ok_o, off))
+        return out
+
+    def load(role, plan_, k0):
+        vals = []
+        for k4, goc, ok_o, _ in plan_:
+            kb = em.add(k0, em.mul(k4, 4))
+            q = []
+            for j in range(4):
+                gk = em.add(kb, j)
+                ok = em.op("arith.andi %s, %s : i1" % (
+                    ok_o, em.op("arith.cmpi ult, %s, %s : index" % (em.v(gk), K_v), "okk")), "ok")
+                gkc = em.minu(gk, K1)
+                ix = index("a", bz, goc, None, gkc) if role == "a" else index("b", bz, None, goc, gkc)
+                x = em.op("memref.load %s[%s] : %s" % (arg[role], ix, ty[role]), "g")
+                q.append(em.op("arith.select %s, %s, %s : f32" % (ok, x, zero), "g"))
+            vals.append(q)
+        return vals
+
+    split = _x3_split(em)
+
+    def store(st, plan_, vals):
+        sbase_f = em.mul(st, stage // 4)
+        for (_, _, _, off), q in zip(plan_, vals):
+            bs = [split(x) for x in q]
+            for p in range(2):
+                v = em.op("vector.from_elements %s : vector<4xf32>" % ", ".join(b[p] for b in bs), "v")
+                at = em.add(em.add(sbase_f, off), p * part // 4)
+                em.emit("vector.store %s, %s[%s] : %s, vector<4xf32>" % (v, sf, em.v(at), sf_ty))
+
+    a_plan = plan("a", m0, BM, (M_v, M1), 0)
+    b_plan = plan("b", n0, BN, (N_v, N1), tile_a)
+    desc, k_hi, _ = gen_gemm.wgmma_descriptors(em, 1024, 1024)
+    wg = em.div(tid, 128)
+    acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
+    vec_ty = "vector<%dxf32>" % nacc
+    undef = em.const_op("llvm.mlir.undef : %s" % acc_ty, "uacc")
+    zv = em.const("dense<0.000000e+00>", vec_ty, "zvacc")
+
+    def fence_barrier():
+        em.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}")
+        em.emit("gpu.barrier")
+
+    em.comment("prologue: k-tile 0 -> stage 0 (split)")
+    store(0, a_plan, load("a", a_plan, 0))
+    store(0, b_plan, load("b", b_plan, 0))
+    fence_barrier()
+    res = em.fresh("acc")
+    em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%m = %s) -> (%s) {" % (
+        res, em.idx(0), em.symc(kt), em.idx(1), zv, vec_ty))
+    em.indent += 2
+    st = em.op("arith.andi %%kt, %s : index" % em.idx(1), "st")
+    nst = em.op("arith.xori %s, %s : index" % (st, em.idx(1)), "nst")
+    em.comment("k-tile kt + 1's loads in flight (past K: clamped, zero)")
+    k1 = em.mul(em.add("%kt", 1), BK)
+    av, bv = load("a", a_plan, k1), load("b", b_plan, k1)
+    em.comment("k-tile kt: 4 k8 steps x (small_a big_b, big_a small_b, big_a big_b) from zero")
+    sb = em.add(sbase, em.mul(st, stage))
+    a_big = em.add(sb, em.mul(wg, 64 * 128))
+    em.emit("nvvm.wgmma.fence.aligned")
+    t = undef
+    for kk in range(BK // 8):
+        for i, (pa, pb) in enumerate(((1, 0), (0, 1), (0, 0))):
+            da = desc(em.add(a_big, pa * part + kk * 32), k_hi)
+            db = desc(em.add(sb, tile_a + pb * part + kk * 32), k_hi)
+            t = em.op(("nvvm.wgmma.mma_async %s, %s, %s, #nvvm.shape<m = 64, n = %d, k = 8>, "
+                       "D [<f32>, #nvvm.wgmma_scale_out<%s>], A [<tf32>, #nvvm.wgmma_scale_in<one>, <row>], "
+                       "B [<tf32>, #nvvm.wgmma_scale_in<one>, <col>] : %s -> %s") % (
+                           da, db, t, BN, "zero" if kk == 0 and i == 0 else "one", acc_ty, acc_ty), "w")
+    em.emit("nvvm.wgmma.commit.group.sync.aligned")
+    em.comment("k-tile kt + 1 split and stored into the other stage while the wgmmas run")
+    store(nst, a_plan, av)
+    store(nst, b_plan, bv)
+    em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+    es = [em.op("llvm.extractvalue %s[%d] : %s" % (t, e, acc_ty), "u") for e in range(nacc)]
+    tv = em.op("vector.from_elements %s : %s" % (", ".join(es), vec_ty), "tv")
+    m_new = em.op("arith.addf %%m, %s : %s" % (tv, vec_ty), "mv")
+    fence_barrier()
+    em.emit("scf.yield %s : %s" % (m_new, vec_ty))
+    em.indent -= 2
+    em.emit("}")
+
+    tail = _x3_tail(em, form, d)
+    em.comment("epilogue: warp w of warpgroup wg, lane (g, t): element 4 ni + 2 h + j at row 64 wg + 16 w + g + 8 h, "
+               "column 8 ni + 2 t + j")
+    lane = em.rem(tid, 32)
+    w = em.rem(em.div(tid, 32), 4)
+    g = em.shr(lane, 2)
+    tq = em.band(lane, 3)
+    rbase = em.add(em.add(m0, em.mul(wg, 64)), em.add(em.mul(w, 16), g))
+    cbase = em.add(n0, em.mul(tq, 2))
+    cols = []
+    for ni in range(BN // 8):
+        for j in range(2):
+            col = em.add(cbase, 8 * ni + j)
+            cols.append((col, em.op("arith.cmpi ult, %s, %s : index" % (col, N_v), "okc")))
+    _x3_store_c(em, tail, arg, ty, index, bz, M_v, [lambda h=h: em.add(rbase, 8 * h) for h in range(2)], cols,
+                lambda h, c: em.op("vector.extract %s[%d] : f32 from %s" % (res, 4 * (c // 2) + 2 * h + c % 2, vec_ty),
+                                   "x"))
+    em.emit("gpu.return")
+    parts.update(em=em, launch=dict(block=[T, 1, 1], grid=["{{%s * %s}}" % (gen_gemm.par(gm), gen_gemm.par(gn)),
+                                                           1, 1], smem=smem),
+                 header=["bmm_any.py exact-f32 kernel (x3wg, sm_90a): 3xTF32 on wgmma m64n%dk8, CTA %d x %d x %d, "
+                         "%d warpgroup(s), masked loads split into 128B-swizzled K-major big + small tiles "
+                         "(two stages), per-k-tile promotion to f32, every size masked" % (BN, BM, BN, BK, WGS)],
                  helpers=[])
 
 
@@ -1542,12 +1990,16 @@ class _GenAlternative:
         saved, args = self.saved, self.args
 
         def generate(cfg):
-            if cfg["kind"] not in ("bmm_gen", "bmm_genpf", "bmm_gen2", "bmm_dot"):
+            if cfg["kind"] not in ("bmm_gen", "bmm_genpf", "bmm_gen2", "bmm_dot", "bmm_x3", "bmm_x3wg"):
                 return saved(cfg)
             ins, outs = gen_gemm.parse_signature(cfg["signature"])
             parts = cfg["_parts"]
             if cfg["kind"] == "bmm_dot":
                 dot_kernel(*args, parts=parts)
+            elif cfg["kind"] == "bmm_x3":
+                x3_kernel(*args, parts=parts, **cfg["g2"])
+            elif cfg["kind"] == "bmm_x3wg":
+                x3wg_kernel(*args, parts=parts, **cfg["g2"])
             elif cfg["kind"] == "bmm_gen2":
                 gen2_kernel(*args, parts=parts, **cfg["g2"])
             else:
@@ -1672,6 +2124,16 @@ def gen2_tilings(form, dt, key):
         [] if "k" in key else ["s16x16"]) + (["dot"] if form in ("nt", "ntm", "nts") and "k" not in key else [])
 
 
+# The sm_90a exact-f32 entries (session 28; *-0x3wg, archs sm_90a): (form,
+# size pattern, head size) -> where the entry admits (an expression over M,
+# N, K: the complement of the key's f32 SIMT entry, N and K multiples of 4,
+# so that entry keeps its sizes; None: wherever the general entry does).
+# Each offers the general entry's alternatives and x3wg_kernel's tilings
+# (X3WG_TILINGS): the held-out f32 cases of bench/NOTES.md session 28.
+X3WG_KEYS = {("nn", "mk", None): "N % 4 != 0 || K % 4 != 0", ("tn", "any", None): None, ("tms", "mn", 64): None}
+X3WG_TILINGS = ["x3wg", "x3wgn64", "x3wg2"]
+
+
 def ship_tilings(form, dt, key):
     """the extra tilings an entry offers (session 26, bench/NOTES.md): in
     16 bits the staged-C epilogue at the default tile for the scores Q K^T
@@ -1792,6 +2254,9 @@ def _render(form, dt, sizes, kernel, d=None, key=None):
         assert want == have, (form, want, have)
         if kernel == "vec":
             text = vec_kernel(form, dt, sym, d)
+        elif kernel == "x3wg":
+            text = gen_alts_kernel(form, dt, sym, d, gen2_tilings(form, dt, key) + X3WG_TILINGS,
+                                   ks=gen_tilings(form, dt, key), admit_all=X3WG_KEYS[(form, key, d)])
         elif kernel == "gen" and gen2_tilings(form, dt, key):
             text = gen_alts_kernel(form, dt, sym, d, gen2_tilings(form, dt, key), ks=gen_tilings(form, dt, key))
         elif kernel == "gen" and gen_tilings(form, dt, key):
@@ -1808,14 +2273,16 @@ def entries_spec():
     """(name, form, dtype, size pattern, kernel, d, example sizes B M N K)"""
     out = []
 
-    def kernels(form, dt, key):
+    def kernels(form, dt, key, d=None):
+        # the sm_90a exact-f32 entry first where there is one (X3WG_KEYS)
+        x3 = ["x3wg"] if dt == "f32" and (form, key, d) in X3WG_KEYS else []
         if key in UNIT_KEYS:
             return ["vec"]
         if key == "mnk" and form in ("ntm", "nts", "tms", "tmpv"):
             return ["gen"]   # T = d: small sizes; the general kernel alone (the table's size)
         if key in BATCH_KEYS:
             return ["gen"]   # T = B: small sizes; the general kernels
-        return ["gen"] + (["fast"] if form in fast_forms(dt) else [])
+        return x3 + ["gen"] + (["fast"] if form in fast_forms(dt) else [])
     for dt in DTYPES:
         for form in ("nn", "nt", "ntm", "tn"):
             for key in FORM_SHAPES[form]:
@@ -1826,7 +2293,7 @@ def entries_spec():
             # sizes: another key); T = 1 (M = N = 1)
             for form in ("nts", "tms"):
                 for key, shape in (("mn", (12, 200, 200, d)), ("mnk", (12, d, d, d)), ("mn1", (12, 1, 1, d))):
-                    for k in kernels(form, dt, key):
+                    for k in kernels(form, dt, key, d):
                         out.append((form, dt, key, k, d, shape))
         # att @ v: B = heads, M = K = T, N = d; T = d; T = 1
         for key, shape in (("mk", (12, 200, 72, 200)), ("mnk", (12, 72, 72, 72)), ("mk1", (12, 1, 72, 1))):
@@ -1847,14 +2314,16 @@ def templates():
     for form, dt, key, kernel, d, (B, M, N, K) in entries_spec():
         sizes = {"B": B, "M": M, "N": N, "K": K}
         tag = "%s%s-%s-%s-%s" % (form, "" if d is None else "-d%d" % d, key, dt,
-                                 {"gen": "9gen", "vec": "5vec"}.get(kernel, "1simt" if dt == "f32" else "1mma"))
+                                 {"gen": "9gen", "vec": "5vec", "x3wg": "0x3wg"}.get(
+                                     kernel, "1simt" if dt == "f32" else "1mma"))
         out.append(dict(
             name="bmm-any-" + tag,
             example=model_text(form, dt, B, M, N, K, d),
             pick=_pick(sizes),
             render=_render(form, dt, sizes, kernel, d, key),
-            archs=ARCHS,
+            archs=["sm_90a"] if kernel == "x3wg" else ARCHS,
             source="kernels/table/bmm_any.py %s %s %s (%s kernel; from bmm_any.model_text at B %d, M %d, N %d, K %d)"
                    % (form, dt, key, "general SIMT" if kernel == "gen" else "unit-dimension" if kernel == "vec" else
+                      "general SIMT and 3xTF32 wgmma" if kernel == "x3wg" else
                       "gen_gemm.py f32_simt" if dt == "f32" else "gen_gemm.py bf16_mma", B, M, N, K)))
     return out
