@@ -261,6 +261,7 @@ def spec_entries(opt, module):
 
 SPEC_MODULES = ["rows_any", "gemm_any", "attn_any", "importer_any", "tf32_any", "skinny_any", "bmm_any"]
 SPEC_MODULES += ["colred_any"]  # reductions over the leading dimension(s)
+SPEC_MODULES += ["bmm16_any"]
 
 
 def main():
