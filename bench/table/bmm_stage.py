@@ -159,6 +159,13 @@ CASES28 = [
     ("scores_t9", "tms", 12, 9, 9, 64, 64, ["f32"], None),
 ]
 EXPLORE27.update({"x3": ("gen2", ["x3", "x3s", "x3l", "x3w"]), "x3e": ("gen2", ["x3", "x3s", "x3l"])})
+# Session 28, helper BMMF32B: BMM_SET=session28b, the nn-mk cases of CASES28
+# still over 10% (and 051, the same key); with BMM_EXPLORE=1 "x3wgb": the new
+# x3wg tilings (two warpgroups along n: x3wgn2, x3wgw; k-tile kt + 2's loads
+# in flight: x3wgp, x3wgn64p) beside the entry's variants
+CASES28B = [c[:8] + ("x3wgb",) for c in CASES28 if c[0] in (
+    "ho7_018_nn_r278_h7953", "ho7_051_nn_r256_h12737", "ho7_011_nn_r193", "ho1_021_nn_r394")]
+EXPLORE27["x3wgb"] = ("gen2", ["x3wgn2", "x3wgw", "x3wgp", "x3wgn64p"])
 # The other forms, each in two types: verified (torch times them too).
 EXTRA = [
     ("ntm_t256_d64", "ntm", 16, 256, 256, 64, None, ["f32", "bf16"]),
@@ -195,6 +202,8 @@ def main():
         todo = [(c[:7], dt, c[8]) for c in CASES27 for dt in c[7]]
     elif bset == "session28":
         todo = [(c[:7], dt, c[8]) for c in CASES28 for dt in c[7]]
+    elif bset == "session28b":
+        todo = [(c[:7], dt, c[8]) for c in CASES28B for dt in c[7]]
     else:
         todo = [(c[:7], dt, c[8]) for c in CASES26 for dt in c[7]]
     if bset == "all":

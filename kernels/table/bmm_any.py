@@ -92,7 +92,9 @@ Kernels:
     way. sm_90a only: entries *-0x3wg (X3WG_KEYS: nn-mk where the SIMT
     entry refuses N or K, tn-any, tms-d64-mn), tried before the general
     entry of their key, offering its alternatives and three x3wg tilings
-    (X3WG_TILINGS). x3_kernel, the same split on mma.sync m16n8k8 (any
+    (X3WG_TILINGS; nn-mk: the general kernel and its two slices, no gen2
+    tilings, and two more x3wg tilings with k-tile kt + 2's loads in flight,
+    X3WG_GEN2 / X3WG_EXTRA). x3_kernel, the same split on mma.sync m16n8k8 (any
     arch), was measured and is not shipped (GEN2_TILINGS "x3*": no faster
     than the SIMT tilings but at the T = 1019 scores; mma.sync's TF32 rate
     on Hopper is the limit).
@@ -1063,6 +1065,15 @@ GEN2_TILINGS = {
     "x3wg": (dict(WGS=1, BN=128), None),
     "x3wgn64": (dict(WGS=1, BN=64), None),
     "x3wg2": (dict(WGS=2, BN=128), None),
+    # session 28, helper BMMF32B (bench/table/bmm_stage.py "x3wgb"): two
+    # warpgroups along n (WGN) sharing the A tile: explore only (018: 1.1408,
+    # 1.1746 ms against x3wg's 1.1657)
+    "x3wgn2": (dict(WGS=1, BN=64, WGN=2), None),      # 64 x 128, 256 threads, 99 KB
+    "x3wgw": (dict(WGS=1, BN=128, WGN=2), None),      # 64 x 256, 256 threads, 161 KB: 1 CTA / SM
+    # PF: k-tile kt + 2's loads issued in iteration kt (kt + 1's carried in
+    # registers): in the nn-mk entry (X3WG_EXTRA)
+    "x3wgp": (dict(WGS=1, BN=128, PF=True), None),
+    "x3wgn64p": (dict(WGS=1, BN=64, PF=True), None),
 }
 
 
@@ -1435,19 +1446,26 @@ def x3_kernel(form, dt, sym, d, parts, BM=64, BN=128, BK=16, WM=32, WN=32):
 # they run, then wgmma.wait_group 0, the main accumulators += the k-tile's
 # (f32 adds: the promotion of docs/verification.md "Exact f32 on sm_90a"),
 # fence.proxy.async and one barrier. WGS warpgroups, each 64 rows x BN.
+# WGN > 1 (helper BMMF32B, explore only): WGN warpgroups along n share the A
+# tile (CTA 64 WGS x BN WGN). PF (x3wgp, x3wgn64p; in the nn-mk entry):
+# iteration kt issues k-tile kt + 2's loads and splits / stores kt + 1's,
+# loaded one iteration earlier and carried in registers (scf.for iter_args),
+# so a global load's latency hides behind a whole k-tile rather than the
+# wgmmas alone (018: 1.1657 -> 1.0454 ms; 021: 0.0403 -> 0.0330).
 
-def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
+def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
     assert dt == "f32", "x3wg: f32 operands"
     em = gen_gemm.Emitter()
     BM, BK = 64 * WGS, 32
-    T = 128 * WGS
+    BNT = BN * WGN                               # CTA columns: WGN warpgroups along n, BN each
+    T = 128 * WGS * WGN
     nacc = BN // 2
     Bs, Ms, Ns, Ks = sym["B"], sym["M"], sym["N"], sym["K"]
-    gm, gn = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BN - 1, BN)
+    gm, gn = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BNT - 1, BNT)
     kt = "(%s + %d) / %d" % (Ks, BK - 1, BK)
     em.require("%s <= 65535" % Bs)
     _, ty, arg, idx_of = _kernel_args(form, dt, sym)
-    tile_a, tile_b = BM * 128, BN * 128          # bytes: rows of 32 f32
+    tile_a, tile_b = BM * 128, BNT * 128         # bytes: rows of 32 f32
     part = tile_a + tile_b                       # [A | B] of one part (big or small)
     stage = 2 * part
     smem = 2 * stage + 1024                      # two stages, 1 KiB slack for the alignment
@@ -1458,13 +1476,13 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
     tid = em.op("gpu.thread_id x", "tid")
     gn_v = em.symc(gn)
     m0 = em.mul(em.div(pid, gn_v), BM)
-    n0 = em.mul(em.rem(pid, gn_v), BN)
+    n0 = em.mul(em.rem(pid, gn_v), BNT)
     M_v, N_v, K_v = em.symc(Ms), em.symc(Ns), em.symc(Ks)
     M1, N1, K1 = em.symc("%s - 1" % Ms), em.symc("%s - 1" % Ns), em.symc("%s - 1" % Ks)
     zero = em.f32("0.000000e+00", "zero")
 
     em.comment("shared memory from a base aligned to 1024 B: stage s, part p (big, small): A [%d][32], B [%d][32]"
-               % (BM, BN))
+               % (BM, BNT))
     smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
     raw = em.op("memref.extract_aligned_pointer_as_index %s : memref<?xi8, %s> -> index" % (smem_v, WG), "addr")
     pad = em.band(em.op("arith.subi %s, %s : index" % (em.idx(1024), em.band(raw, 1023)), "i"), 1023)
@@ -1521,9 +1539,13 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
                 em.emit("vector.store %s, %s[%s] : %s, vector<4xf32>" % (v, sf, em.v(at), sf_ty))
 
     a_plan = plan("a", m0, BM, (M_v, M1), 0)
-    b_plan = plan("b", n0, BN, (N_v, N1), tile_a)
+    b_plan = plan("b", n0, BNT, (N_v, N1), tile_a)
     desc, k_hi, _ = gen_gemm.wgmma_descriptors(em, 1024, 1024)
     wg = em.div(tid, 128)
+    wgn = None
+    if WGN > 1:   # warpgroup wg: rows 64 (wg / WGN), columns BN (wg % WGN) of the CTA's tile
+        wgn = em.rem(wg, WGN)
+        wg = em.div(wg, WGN)
     acc_ty = "!llvm.struct<(%s)>" % ", ".join(["f32"] * nacc)
     vec_ty = "vector<%dxf32>" % nacc
     undef = em.const_op("llvm.mlir.undef : %s" % acc_ty, "uacc")
@@ -1536,25 +1558,44 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
     em.comment("prologue: k-tile 0 -> stage 0 (split)")
     store(0, a_plan, load("a", a_plan, 0))
     store(0, b_plan, load("b", b_plan, 0))
+    if PF:
+        em.comment("PF: k-tile 1's loads, carried into the loop (stored in its first iteration)")
+        av, bv = load("a", a_plan, BK), load("b", b_plan, BK)
+        flat = [x for q in av + bv for x in q]
+        cargs = [em.fresh("cv") for _ in flat]
     fence_barrier()
     res = em.fresh("acc")
-    em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%m = %s) -> (%s) {" % (
-        res, em.idx(0), em.symc(kt), em.idx(1), zv, vec_ty))
+    if PF:
+        em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%%m = %s, %s) -> (%s, %s) {" % (
+            res, 1 + len(flat), em.idx(0), em.symc(kt), em.idx(1), zv,
+            ", ".join("%s = %s" % (c, x) for c, x in zip(cargs, flat)), vec_ty, ", ".join(["f32"] * len(flat))))
+    else:
+        em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%m = %s) -> (%s) {" % (
+            res, em.idx(0), em.symc(kt), em.idx(1), zv, vec_ty))
     em.indent += 2
     st = em.op("arith.andi %%kt, %s : index" % em.idx(1), "st")
     nst = em.op("arith.xori %s, %s : index" % (st, em.idx(1)), "nst")
-    em.comment("k-tile kt + 1's loads in flight (past K: clamped, zero)")
-    k1 = em.mul(em.add("%kt", 1), BK)
-    av, bv = load("a", a_plan, k1), load("b", b_plan, k1)
+    if PF:
+        em.comment("PF: k-tile kt + 2's loads in flight (past K: clamped, zero); kt + 1's were loaded a k-tile ago")
+        na, nb = len(av), len(bv)
+        av = [cargs[4 * i:4 * i + 4] for i in range(na)]
+        bv = [cargs[4 * (na + i):4 * (na + i) + 4] for i in range(nb)]
+        k2 = em.mul(em.add("%kt", 2), BK)
+        av2, bv2 = load("a", a_plan, k2), load("b", b_plan, k2)
+    else:
+        em.comment("k-tile kt + 1's loads in flight (past K: clamped, zero)")
+        k1 = em.mul(em.add("%kt", 1), BK)
+        av, bv = load("a", a_plan, k1), load("b", b_plan, k1)
     em.comment("k-tile kt: 4 k8 steps x (small_a big_b, big_a small_b, big_a big_b) from zero")
     sb = em.add(sbase, em.mul(st, stage))
     a_big = em.add(sb, em.mul(wg, 64 * 128))
+    sbn = sb if wgn is None else em.add(sb, em.mul(wgn, BN * 128))   # this warpgroup's B rows
     em.emit("nvvm.wgmma.fence.aligned")
     t = undef
     for kk in range(BK // 8):
         for i, (pa, pb) in enumerate(((1, 0), (0, 1), (0, 0))):
             da = desc(em.add(a_big, pa * part + kk * 32), k_hi)
-            db = desc(em.add(sb, tile_a + pb * part + kk * 32), k_hi)
+            db = desc(em.add(sbn, tile_a + pb * part + kk * 32), k_hi)
             t = em.op(("nvvm.wgmma.mma_async %s, %s, %s, #nvvm.shape<m = 64, n = %d, k = 8>, "
                        "D [<f32>, #nvvm.wgmma_scale_out<%s>], A [<tf32>, #nvvm.wgmma_scale_in<one>, <row>], "
                        "B [<tf32>, #nvvm.wgmma_scale_in<one>, <col>] : %s -> %s") % (
@@ -1568,9 +1609,15 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
     tv = em.op("vector.from_elements %s : %s" % (", ".join(es), vec_ty), "tv")
     m_new = em.op("arith.addf %%m, %s : %s" % (tv, vec_ty), "mv")
     fence_barrier()
-    em.emit("scf.yield %s : %s" % (m_new, vec_ty))
+    if PF:
+        nxt = [x for q in av2 + bv2 for x in q]
+        em.emit("scf.yield %s, %s : %s, %s" % (m_new, ", ".join(nxt), vec_ty, ", ".join(["f32"] * len(nxt))))
+    else:
+        em.emit("scf.yield %s : %s" % (m_new, vec_ty))
     em.indent -= 2
     em.emit("}")
+    if PF:
+        res = res + "#0"
 
     tail = _x3_tail(em, form, d)
     em.comment("epilogue: warp w of warpgroup wg, lane (g, t): element 4 ni + 2 h + j at row 64 wg + 16 w + g + 8 h, "
@@ -1580,7 +1627,7 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
     g = em.shr(lane, 2)
     tq = em.band(lane, 3)
     rbase = em.add(em.add(m0, em.mul(wg, 64)), em.add(em.mul(w, 16), g))
-    cbase = em.add(n0, em.mul(tq, 2))
+    cbase = em.add(n0 if wgn is None else em.add(n0, em.mul(wgn, BN)), em.mul(tq, 2))
     cols = []
     for ni in range(BN // 8):
         for j in range(2):
@@ -1594,7 +1641,8 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128):
                                                            1, 1], smem=smem),
                  header=["bmm_any.py exact-f32 kernel (x3wg, sm_90a): 3xTF32 on wgmma m64n%dk8, CTA %d x %d x %d, "
                          "%d warpgroup(s), masked loads split into 128B-swizzled K-major big + small tiles "
-                         "(two stages), per-k-tile promotion to f32, every size masked" % (BN, BM, BN, BK, WGS)],
+                         "(two stages%s), per-k-tile promotion to f32, every size masked" % (
+                             BN, BM, BNT, BK, WGS * WGN, "; k-tile kt + 2's loads in flight" if PF else "")],
                  helpers=[])
 
 
@@ -2132,6 +2180,15 @@ def gen2_tilings(form, dt, key):
 # (X3WG_TILINGS): the held-out f32 cases of bench/NOTES.md session 28.
 X3WG_KEYS = {("nn", "mk", None): "N % 4 != 0 || K % 4 != 0", ("tn", "any", None): None, ("tms", "mn", 64): None}
 X3WG_TILINGS = ["x3wg", "x3wgn64", "x3wg2"]
+# Per key (session 28, helper BMMF32B, bench/NOTES.md): X3WG_GEN2, the gen2
+# tilings the sm_90a entry offers instead of gen2_tilings' (nn-mk: none;
+# g128 and g64x2 were never the fastest there once x3wg was: 018, 051, 011,
+# 021), and X3WG_EXTRA, x3wg tilings after X3WG_TILINGS (nn-mk: k-tile kt +
+# 2's loads in flight, 018 1.1657 -> 1.0454 ms, 021 0.0403 -> 0.0330, 011
+# 0.0184 -> 0.0168). At most 7 alternatives in all: one require line each
+# plus the entry's own (llm_client/tune.h: LF_TUNE_MAX_REQUIRES 8).
+X3WG_GEN2 = {("nn", "mk", None): []}
+X3WG_EXTRA = {("nn", "mk", None): ["x3wgp", "x3wgn64p"]}
 
 
 def ship_tilings(form, dt, key):
@@ -2255,7 +2312,8 @@ def _render(form, dt, sizes, kernel, d=None, key=None):
         if kernel == "vec":
             text = vec_kernel(form, dt, sym, d)
         elif kernel == "x3wg":
-            text = gen_alts_kernel(form, dt, sym, d, gen2_tilings(form, dt, key) + X3WG_TILINGS,
+            text = gen_alts_kernel(form, dt, sym, d, X3WG_GEN2.get((form, key, d), gen2_tilings(form, dt, key)) +
+                                   X3WG_TILINGS + X3WG_EXTRA.get((form, key, d), []),
                                    ks=gen_tilings(form, dt, key), admit_all=X3WG_KEYS[(form, key, d)])
         elif kernel == "gen" and gen2_tilings(form, dt, key):
             text = gen_alts_kernel(form, dt, sym, d, gen2_tilings(form, dt, key), ks=gen_tilings(form, dt, key))
