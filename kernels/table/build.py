@@ -167,10 +167,36 @@ def outline_text(opt, text):
         return rep.get("groups") or rep.get("subgraphs") or []
 
 
+# llm_client/tune.h's limits on one text's declarations: a template over them
+# is refused by the pass when it is instantiated, so refuse it here instead.
+TUNE_MAX_DECLS, TUNE_MAX_VALUES, TUNE_MAX_REQUIRES = 12, 8, 8
+
+
+def check_tune_limits(tmpl, what):
+    """Raises ValueError when the template declares more tune lines, knob
+    values or requirement lines than llm_client/tune.h accepts."""
+    decls = [l for l in tmpl.split("\n") if "// llm-fuse.tune " in l]
+    reqs = [l for l in tmpl.split("\n") if "// llm-fuse.tune-require" in l]
+    problems = []
+    if len(decls) > TUNE_MAX_DECLS:
+        problems.append("%d llm-fuse.tune lines (at most %d)" % (len(decls), TUNE_MAX_DECLS))
+    if len(reqs) > TUNE_MAX_REQUIRES:
+        problems.append("%d tune-require lines (at most %d)" % (len(reqs), TUNE_MAX_REQUIRES))
+    for l in decls:
+        knob, _, values = l.split("// llm-fuse.tune ", 1)[1].partition("=")
+        n = len([v for v in values.split(",") if v.strip()])
+        if n > TUNE_MAX_VALUES:
+            problems.append("knob %s has %d values (at most %d)" % (knob.strip(), n, TUNE_MAX_VALUES))
+    if problems:
+        raise ValueError("%s: over llm_client/tune.h's limits: %s" % (what, "; ".join(problems)))
+
+
 def entry_of(g, archs, sizes, tmpl, source, precision=None):
     """The JSON text of one entry: sizes is the list S0.. with None for a free
     size; precision "tf32" for an entry only TF32-mode requests get (exact
-    entries have no such member)."""
+    entries have no such member). A template over tune.h's limits is an
+    error (check_tune_limits)."""
+    check_tune_limits(tmpl, source)
     klass = g.get("class", "?")
     entry = {
         "schema": SCHEMA,
