@@ -1066,6 +1066,20 @@ static MlirLogicalResult capture_diag(MlirDiagnostic d, void *user_data) {
   return mlirLogicalResultSuccess();
 }
 
+/* Turns the failure `s` (consumed) of an extra plan into the note
+ * "<what>: <message>: <diagnostics>" in *out. Only out of memory is an
+ * error. */
+static lf_status_t keep_note(lf_status_t s, const char *what,
+                             lf_strbuf_t *diags, char **out) {
+  char note[1024];
+  snprintf(note, sizeof(note), "%s: %s%s%s", what, lf_status_message(s),
+           lf_strbuf_len(diags) ? ": " : "", lf_strbuf_cstr(diags));
+  lf_status_free(s);
+  *out = strdup(note);
+  return *out ? LF_OK
+              : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+}
+
 /* Makes ref->truth for a subgraph that accumulates in 16 bits; a failure
  * becomes ref->truth_note. Only out of memory is an error. */
 static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
@@ -1105,19 +1119,10 @@ static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
     return s;
   } else {
     free(truth);
-    char note[1024];
-    snprintf(note, sizeof(note), "no opmath reference: %s%s%s",
-             lf_status_message(s), lf_strbuf_len(&diags) ? ": " : "",
-             lf_strbuf_cstr(&diags));
-    lf_status_free(s);
-    ref->truth_note = strdup(note);
-    if (!ref->truth_note) {
-      lf_strbuf_free(&diags);
-      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    }
+    s = keep_note(s, "no opmath reference", &diags, &ref->truth_note);
   }
   lf_strbuf_free(&diags);
-  return LF_OK;
+  return s;
 }
 
 /* Makes ref->wide for a subgraph with an f16 result: the promotion with
@@ -1162,19 +1167,10 @@ static lf_status_t lower_wide(MlirOperation func, lf_reference_t *ref) {
     return s;
   } else {
     free(wide);
-    char note[1024];
-    snprintf(note, sizeof(note), "no wide reference: %s%s%s",
-             lf_status_message(s), lf_strbuf_len(&diags) ? ": " : "",
-             lf_strbuf_cstr(&diags));
-    lf_status_free(s);
-    ref->wide_note = strdup(note);
-    if (!ref->wide_note) {
-      lf_strbuf_free(&diags);
-      return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    }
+    s = keep_note(s, "no wide reference", &diags, &ref->wide_note);
   }
   lf_strbuf_free(&diags);
-  return LF_OK;
+  return s;
 }
 
 lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
