@@ -20,8 +20,6 @@ not touch). STAGE/cases.json lists them (bench/table/bmm16_report.py).
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -74,27 +72,9 @@ def main():
             cname = "%s_%s" % (name, dt)
             if only and cname not in only and name not in only:
                 continue
-            path = os.path.join(models, cname + ".mlir")
-            open(path, "w").write(bmm_any.model_text(form, dt, B, M, N, K, d))
-            outl = os.path.join(models, cname + ".outlined.mlir")
-            bmm_stage.run([opt, "--llm-fuse-outline=remarks=false", path, "-o", outl])
-            bmm_stage.run([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir",
-                           stage, outl])
-            rep = os.path.join(models, cname + ".json")
-            cache = os.path.join(stage, "cache-" + cname)
-            r = subprocess.run([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s "
-                                "pattern-table=%s cache-dir=%s report=%s" % (empty, table, cache, rep), path,
-                                "-o", os.devnull],
-                               capture_output=True, text=True, env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
-            shutil.rmtree(cache, ignore_errors=True)
-            if r.returncode:
-                sys.exit("bmm16_stage: the pass failed on %s: %s" % (cname, r.stderr[-400:]))
-            for s in json.load(open(rep))["subgraphs"]:
-                if s["class"] != "contraction":
-                    continue
-                ent = s.get("model") or ""
-                case = dict(case=cname, form=form, dtype=dt, B=B, M=M, N=N, K=K, d=d, sg=s["name"],
-                            signature=s["signature"], entry=ent, variants={})
+            for s, case in bmm_stage.stage_model(opt, binp, models, stage, empty, table, cname, form, dt,
+                                                 B, M, N, K, d, who="bmm16_stage"):
+                ent = case["entry"]
                 cases.append(case)
                 if "/" not in ent:
                     print("bmm16_stage: %s: no table entry (%s)" % (cname, ent), file=sys.stderr)

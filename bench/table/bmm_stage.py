@@ -185,6 +185,34 @@ def run(cmd, **kw):
     return r
 
 
+def stage_model(opt, binp, models, stage, empty, table, cname, form, dt, B, M, N, K, d, who="bmm_stage"):
+    """Writes case cname's model, outlines it, stages its reference and runs
+    the offline pass on it with `table`; returns (subgraph, case) for each
+    contraction subgraph (case: its sizes, signature, the entry the pass
+    took, no variants yet)."""
+    path = os.path.join(models, cname + ".mlir")
+    open(path, "w").write(bmm_any.model_text(form, dt, B, M, N, K, d))
+    outl = os.path.join(models, cname + ".outlined.mlir")
+    run([opt, "--llm-fuse-outline=remarks=false", path, "-o", outl])
+    run([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir", stage, outl])
+    rep = os.path.join(models, cname + ".json")
+    cache = os.path.join(stage, "cache-" + cname)
+    r = subprocess.run([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s "
+                        "pattern-table=%s cache-dir=%s report=%s" % (empty, table, cache, rep), path,
+                        "-o", os.devnull],
+                       capture_output=True, text=True, env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
+    shutil.rmtree(cache, ignore_errors=True)
+    if r.returncode:
+        sys.exit("%s: the pass failed on %s: %s" % (who, cname, r.stderr[-400:]))
+    out = []
+    for s in json.load(open(rep))["subgraphs"]:
+        if s["class"] != "contraction":
+            continue
+        out.append((s, dict(case=cname, form=form, dtype=dt, B=B, M=M, N=N, K=K, d=d, sg=s["name"],
+                            signature=s["signature"], entry=s.get("model") or "", variants={})))
+    return out
+
+
 def main():
     stage, binp = sys.argv[1:3]
     only = sys.argv[3:] or os.environ.get("BMM_CASES", "").split()
@@ -214,26 +242,8 @@ def main():
             cname = "%s_%s" % (name, dt)
             if only and cname not in only:
                 continue
-            path = os.path.join(models, cname + ".mlir")
-            open(path, "w").write(bmm_any.model_text(form, dt, B, M, N, K, d))
-            outl = os.path.join(models, cname + ".outlined.mlir")
-            run([opt, "--llm-fuse-outline=remarks=false", path, "-o", outl])
-            run([os.path.join(binp, "llm-fuse-reference"), "--build", "--chip", "sm_90", "--out-dir", stage, outl])
-            rep = os.path.join(models, cname + ".json")
-            cache = os.path.join(stage, "cache-" + cname)
-            r = subprocess.run([opt, "--llm-fuse=offline verify=none arch=sm_90a remarks=false replay-dir=%s "
-                                "pattern-table=%s cache-dir=%s report=%s" % (empty, table, cache, rep), path,
-                                "-o", os.devnull],
-                               capture_output=True, text=True, env=dict(os.environ, LLM_FUSE_LIBCUDA="/nonexistent"))
-            shutil.rmtree(cache, ignore_errors=True)
-            if r.returncode:
-                sys.exit("bmm_stage: the pass failed on %s: %s" % (cname, r.stderr[-400:]))
-            for s in json.load(open(rep))["subgraphs"]:
-                if s["class"] != "contraction":
-                    continue
-                ent = s.get("model") or ""
-                case = dict(case=cname, form=form, dtype=dt, B=B, M=M, N=N, K=K, d=d, sg=s["name"],
-                            signature=s["signature"], entry=ent, variants={})
+            for s, case in stage_model(opt, binp, models, stage, empty, table, cname, form, dt, B, M, N, K, d):
+                ent = case["entry"]
                 if "/" not in ent:
                     print("bmm_stage: %s %s: no table entry (%s)" % (cname, s["name"], ent), file=sys.stderr)
                     cases.append(case)
