@@ -295,6 +295,27 @@ def _body(em, a, dt, sym, arg, ty, smem_v, idx_of, sfx):
     em.emit("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grp)
 
 
+def _tile_chain(em, sel, alts, body):
+    """Emits an scf.if chain on the TILE index `sel` over sorted(alts), with
+    body(t) emitting tiling t (the last one is the final else); returns the
+    sorted keys."""
+    keys = sorted(alts)
+    for j, t in enumerate(keys):
+        if j < len(keys) - 1:
+            em.emit("%%is%d = arith.cmpi eq, %s, %s : index" % (t, sel, em.idx(t)))
+            em.emit("scf.if %%is%d {" % t)
+            em.indent += 2
+        body(t)
+        if j < len(keys) - 1:
+            em.indent -= 2
+            em.emit("} else {")
+            em.indent += 2
+    for j in range(len(keys) - 1):
+        em.indent -= 2
+        em.emit("}")
+    return keys
+
+
 def qk_kernel(form, dt, sym, admit=None, alts=None):
     """the gpu.module text of the kernel for Q K^T (form nt or ntm) in dt
     (bf16, f16); sym maps the roles B, M, N, K to size symbols; admit:
@@ -309,20 +330,7 @@ def qk_kernel(form, dt, sym, admit=None, alts=None):
     smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
     sel = em.sym_idx("TILE", "TILE")
     alts = alts or ALTS
-    keys = sorted(alts)
-    for j, t in enumerate(keys):
-        if j < len(keys) - 1:
-            em.emit("%s = arith.cmpi eq, %s, %s : index" % ("%%is%d" % t, sel, em.idx(t)))
-            em.emit("scf.if %%is%d {" % t)
-            em.indent += 2
-        _body(em, alts[t], dt, sym, arg, ty, smem_v, idx_of, t)
-        if j < len(keys) - 1:
-            em.indent -= 2
-            em.emit("} else {")
-            em.indent += 2
-    for j in range(len(keys) - 1):
-        em.indent -= 2
-        em.emit("}")
+    keys = _tile_chain(em, sel, alts, lambda t: _body(em, alts[t], dt, sym, arg, ty, smem_v, idx_of, t))
     em.emit("gpu.return")
     Ks, Ns = sym["K"], sym["N"]
     reqs = ["%s %% 16 == 0 && %s <= %d" % (Ks, Ks, KMAX), "%s <= 65535" % sym["B"],
@@ -548,20 +556,8 @@ def tn_kernel(dt, sym, admit=None):
     idx_of = {role: ix for role, _, ix in args}
     smem_v = em.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % WG, "smem")
     sel = em.sym_idx("TILE", "TILE")
-    keys = sorted(TN_ALTS)
-    for j, t in enumerate(keys):
-        if j < len(keys) - 1:
-            em.emit("%%is%d = arith.cmpi eq, %s, %s : index" % (t, sel, em.idx(t)))
-            em.emit("scf.if %%is%d {" % t)
-            em.indent += 2
-        _tn_body(em, TN_ALTS[t], dt, sym, arg, ty, smem_v, idx_of, t)
-        if j < len(keys) - 1:
-            em.indent -= 2
-            em.emit("} else {")
-            em.indent += 2
-    for j in range(len(keys) - 1):
-        em.indent -= 2
-        em.emit("}")
+    keys = _tile_chain(em, sel, TN_ALTS,
+                       lambda t: _tn_body(em, TN_ALTS[t], dt, sym, arg, ty, smem_v, idx_of, t))
     em.emit("gpu.return")
     Bs, Ms, Ns, Ks = sym["B"], sym["M"], sym["N"], sym["K"]
     reqs = ["%s %% 8 == 0 && %s <= 16 && %s * %s <= 65535" % (Ms, Ms, Bs, Ns)]
