@@ -375,14 +375,7 @@ def gen_kernel(form, dt, sym, d=None, name="bmm", parts=None, pf=False, ks=1):
     gm, gn, kt = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BN - 1, BN), \
         "(%s + %d) / %d" % (Ks, BK - 1, BK)
     em.require("%s <= 65535" % Bs)
-    names = ["%%arg%d" % i for i in range(len(args))]
-    ty = {}
-    for (role, shape, _), nm in zip(args, names):
-        et = "i1" if role == "mask" else dt
-        ty[role] = "memref<%sx%s>" % ("x".join("{{%s}}" % sym[s] if isinstance(s, str) else str(s)
-                                               for s in shape), et)
-    arg = {role: nm for (role, _, _), nm in zip(args, names)}
-    idx_of = {role: ix for role, _, ix in args}
+    names, ty, arg, idx_of = _kernel_args(form, dt, sym)
     f32 = "f32"
     LDA, LDB = BM + PAD, BN + PAD
     sa_ty = "memref<%dx%dxf32, %s>" % (BK, LDA, WG)
@@ -772,14 +765,7 @@ def gen2_kernel(form, dt, sym, d, parts, BM=128, BN=128, BK=8, TM=8, KS=1, db=Tr
     gm, gn = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BN - 1, BN)
     kt = "(%s + %d) / %d" % (Ks, BK - 1, BK)
     em.require("%s <= 65535" % Bs)
-    names = ["%%arg%d" % i for i in range(len(args))]
-    ty = {}
-    for (role, shape, _), nm in zip(args, names):
-        et = "i1" if role == "mask" else dt
-        ty[role] = "memref<%sx%s>" % ("x".join("{{%s}}" % sym[s] if isinstance(s, str) else str(s)
-                                               for s in shape), et)
-    arg = {role: nm for (role, _, _), nm in zip(args, names)}
-    idx_of = {role: ix for role, _, ix in args}
+    names, ty, arg, idx_of = _kernel_args(form, dt, sym)
     f32 = "f32"
     LDA, LDB = BM + PAD, BN + PAD
     NB = 2 if db else 1
