@@ -393,8 +393,21 @@ def _gemm_pick(name):
 # and d free.
 SMALL_T = range(2, 8)
 
+# The scores at T = sqrt(d) (T = 8 at d = 64): the scale 1/sqrt(d) is then
+# the reciprocal of a size, abstracted as 1/S<T> (docs/pattern-key.md, item
+# 4; "Limits": a coincidence makes the key more specific), so that T is a
+# key of its own too. Held-out seed 29's scores at T = 8 had none. The same
+# general kernel serves it, fixed to that T (its scale literal is d's).
+def _coincident_t():
+    """(T, d) for each head size d of bmm_any.SCALES with an integer sqrt(d) >= 8."""
+    import bmm_any
+    return [(t, d) for t, d in ((int(round(d ** 0.5)), d) for d in sorted(bmm_any.SCALES))
+            if t * t == d and t >= 8]
 
-def _render_small_t(form, dt, sizes, d):
+
+def _render_small_t(form, dt, sizes, d, fixed=None):
+    """render() of a small-T entry; `fixed` (a size value) is fixed in the
+    entry, every other size free."""
     import bmm_any
 
     def render(g):
@@ -405,7 +418,8 @@ def _render_small_t(form, dt, sizes, d):
                 for _, shape, _ in bmm_any.form_args(form)]
         have = [x["shape"] for x in g["inputs"] + g["outputs"]]
         assert want == have, (form, want, have)
-        return bmm_any.gen_kernel(form, dt, sym, d), [None] * len(ps)
+        return bmm_any.gen_kernel(form, dt, sym, d), [
+            v if v == fixed else None for _, v in sorted(ps.items(), key=lambda kv: int(kv[0][1:]))]
     return render
 
 
@@ -413,9 +427,12 @@ def small_t_templates():
     import bmm_any
     out = []
     for dt in bmm_any.DTYPES:
-        for t in SMALL_T:
-            cases = [("tms", d, dict(B=12, M=t, N=t, K=d)) for d in sorted(bmm_any.SCALES)]
-            cases.append(("tmpv", None, dict(B=12, M=t, N=72, K=t)))
+        for t in list(SMALL_T) + [t for t, _ in _coincident_t()]:
+            if t in SMALL_T:
+                cases = [("tms", d, dict(B=12, M=t, N=t, K=d)) for d in sorted(bmm_any.SCALES)]
+                cases.append(("tmpv", None, dict(B=12, M=t, N=72, K=t)))
+            else:
+                cases = [("tms", d, dict(B=12, M=t, N=t, K=d)) for t2, d in _coincident_t() if t2 == t]
             for form, d, sz in cases:
                 want = sorted(set(sz.values()))
 
@@ -427,7 +444,7 @@ def small_t_templates():
                 out.append(dict(
                     name="importer-any-%s-gen" % tag,
                     example=bmm_any.model_text(form, dt, sz["B"], sz["M"], sz["N"], sz["K"], d),
-                    pick=pick, render=_render_small_t(form, dt, sz, d), archs=ARCHS,
+                    pick=pick, render=_render_small_t(form, dt, sz, d, None if t in SMALL_T else t), archs=ARCHS,
                     source="kernels/table/importer_any.py %s %s T = %d (bmm_any.py's general SIMT "
                            "kernel; from bmm_any.model_text at B %d, M %d, N %d, K %d)" % (
                                form, dt, t, sz["B"], sz["M"], sz["N"], sz["K"])))
