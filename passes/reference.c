@@ -1080,6 +1080,51 @@ static lf_status_t keep_note(lf_status_t s, const char *what,
               : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
 }
 
+/* Lowers the opmath promotion of `func` (its 16-bit float results rounded
+ * once, or with `round_results` false left in f32) into *plan, with the
+ * results whose type the promotion changed in *widened. A failure of the
+ * promotion or its lowering becomes *note ("<what>: ..." with the
+ * diagnostics) and *plan stays NULL; only out of memory is an error. */
+static lf_status_t lower_promoted(MlirOperation func, bool round_results,
+                                  const char *what, lf_reference_t **plan,
+                                  uint64_t *widened, char **note) {
+  *plan = NULL;
+  *widened = 0;
+  MlirContext ctx = mlirOperationGetContext(func);
+  lf_strbuf_t diags;
+  lf_strbuf_init(&diags, 4096);
+  MlirDiagnosticHandlerID id =
+      mlirContextAttachDiagnosticHandler(ctx, capture_diag, &diags, NULL);
+  MlirOperation promoted;
+  lf_status_t s = lf_reference_promote_ex(func, round_results, &promoted);
+  lf_reference_t *p = NULL;
+  if (!s) {
+    MlirType a = mlirTypeAttrGetValue(
+        mlirOperationGetAttributeByName(func, lf_str("function_type")));
+    MlirType b = mlirTypeAttrGetValue(
+        mlirOperationGetAttributeByName(promoted, lf_str("function_type")));
+    for (intptr_t k = 0; k < mlirFunctionTypeGetNumResults(a) && k < 64; ++k)
+      if (!mlirTypeEqual(mlirFunctionTypeGetResult(a, k),
+                         mlirFunctionTypeGetResult(b, k)))
+        *widened |= (uint64_t)1 << k;
+    p = calloc(1, sizeof(*p));
+    s = p ? lower_or_fold_views(promoted, LF_REFERENCE_OPMATH_PIPELINE,
+                                LF_REFERENCE_OPMATH_PIPELINE_VIEWS, p)
+          : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    mlirOperationDestroy(promoted);
+  }
+  mlirContextDetachDiagnosticHandler(ctx, id);
+  if (!s) {
+    *plan = p;
+  } else {
+    free(p);
+    if (lf_status_code(s) != LF_STATUS_RESOURCE_EXHAUSTED)
+      s = keep_note(s, what, &diags, note);
+  }
+  lf_strbuf_free(&diags);
+  return s;
+}
+
 /* Makes ref->truth for a subgraph that accumulates in 16 bits; a failure
  * becomes ref->truth_note. Only out of memory is an error. */
 static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
@@ -1089,40 +1134,16 @@ static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
   ref->truth_reason = strdup(why);
   if (!ref->truth_reason)
     return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-  MlirContext ctx = mlirOperationGetContext(func);
-  lf_strbuf_t diags;
-  lf_strbuf_init(&diags, 4096);
-  MlirDiagnosticHandlerID id =
-      mlirContextAttachDiagnosticHandler(ctx, capture_diag, &diags, NULL);
-  MlirOperation promoted;
-  lf_status_t s = lf_reference_promote(func, &promoted);
-  lf_reference_t *truth = NULL;
-  if (!s) {
-    truth = calloc(1, sizeof(*truth));
-    s = truth ? lower_or_fold_views(promoted, LF_REFERENCE_OPMATH_PIPELINE,
-                                    LF_REFERENCE_OPMATH_PIPELINE_VIEWS, truth)
-              : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    mlirOperationDestroy(promoted);
-  }
-  mlirContextDetachDiagnosticHandler(ctx, id);
-  if (!s) {
-    truth->is_truth = true;
-    truth->truth_reason = strdup(why);
-    ref->truth = truth;
-    if (!truth->truth_reason) {
-      lf_strbuf_free(&diags);
+  uint64_t widened;
+  LF_RETURN_IF_ERROR(lower_promoted(func, true, "no opmath reference",
+                                    &ref->truth, &widened, &ref->truth_note));
+  if (ref->truth) {
+    ref->truth->is_truth = true;
+    ref->truth->truth_reason = strdup(why);
+    if (!ref->truth->truth_reason)
       return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    }
-  } else if (lf_status_code(s) == LF_STATUS_RESOURCE_EXHAUSTED) {
-    free(truth);
-    lf_strbuf_free(&diags);
-    return s;
-  } else {
-    free(truth);
-    s = keep_note(s, "no opmath reference", &diags, &ref->truth_note);
   }
-  lf_strbuf_free(&diags);
-  return s;
+  return LF_OK;
 }
 
 /* Makes ref->wide for a subgraph with an f16 result: the promotion with
@@ -1131,46 +1152,14 @@ static lf_status_t lower_truth(MlirOperation func, lf_reference_t *ref) {
 static lf_status_t lower_wide(MlirOperation func, lf_reference_t *ref) {
   if (!lf_reference_wants_wide(func))
     return LF_OK;
-  MlirContext ctx = mlirOperationGetContext(func);
-  lf_strbuf_t diags;
-  lf_strbuf_init(&diags, 4096);
-  MlirDiagnosticHandlerID id =
-      mlirContextAttachDiagnosticHandler(ctx, capture_diag, &diags, NULL);
-  MlirOperation promoted;
-  lf_status_t s = lf_reference_promote_ex(func, false, &promoted);
-  lf_reference_t *wide = NULL;
-  uint64_t widened = 0;
-  if (!s) {
-    /* Which results the promotion widened: those whose type changed. */
-    MlirType a = mlirTypeAttrGetValue(
-        mlirOperationGetAttributeByName(func, lf_str("function_type")));
-    MlirType b = mlirTypeAttrGetValue(
-        mlirOperationGetAttributeByName(promoted, lf_str("function_type")));
-    for (intptr_t k = 0; k < mlirFunctionTypeGetNumResults(a) && k < 64; ++k)
-      if (!mlirTypeEqual(mlirFunctionTypeGetResult(a, k),
-                         mlirFunctionTypeGetResult(b, k)))
-        widened |= (uint64_t)1 << k;
-    wide = calloc(1, sizeof(*wide));
-    s = wide ? lower_or_fold_views(promoted, LF_REFERENCE_OPMATH_PIPELINE,
-                                   LF_REFERENCE_OPMATH_PIPELINE_VIEWS, wide)
-             : LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-    mlirOperationDestroy(promoted);
+  uint64_t widened;
+  LF_RETURN_IF_ERROR(lower_promoted(func, false, "no wide reference",
+                                    &ref->wide, &widened, &ref->wide_note));
+  if (ref->wide) {
+    ref->wide->is_wide = true;
+    ref->wide->wide_outputs = widened;
   }
-  mlirContextDetachDiagnosticHandler(ctx, id);
-  if (!s) {
-    wide->is_wide = true;
-    wide->wide_outputs = widened;
-    ref->wide = wide;
-  } else if (lf_status_code(s) == LF_STATUS_RESOURCE_EXHAUSTED) {
-    free(wide);
-    lf_strbuf_free(&diags);
-    return s;
-  } else {
-    free(wide);
-    s = keep_note(s, "no wide reference", &diags, &ref->wide_note);
-  }
-  lf_strbuf_free(&diags);
-  return s;
+  return LF_OK;
 }
 
 lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out) {
