@@ -490,13 +490,7 @@ def gen_kernel(form, dt, sym, d=None, name="bmm", parts=None, pf=False, ks=1):
                 em.op("arith.addf %s, %s : %s" % (r_, o_, v4), "r"), tot, i, v4, q_ty), "r")
         res = tot
 
-    if ep != "none":
-        sc = em.f32(scale, "scale")
-        if dt != f32:   # the IR's constant is the 16-bit one: widen it
-            sc16 = em.const(scale, dt, "scale16")
-            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
-    if ep == "scale_mask":
-        ninf = em.f32("0xFF800000", "ninf")
+    sc, ninf = _epilogue_consts(em, ep, scale, dt)
     for i in range(4):
         row = em.add(em.add(m0, ra), i)
         okr = em.op("arith.cmpi ult, %s, %s : index" % (row, M_v), "okr")
@@ -687,19 +681,8 @@ def vec_kernel(form, dt, sym, d=None, name="bmm"):
     for s in range(1, W):
         y = em.op("memref.load %s[%s, %s] : %s" % (red, em.idx(s), lane, red_ty), "s")
         x = em.op("arith.addf %s, %s : f32" % (x, y), "s")
-    if ep != "none":
-        sc = em.f32(scale, "scale")
-        if dt != "f32":   # the IR's constant is the 16-bit one: widen it
-            sc16 = em.const(scale, dt, "scale16")
-            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
-        x = em.op("arith.mulf %s, %s : f32" % (x, sc), "y")
-    if ep == "scale_mask":
-        ninf = em.f32("0xFF800000", "ninf")
-        mk = em.op("memref.load %s[%s] : %s" % (arg["mask"], index("mask", bz, m, n, None), ty["mask"]), "mk")
-        x = em.op("arith.select %s, %s, %s : f32" % (mk, ninf, x), "y")
-    if dt != "f32":
-        x = em.op("arith.truncf %s : f32 to %s" % (x, dt), "y")
-    em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], index("c", bz, m, n, None), ty["c"]))
+    _store_scalar(em, x, ep, scale, dt, arg, ty, index("mask", bz, m, n, None) if ep == "scale_mask" else None,
+                  index("c", bz, m, n, None))
     em.indent -= 2
     em.emit("}")
     em.emit("gpu.return")
@@ -876,13 +859,7 @@ def gen2_kernel(form, dt, sym, d, parts, BM=128, BN=128, BK=8, TM=8, KS=1, db=Tr
     em.indent -= 2
     em.emit("}")
     rows = [em.op("vector.extract %s[%d] : %s from %s" % (res, i, vT, q_ty), "r") for i in range(TM)]
-    if ep != "none":
-        sc = em.f32(scale, "scale")
-        if dt != f32:
-            sc16 = em.const(scale, dt, "scale16")
-            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
-    if ep == "scale_mask":
-        ninf = em.f32("0xFF800000", "ninf")
+    sc, ninf = _epilogue_consts(em, ep, scale, dt)
 
     def finish_store(x, row, col):
         if ep in ("scale", "scale_mask"):
@@ -1162,19 +1139,8 @@ def dot_kernel(form, dt, sym, d, parts, W=DOT_W, U=DOT_U):
     ok = em.op("arith.andi %s, %s : i1" % (l0, ok_o), "ok")
     em.emit("scf.if %s {" % ok)
     em.indent += 2
-    if ep != "none":
-        sc = em.f32(scale, "scale")
-        if dt != "f32":
-            sc16 = em.const(scale, dt, "scale16")
-            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
-        x = em.op("arith.mulf %s, %s : f32" % (x, sc), "y")
-    if ep == "scale_mask":
-        ninf = em.f32("0xFF800000", "ninf")
-        mk = em.op("memref.load %s[%s] : %s" % (arg["mask"], index("mask", bz, m, n, None), ty["mask"]), "mk")
-        x = em.op("arith.select %s, %s, %s : f32" % (mk, ninf, x), "y")
-    if dt != "f32":
-        x = em.op("arith.truncf %s : f32 to %s" % (x, dt), "y")
-    em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], index("c", bz, m, n, None), ty["c"]))
+    _store_scalar(em, x, ep, scale, dt, arg, ty, index("mask", bz, m, n, None) if ep == "scale_mask" else None,
+                  index("c", bz, m, n, None))
     em.indent -= 2
     em.emit("}")
     em.emit("gpu.return")
@@ -1212,6 +1178,38 @@ def dot_kernel(form, dt, sym, d, parts, W=DOT_W, U=DOT_U):
 # x3wg_kernel below; both share the split and the epilogue helpers.
 
 X3_ABS, X3_THR, X3_HALF, X3_MASK = 2147483647, 2139090944, 4096, -8192   # 0x7FFFFFFF, 0x7F7FF000, 0x1000, ~0x1FFF
+
+
+def _epilogue_consts(em, ep, scale, dt):
+    """(scale, -inf) constants of the scaled forms' epilogue (None where the
+    form has none); a 16-bit IR's scale is its 16-bit constant, widened."""
+    sc = ninf = None
+    if ep != "none":
+        sc = em.f32(scale, "scale")
+        if dt != "f32":   # the IR's constant is the 16-bit one: widen it
+            sc16 = em.const(scale, dt, "scale16")
+            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
+    if ep == "scale_mask":
+        ninf = em.f32("0xFF800000", "ninf")
+    return sc, ninf
+
+
+def _store_scalar(em, x, ep, scale, dt, arg, ty, mask_at, c_at):
+    """The epilogue of one f32 output x: scaled, masked to -inf where the
+    mask (at index mask_at) is set, rounded to dt, stored at c_at."""
+    if ep != "none":
+        sc = em.f32(scale, "scale")
+        if dt != "f32":
+            sc16 = em.const(scale, dt, "scale16")
+            sc = em.op("arith.extf %s : %s to f32" % (sc16, dt), "sc")
+        x = em.op("arith.mulf %s, %s : f32" % (x, sc), "y")
+    if ep == "scale_mask":
+        ninf = em.f32("0xFF800000", "ninf")
+        mk = em.op("memref.load %s[%s] : %s" % (arg["mask"], mask_at, ty["mask"]), "mk")
+        x = em.op("arith.select %s, %s, %s : f32" % (mk, ninf, x), "y")
+    if dt != "f32":
+        x = em.op("arith.truncf %s : f32 to %s" % (x, dt), "y")
+    em.emit("memref.store %s, %s[%s] : %s" % (x, arg["c"], c_at, ty["c"]))
 
 
 def _kernel_args(form, dt, sym):
