@@ -187,9 +187,64 @@ def stage_model(d, text, binp, today, empty):
     return gtext, picked
 
 
-def prepare(stage, binp, today, heldout):
-    from skinny_stage import bind_sizes, build_kernel, variants
+def staged_case(name, sg, p, gtext):
+    """The cases.json record of subgraph sg of case `name` (p: stage_model's
+    picked entry), with its torch translation; entries and variants empty."""
     import torch_ref
+    src_t, sig_t = torch_ref.translate(gtext, sg)
+    return dict(case=name, sg=sg, signature=p["signature"], entries={}, variants={},
+                torch=dict(source=src_t, args=sig_t["args"], results=sig_t["results"]))
+
+
+def entry_variants(name, sg, p, today, case, max_variants):
+    """[(tag, file, template, [(tag, label, text)])] for the entry the pass
+    took with today's table ("new") and with the copy in `today` ("old"),
+    the old one left out (case "entries" notes it) when it is the new one's
+    text; records each in case["entries"]."""
+    from skinny_stage import bind_sizes, variants
+    out, texts = [], {}
+    for tag in ("new", "old"):
+        ent = p.get(tag) or ""
+        if "/" not in ent:
+            print("prepare: %s %s %s: no table entry (%s)" % (name, sg, tag, ent))
+            continue
+        f = ent.split("/", 1)[1]
+        tdir = os.path.join(ROOT, "kernels", "table", "v1") if tag == "new" else os.path.join(today, "v1")
+        tmpl = read_entry(os.path.join(tdir, f))["template"]
+        case["entries"][tag] = f
+        texts[tag] = tmpl
+        if tag == "old" and texts.get("new") == tmpl:
+            case["entries"]["old"] += " (= new)"
+            continue
+        out.append((tag, f, tmpl, [(tag, lb, t) for lb, t in
+                                   variants(tmpl, bind_sizes(tmpl, p["signature"]))[:max_variants]]))
+    return out
+
+
+def build_staged(binp, d, name, sg, p, vs, case, width, keep=None):
+    """Builds each (tag, label, text) of vs into d/sg/v-<tag><i> and records
+    the built ones in case["variants"] (keep(tag, result) False: built but
+    dropped); returns how many failed."""
+    from skinny_stage import build_kernel
+    bad = 0
+    for i, (vt, label, text) in enumerate(vs):
+        vd = os.path.join(d, sg, "v-%s%d" % (vt, i))
+        j = build_kernel(binp, vd, text, p["signature"])
+        print("prepare: %-14s %s %-4s v%d %-24s %s grid %s %s" % (
+            name, sg, vt, i, label, "built" if j.get("ok") else "FAILED", j.get("grid"),
+            (j.get("ptxas_info") or j.get("message", ""))[:width]), flush=True)
+        if j.get("ok") and keep and not keep(vt, j):
+            shutil.rmtree(vd)
+        elif j.get("ok"):
+            case["variants"]["%s%d" % (vt, i)] = label
+        else:
+            bad += 1
+            shutil.rmtree(vd)
+    return bad
+
+
+def prepare(stage, binp, today, heldout):
+    from skinny_stage import bind_sizes, variants
     opt = os.path.join(binp, "llm-fuse-opt")
     empty = os.path.join(stage, "empty")
     os.makedirs(empty, exist_ok=True)
@@ -202,24 +257,8 @@ def prepare(stage, binp, today, heldout):
             if TILINGS.get(name) and "gemm_any_%s_" % TILINGS[name] not in (p.get("new") or ""):
                 print("prepare: %s %s: not a %s subgraph, left out" % (name, sg, TILINGS[name]))
                 continue
-            src_t, sig_t = torch_ref.translate(gtext, sg)
-            case = dict(case=name, sg=sg, signature=p["signature"], entries={}, variants={},
-                        torch=dict(source=src_t, args=sig_t["args"], results=sig_t["results"]))
-            texts = {}
-            for tag in ("new", "old"):
-                ent = p.get(tag) or ""
-                if "/" not in ent:
-                    print("prepare: %s %s %s: no table entry (%s)" % (name, sg, tag, ent))
-                    continue
-                f = ent.split("/", 1)[1]
-                tdir = os.path.join(ROOT, "kernels", "table", "v1") if tag == "new" else os.path.join(today, "v1")
-                tmpl = read_entry(os.path.join(tdir, f))["template"]
-                case["entries"][tag] = f
-                texts[tag] = tmpl
-                if tag == "old" and texts.get("new") == tmpl:
-                    case["entries"]["old"] += " (= new)"
-                    continue
-                vs = [(tag, lb, t) for lb, t in variants(tmpl, bind_sizes(tmpl, p["signature"]))[:MAX_VARIANTS]]
+            case = staged_case(name, sg, p, gtext)
+            for tag, f, tmpl, vs in entry_variants(name, sg, p, today, case, MAX_VARIANTS):
                 if tag == "new" and name in EXPLORE and WAVE in tmpl:
                     seen = set(lb for _, lb, _ in vs)
                     vs += [("x", lb, t) for lb, t in variants(tmpl.replace(WAVE, "<= 100000)"),
@@ -227,19 +266,9 @@ def prepare(stage, binp, today, heldout):
                            if lb not in seen and re.search(r"TILE=[2-9]\d\d", lb)]
                 if tag == "new" and "gemm_any_%s_" % TILINGS.get(name) in f and "_0tma.json" in f:
                     vs += explore_variants(opt, f, p["signature"])
-                for i, (vt, label, text) in enumerate(vs):
-                    vd = os.path.join(d, sg, "v-%s%d" % (vt, i))
-                    j = build_kernel(binp, vd, text, p["signature"])
-                    print("prepare: %-14s %s %-4s v%d %-24s %s grid %s %s" % (
-                        name, sg, vt, i, label, "built" if j.get("ok") else "FAILED", j.get("grid"),
-                        (j.get("ptxas_info") or j.get("message", ""))[:110]), flush=True)
-                    if j.get("ok") and vt == "x" and j["grid"][0] > 4 * 132:
-                        shutil.rmtree(vd)   # exploration: up to four waves
-                    elif j.get("ok"):
-                        case["variants"]["%s%d" % (vt, i)] = label
-                    else:
-                        bad += 1
-                        shutil.rmtree(vd)
+                # exploration: up to four waves
+                bad += build_staged(binp, d, name, sg, p, vs, case, 110,
+                                    keep=lambda vt, j: vt != "x" or j["grid"][0] <= 4 * 132)
             cases.append(case)
     json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)
     return 1 if bad else 0

@@ -20,7 +20,6 @@ before (TODAY: a copy of kernels/table from before the change; gemm_any.py's
 import json
 import os
 import re
-import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,9 +85,8 @@ def model_text(src, ho):
 
 
 def prepare(stage, binp, today, ho7, ho1):
-    from gemm16_bench import stage_model
-    from skinny_stage import bind_sizes, build_kernel, variants
-    import torch_ref
+    from gemm16_bench import build_staged, entry_variants, stage_model, staged_case
+    from skinny_stage import bind_sizes, variants
     ho = {7: ho7, 1: ho1}
     empty = os.path.join(stage, "empty")
     os.makedirs(empty, exist_ok=True)
@@ -98,24 +96,8 @@ def prepare(stage, binp, today, ho7, ho1):
         os.makedirs(d, exist_ok=True)
         gtext, picked = stage_model(d, model_text(src, ho), binp, today, empty)
         for sg, p in sorted(picked.items()):
-            src_t, sig_t = torch_ref.translate(gtext, sg)
-            case = dict(case=name, sg=sg, signature=p["signature"], entries={}, variants={},
-                        torch=dict(source=src_t, args=sig_t["args"], results=sig_t["results"]))
-            texts = {}
-            for tag in ("new", "old"):
-                ent = p.get(tag) or ""
-                if "/" not in ent:
-                    print("prepare: %s %s %s: no table entry (%s)" % (name, sg, tag, ent))
-                    continue
-                f = ent.split("/", 1)[1]
-                tdir = os.path.join(ROOT, "kernels", "table", "v1") if tag == "new" else os.path.join(today, "v1")
-                tmpl = read_entry(os.path.join(tdir, f))["template"]
-                case["entries"][tag] = f
-                texts[tag] = tmpl
-                if tag == "old" and texts.get("new") == tmpl:
-                    case["entries"]["old"] += " (= new)"
-                    continue
-                vs = [(tag, lb, t) for lb, t in variants(tmpl, bind_sizes(tmpl, p["signature"]))[:MAX_VARIANTS]]
+            case = staged_case(name, sg, p, gtext)
+            for tag, f, tmpl, vs in entry_variants(name, sg, p, today, case, MAX_VARIANTS):
                 if tag == "new" and name in EXPLORE:
                     xt = read_entry(os.path.join(ROOT, "kernels", "table", "v1", EXPLORE[name] + ".json"))["template"]
                     xt = BOUND_LINE.sub("\n", xt)
@@ -125,17 +107,7 @@ def prepare(stage, binp, today, ho7, ho1):
                     dty = re.search(r"x(bf16|f16)>", p["signature"]).group(1)
                     yt = explore_template(dty)
                     vs += [("y", lb, t) for lb, t in variants(yt, bind_sizes(yt, p["signature"]))[:MAX_VARIANTS]]
-                for i, (vt, label, text) in enumerate(vs):
-                    vd = os.path.join(d, sg, "v-%s%d" % (vt, i))
-                    j = build_kernel(binp, vd, text, p["signature"])
-                    print("prepare: %-14s %s %-4s v%d %-24s %s grid %s %s" % (
-                        name, sg, vt, i, label, "built" if j.get("ok") else "FAILED", j.get("grid"),
-                        (j.get("ptxas_info") or j.get("message", ""))[:140]), flush=True)
-                    if j.get("ok"):
-                        case["variants"]["%s%d" % (vt, i)] = label
-                    else:
-                        bad += 1
-                        shutil.rmtree(vd)
+                bad += build_staged(binp, d, name, sg, p, vs, case, 140)
             cases.append(case)
     json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)
     return 1 if bad else 0
