@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "base/base64.h"
@@ -73,6 +74,11 @@ struct lf_table_s {
    * lookup walks only its bucket's files, in load order. */
   size_t pending_head[BUCKETS], pending_tail[BUCKETS];
   pthread_mutex_t lock; /* lazy reads: lookups may come from any thread */
+  /* The patterns' abstracted texts (lf_table_coincident), read on first
+   * use from each folder's patterns.json.gz: keys[i] hashes texts[i]. */
+  bool index_read;
+  char **index_keys, **index_texts;
+  size_t num_index, index_skipped;
 };
 
 #define SIGNATURE_SCHEMA "llm-fuse-table-signature/1"
@@ -666,6 +672,12 @@ void lf_table_close(lf_table_t *table) {
   for (size_t i = 0; i < table->num_folders; ++i)
     free(table->folders[i].path);
   free(table->folders);
+  for (size_t i = 0; i < table->num_index; ++i) {
+    free(table->index_keys[i]);
+    free(table->index_texts[i]);
+  }
+  free(table->index_keys);
+  free(table->index_texts);
   pthread_mutex_destroy(&table->lock);
   free(table);
 }
@@ -1171,4 +1183,187 @@ lf_status_t lf_table_write_entry_signed(const char *dir,
     *out_path = lf_strbuf_take(&path);
   lf_strbuf_free(&path);
   return st;
+}
+
+/* ---- Coincident sizes (lf_table_coincident) ---------------------------- */
+
+bool lf_table_has_pattern(const lf_table_t *table, const char *pattern,
+                          const char *arch) {
+  if (!table || !pattern || !arch)
+    return false;
+  lf_table_t *t = lock_and_read(table, pattern);
+  bool found = false;
+  for (const entry_t *e = t->buckets[bucket_of(pattern)]; e && !found;
+       e = e->next)
+    found = strcmp(e->pattern, pattern) == 0 &&
+            (has_arch(e, arch) || runs_older(e, arch));
+  pthread_mutex_unlock(&t->lock);
+  return found;
+}
+
+#define INDEX_SCHEMA "llm-fuse-table-patterns/1"
+#define INDEX_MAX_BYTES ((size_t)256 << 20)
+
+/* Reads one folder's index (<dir>/patterns.json.gz beside <dir>/v1); a
+ * missing file adds nothing, an unreadable one is skipped with a warning,
+ * a text that does not hash to its key is dropped (counted). Called with
+ * the lock held. */
+static void read_index_file(lf_table_t *t, const char *folder) {
+  char path[4200];
+  size_t n = strlen(folder);
+  if (n >= 3 && strcmp(folder + n - 3, "/v1") == 0)
+    n -= 3;
+  snprintf(path, sizeof(path), "%.*s/patterns.json.gz", (int)n, folder);
+  if (access(path, R_OK) != 0)
+    return; /* no index in this folder */
+  lf_strbuf_t raw, text;
+  lf_strbuf_init(&raw, INDEX_MAX_BYTES);
+  lf_strbuf_init(&text, INDEX_MAX_BYTES);
+  lf_status_t st = lf_read_file(path, &raw);
+  if (!st)
+    st = gunzip(path, &raw, &text);
+  lf_strbuf_free(&raw);
+  cJSON *root = st ? NULL : cJSON_Parse(lf_strbuf_cstr(&text));
+  lf_strbuf_free(&text);
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+  const cJSON *pats = cJSON_GetObjectItemCaseSensitive(root, "patterns");
+  if (st || !cJSON_IsString(schema) ||
+      strcmp(schema->valuestring, INDEX_SCHEMA) != 0 || !cJSON_IsObject(pats)) {
+    LF_LOG_WARN("pattern table: %s: not a pattern index (%s); coincident "
+                "sizes get no template from it",
+                path, st ? lf_status_message(st) : "schema");
+    lf_status_free(st);
+    cJSON_Delete(root);
+    return;
+  }
+  const cJSON *p;
+  cJSON_ArrayForEach(p, pats) {
+    char digest[LF_SHA256_HEX_SIZE];
+    if (!cJSON_IsString(p) || !p->string ||
+        lf_sha256_hex(p->valuestring, strlen(p->valuestring), digest) ||
+        strcmp(digest, p->string) != 0) {
+      ++t->index_skipped; /* forged or stale: its text is not its key's */
+      continue;
+    }
+    char **k = realloc(t->index_keys, (t->num_index + 1) * sizeof(*k));
+    if (k)
+      t->index_keys = k;
+    char **x = realloc(t->index_texts, (t->num_index + 1) * sizeof(*x));
+    if (x)
+      t->index_texts = x;
+    char *ks = k && x ? strdup(p->string) : NULL;
+    char *xs = ks ? strdup(p->valuestring) : NULL;
+    if (!xs) {
+      free(ks);
+      break;
+    }
+    t->index_keys[t->num_index] = ks;
+    t->index_texts[t->num_index++] = xs;
+  }
+  if (t->index_skipped)
+    LF_LOG_WARN("pattern table: %s: %zu pattern text(s) do not hash to "
+                "their key; ignored",
+                path, t->index_skipped);
+  cJSON_Delete(root);
+}
+
+/* A size symbol of an abstracted text at s[i]: S<k> after one of the
+ * characters passes/pattern.c writes before a size (a tensor type's '<' or
+ * 'x', an array's ' ' or '[', a reciprocal's '/'). Its index and length. */
+static bool symbol_at(const char *s, size_t i, long *k, size_t *len) {
+  if (s[i] != 'S' || !isdigit((unsigned char)s[i + 1]) ||
+      (i > 0 && !strchr("<x :[,/(", s[i - 1])))
+    return false;
+  size_t j = i + 1;
+  long v = 0;
+  while (isdigit((unsigned char)s[j]) && v < 100000)
+    v = v * 10 + (s[j++] - '0');
+  *k = v;
+  *len = j - i;
+  return true;
+}
+
+/* Whether `text` is `general` with some symbols merged: walks both, equal
+ * outside symbols, each symbol of `general` always meeting the same symbol
+ * of `text`. map[a] is then the symbol of `text` that general's a became;
+ * *num_general how many symbols general has (every one must occur). */
+static bool unify(const char *general, const char *text, long *map,
+                  size_t max_map, size_t *num_general) {
+  for (size_t a = 0; a < max_map; ++a)
+    map[a] = -1;
+  size_t i = 0, j = 0, seen = 0;
+  while (general[i] && text[j]) {
+    long a, b;
+    size_t la, lb;
+    bool ga = symbol_at(general, i, &a, &la), tb = symbol_at(text, j, &b, &lb);
+    if (ga != tb)
+      return false;
+    if (ga) {
+      if (a < 0 || (size_t)a >= max_map || (map[a] >= 0 && map[a] != b))
+        return false;
+      if (map[a] < 0)
+        map[a] = b, seen = (size_t)a + 1 > seen ? (size_t)a + 1 : seen;
+      i += la, j += lb;
+      continue;
+    }
+    if (general[i] != text[j])
+      return false;
+    ++i, ++j;
+  }
+  if (general[i] || text[j])
+    return false;
+  for (size_t a = 0; a < seen; ++a)
+    if (map[a] < 0)
+      return false;
+  *num_general = seen;
+  return true;
+}
+
+lf_status_t lf_table_coincident(const lf_table_t *table, const char *text,
+                                const int64_t *sizes, size_t count,
+                                const char *arch, char out_key[65],
+                                int64_t *out_sizes, size_t *out_count) {
+  if (!table || !text || !arch)
+    return LF_STATUS(LF_STATUS_NOT_FOUND, "no pattern table");
+  lf_table_t *t = (lf_table_t *)table;
+  pthread_mutex_lock(&t->lock);
+  if (!t->index_read) {
+    t->index_read = true;
+    for (size_t f = 0; f < t->num_folders; ++f)
+      read_index_file(t, t->folders[f].path);
+  }
+  pthread_mutex_unlock(&t->lock);
+  long map[LF_TABLE_MAX_SIZES];
+  size_t best = (size_t)-1, best_syms = 0;
+  int64_t best_sizes[LF_TABLE_MAX_SIZES];
+  for (size_t i = 0; i < t->num_index; ++i) {
+    size_t syms = 0;
+    if (!unify(t->index_texts[i], text, map, LF_TABLE_MAX_SIZES, &syms) ||
+        syms <= count)
+      continue; /* not this pattern, or no symbol merged (its own key) */
+    bool ok = true;
+    for (size_t a = 0; a < syms && ok; ++a)
+      ok = (size_t)map[a] < count;
+    if (!ok)
+      continue;
+    if (best != (size_t)-1 &&
+        (syms > best_syms ||
+         (syms == best_syms && strcmp(t->index_keys[i],
+                                      t->index_keys[best]) > 0)))
+      continue;
+    if (!lf_table_has_pattern(table, t->index_keys[i], arch))
+      continue;
+    best = i, best_syms = syms;
+    for (size_t a = 0; a < syms; ++a)
+      best_sizes[a] = sizes[map[a]];
+  }
+  if (best == (size_t)-1)
+    return LF_STATUS(LF_STATUS_NOT_FOUND,
+                     "no pattern of the table's index is this one at "
+                     "distinct sizes");
+  snprintf(out_key, 65, "%s", t->index_keys[best]);
+  for (size_t a = 0; a < best_syms; ++a)
+    out_sizes[a] = best_sizes[a];
+  *out_count = best_syms;
+  return LF_OK;
 }

@@ -193,6 +193,28 @@ lf_status_t lf_table_instantiate_nth(const lf_table_t *table,
 /// Frees the match's text.
 void lf_table_match_clear(lf_table_match_t *match);
 
+/// Whether the table holds an entry for `pattern` that `arch` runs (for
+/// `arch`, or an older unsuffixed arch).
+bool lf_table_has_pattern(const lf_table_t *table, const char *pattern,
+                          const char *arch);
+
+/// The same pattern at distinct sizes (docs/pattern-key.md, "Coincident
+/// sizes"). A subgraph whose sizes happen to be equal (a batch equal to a
+/// hidden size, K equal to N) has a key of its own, since the key keeps
+/// which sizes are equal. `text` is its abstracted text (the outline
+/// record's `pattern_text`) and `sizes` the values of its symbols. This
+/// looks for a pattern of the table's index (`<dir>/patterns.json.gz`,
+/// written by kernels/table/build.py: each entry's abstracted text, which
+/// must hash to its key, or it is ignored) whose text is `text` with some
+/// of its symbols merged, and that has an entry `arch` runs. On success
+/// `out_key` is that pattern's key and out_sizes[0..*out_count) the values
+/// of its symbols (the merged ones repeat a value); the most specific such
+/// pattern wins (fewest symbols, then key order). NOT_FOUND when none.
+lf_status_t lf_table_coincident(const lf_table_t *table, const char *text,
+                                const int64_t *sizes, size_t count,
+                                const char *arch, char out_key[65],
+                                int64_t *out_sizes, size_t *out_count);
+
 /// A verified entry to start an adapt request from (lf_table_nearest).
 typedef struct lf_table_nearest_s {
   char id[96];                       /* "<pattern[0:16]>/<file name>" */

@@ -537,8 +537,56 @@ static lf_status_t collect_subgraphs(fuse_run_t *run) {
   return LF_OK;
 }
 
-/* The subgraph's FLOPs from the outline records (matched by the outlined
- * function's name; "function" is the function it was outlined from). */
+/* Sizes that happen to be equal give a pattern a key of its own (the key
+ * keeps equalities). When the table has no entry for that key on this
+ * arch, the table's index may know the same pattern at distinct sizes
+ * (lf_table_coincident): the subgraph then asks for that key, its symbols
+ * bound to the equal values, and the outline record says so under
+ * "table_pattern" (docs/pattern-key.md, "Coincident sizes"). */
+static void coincident_pattern(const fuse_run_t *run, subgraph_t *sg,
+                               cJSON *g) {
+  const cJSON *pt = cJSON_GetObjectItemCaseSensitive(g, "pattern_text");
+  if (!run->table || !cJSON_IsString(pt) ||
+      lf_table_has_pattern(run->table, sg->pattern, run->o->arch))
+    return;
+  char key[65];
+  int64_t sizes[LF_TABLE_MAX_SIZES];
+  size_t n = 0;
+  lf_status_t st = lf_table_coincident(
+      run->table, pt->valuestring, sg->pattern_sizes, sg->num_pattern_sizes,
+      run->o->arch, key, sizes, &n);
+  if (st) {
+    lf_status_free(st);
+    return;
+  }
+  lf_strbuf_t b;
+  lf_strbuf_init(&b, 1024);
+  for (size_t i = 0; i < n; ++i)
+    lf_strbuf_appendf(&b, "%sS%zu=%lld", i ? " " : "", i, (long long)sizes[i]);
+  LF_LOG_INFO("%s: pattern %.16s has no template for %s; its sizes coincide: "
+              "asking the table for pattern %.16s, the same ops at distinct "
+              "sizes (%s)",
+              sg->name, sg->pattern, run->o->arch, key, lf_strbuf_cstr(&b));
+  lf_strbuf_free(&b);
+  cJSON *tp = cJSON_CreateObject();
+  cJSON *ts = tp ? cJSON_AddObjectToObject(tp, "pattern_sizes") : NULL;
+  if (tp && ts) {
+    cJSON_AddStringToObject(tp, "pattern", key);
+    for (size_t i = 0; i < n; ++i) {
+      char sym[24];
+      snprintf(sym, sizeof(sym), "S%zu", i);
+      cJSON_AddNumberToObject(ts, sym, (double)sizes[i]);
+    }
+    cJSON_AddItemToObject(g, "table_pattern", tp);
+  } else {
+    cJSON_Delete(tp);
+  }
+  snprintf(sg->pattern, sizeof(sg->pattern), "%s", key);
+  for (size_t i = 0; i < n; ++i)
+    sg->pattern_sizes[i] = sizes[i];
+  sg->num_pattern_sizes = n;
+}
+
 /* The pattern key and the sizes it binds, from the outline record. */
 static void group_pattern(const fuse_run_t *run, subgraph_t *sg) {
   const cJSON *g;
@@ -558,10 +606,13 @@ static void group_pattern(const fuse_run_t *run, subgraph_t *sg) {
     }
     snprintf(sg->pattern, sizeof(sg->pattern), "%s", pk->valuestring);
     sg->num_pattern_sizes = n;
+    coincident_pattern(run, sg, (cJSON *)g);
     return;
   }
 }
 
+/* The subgraph's FLOPs from the outline records (matched by the outlined
+ * function's name; "function" is the function it was outlined from). */
 static double group_flops(const fuse_run_t *run, const char *name) {
   const cJSON *g;
   cJSON_ArrayForEach(g, run->groups) {

@@ -417,6 +417,7 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
   values_t inputs = {0}, outputs = {0};
   value_map_t map = {0};
   MlirOperation new_func = {NULL};
+  lf_strbuf_t abstract = {0}; /* the pattern's abstracted text (report) */
   MlirType *in_types = NULL, *out_types = NULL;
   MlirLocation *in_locs = NULL;
   char fp[LF_SHA256_HEX_SIZE], name[96];
@@ -517,11 +518,12 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
    * The pattern key is the same canonical text with sizes abstracted. */
   lf_strbuf_t canon;
   lf_strbuf_init(&canon, 64 << 20);
+  lf_strbuf_init(&abstract, 64 << 20);
   lf_pattern_t pat;
   status = fingerprint(new_func, fp, &canon);
   if (!status)
     status = lf_pattern_compute(lf_strbuf_cstr(&canon), lf_strbuf_len(&canon),
-                                &pat, NULL);
+                                &pat, report_groups ? &abstract : NULL);
   lf_strbuf_free(&canon);
   if (status)
     goto out;
@@ -583,6 +585,11 @@ static lf_status_t outline_group(MlirOperation module, MlirSymbolTable symbols,
       snprintf(sym, sizeof(sym), "S%zu", k);
       cJSON_AddNumberToObject(ps, sym, (double)pat.sizes[k]);
     }
+    /* The abstracted text itself (it hashes to the key), so that a
+     * subgraph whose sizes coincide can be matched to the key of the same
+     * pattern at distinct sizes (llm_client/table.h, lf_table_coincident). */
+    if (lf_strbuf_len(&abstract) <= LF_PATTERN_MAX_TEXT)
+      cJSON_AddStringToObject(j, "pattern_text", lf_strbuf_cstr(&abstract));
     cJSON_AddStringToObject(j, "class", cls);
     MlirAttribute fname = mlirOperationGetAttributeByName(
         func, mlirSymbolTableGetSymbolAttributeName());
@@ -639,6 +646,7 @@ out_block:
 out:
   if (!mlirOperationIsNull(new_func))
     mlirOperationDestroy(new_func);
+  lf_strbuf_free(&abstract);
   free(in_types);
   free(in_locs);
   free(out_types);

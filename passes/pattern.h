@@ -26,6 +26,9 @@ extern "C" {
 /// The most distinct sizes a pattern binds.
 #define LF_PATTERN_MAX_SIZES 32
 
+/// The longest abstracted text a report carries (`pattern_text`).
+#define LF_PATTERN_MAX_TEXT ((size_t)256 << 10)
+
 /// A pattern key and the sizes it abstracted.
 typedef struct lf_pattern_s {
   char key[LF_SHA256_HEX_SIZE];        /* SHA-256 of the abstracted text */

@@ -15,6 +15,7 @@ removed (kernels/table/build.py removes them).
 """
 import argparse
 import importlib
+import json
 import os
 import sys
 
@@ -44,6 +45,18 @@ def main():
             print("%s %s" % ("new" if old is None else "changed", name))
             if not a.check:
                 build.write_entry_gz(path, text)
+    # the pattern index: these modules' keys added or updated (build.py
+    # alone drops the keys no entry has any more)
+    if build.PATTERN_TEXTS:
+        texts = {}
+        if os.path.exists(build.INDEX):
+            texts = json.loads(build.read_entry_text(build.INDEX))["patterns"]
+        merged = dict(texts, **build.PATTERN_TEXTS)
+        if merged != texts:
+            changed += 1
+            print("changed %s" % os.path.basename(build.INDEX))
+            if not a.check:
+                build.write_entry_gz(build.INDEX, build.index_text(merged))
     print("write_entries: %d entr%s %s" % (changed, "y" if changed == 1 else "ies",
                                           "to write" if a.check else "written"))
     return 1 if a.check and changed else 0

@@ -191,12 +191,29 @@ def check_tune_limits(tmpl, what):
         raise ValueError("%s: over llm_client/tune.h's limits: %s" % (what, "; ".join(problems)))
 
 
+# The pattern index (kernels/table/patterns.json.gz): each entry's pattern
+# key -> the abstracted text it is the hash of (the outline record's
+# `pattern_text`), so that a subgraph whose sizes coincide finds the same
+# pattern at distinct sizes (llm_client/table.h, lf_table_coincident;
+# docs/pattern-key.md, "Coincident sizes"). Filled by entry_of().
+INDEX = os.path.join(HERE, "patterns.json.gz")
+INDEX_SCHEMA = "llm-fuse-table-patterns/1"
+PATTERN_TEXTS = {}
+
+
+def index_text(texts):
+    """The index file's JSON text for {key: text}."""
+    return json.dumps({"schema": INDEX_SCHEMA, "patterns": dict(sorted(texts.items()))}, indent=1) + "\n"
+
+
 def entry_of(g, archs, sizes, tmpl, source, precision=None):
     """The JSON text of one entry: sizes is the list S0.. with None for a free
     size; precision "tf32" for an entry only TF32-mode requests get (exact
     entries have no such member). A template over tune.h's limits is an
     error (check_tune_limits)."""
     check_tune_limits(tmpl, source)
+    if g.get("pattern_text"):
+        PATTERN_TEXTS[g["pattern"]] = g["pattern_text"]
     klass = g.get("class", "?")
     entry = {
         "schema": SCHEMA,
@@ -294,6 +311,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--opt", default=os.path.join(ROOT, "build", "bin", "llm-fuse-opt"))
     ap.add_argument("--check", action="store_true", help="exit 1 if an entry is stale")
+    ap.add_argument("--index-only", action="store_true",
+                    help="write (or --check) only the pattern index, not the entries")
     a = ap.parse_args()
     out_dir = os.path.join(HERE, "v1")
     os.makedirs(out_dir, exist_ok=True)
@@ -304,7 +323,7 @@ def main():
     for m in SPEC_MODULES:
         if os.path.exists(os.path.join(HERE, m + ".py")):
             entries += spec_entries(a.opt, importlib.import_module(m))
-    for name, text in entries:
+    for name, text in ([] if a.index_only else entries):
         if name + ".gz" in wanted:
             sys.exit("build.py: two entries named %s" % name)
         wanted[name + ".gz"] = text
@@ -315,12 +334,22 @@ def main():
         else:
             if not os.path.exists(path) or read_entry_text(path) != text:
                 write_entry_gz(path, text)
-    for old in os.listdir(out_dir):
+    for old in ([] if a.index_only else os.listdir(out_dir)):
         if (old.endswith(".json") or old.endswith(".json.gz")) and old not in wanted:
             if a.check:
                 stale.append(os.path.join(out_dir, old))
             else:
                 os.remove(os.path.join(out_dir, old))
+    if PATTERN_TEXTS:
+        text = index_text(PATTERN_TEXTS)
+        if not os.path.exists(INDEX) or read_entry_text(INDEX) != text:
+            if a.check:
+                stale.append(INDEX)
+            else:
+                write_entry_gz(INDEX, text)
+    else:
+        print("build.py: %s reports no pattern_text (an older llm-fuse-opt): %s left as it is"
+              % (a.opt, INDEX), file=sys.stderr)
     if stale:
         sys.exit("stale (rerun kernels/table/build.py): " + ", ".join(stale))
     if not a.check:
