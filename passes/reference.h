@@ -169,6 +169,14 @@ typedef struct lf_reference_s {
   bool is_wide;
   /// On a wide plan: which results it widened (bit k: result k).
   uint64_t wide_outputs;
+  /// A contraction-class subgraph whose contractions multiply bf16/f16
+  /// operands and sum in f32 (lf_reference_acc32_k): the longest such
+  /// reduction, which the plan records ("acc32": {"k": K, "operands":
+  /// "f16"}) for the verifier's componentwise bound (docs/verification.md,
+  /// "16-bit contractions accumulated in f32"); 0: none (no key).
+  int64_t acc32_k;
+  /// The operands' type of those contractions: "f16", "bf16" or "mixed".
+  const char *acc32_operands;
   /// Lowered by the *_VIEWS pipeline (views folded into the loops).
   bool folded_views;
   /// Lowered with the iteration space of its linalg.generic ops permuted,
@@ -188,6 +196,16 @@ typedef struct lf_reference_s {
 /// NULL and `out->truth_note` says why (its diagnostics are captured, not
 /// emitted).
 lf_status_t lf_reference_lower(MlirOperation func, lf_reference_t *out);
+
+/// The longest reduction of the contractions of `func` that multiply two
+/// bf16/f16 operands and sum in f32 (a named linalg.*matmul* / *matvec /
+/// *vecmat / dot with 16-bit float inputs and an f32 result; a
+/// linalg.generic with an f32 result in which two 16-bit float inputs vary
+/// along a reduction loop: the product of its reduction bounds), when
+/// `func` is a contraction-class subgraph (llm_fuse.class = "contraction");
+/// 0 otherwise or when a size is not static. `*out_operands` (may be NULL):
+/// "f16", "bf16" or "mixed".
+int64_t lf_reference_acc32_k(MlirOperation func, const char **out_operands);
 
 /// Whether `func` accumulates in 16 bits: a reduction (linalg.generic with
 /// a "reduction" iterator, linalg.reduce) whose result element type is bf16

@@ -330,7 +330,7 @@ typedef struct {
   u64 worst_ord; /* ordered() of the largest |c-r| / tol */
   u64 differ;    /* elements whose bits differ from `other` */
   u64 relaxed;   /* non-finite reference, finite candidate, let pass */
-  u64 by_scale;  /* passed only by the TF32 bound stol * sqrt(scale) */
+  u64 by_scale;  /* passed only by the bound stol * sqrt(scale) */
   u64 boundary;  /* passed by the overflow-boundary rule (`wide`) */
 } compare_t;
 
@@ -339,11 +339,13 @@ typedef struct {
  *   floats:   both NaN, or equal (infinities of one sign), or
  *             |c - r| <= max(rtol*|r| + atol, stol*sqrt(scale[i])),
  *             written so that NaN fails.
- * `scale` (may be NULL; same element type as `r`) is the TF32 mode's
- * per-element error scale: the reference plan run on the squared inputs,
- * sum (a_k b_k)^2 for a contraction (docs/verification.md, "TF32 mode");
- * where it is not finite only the first bound applies. Elements that pass
- * by the second bound alone are counted in `by_scale`.
+ * `scale` (may be NULL; element type `scale_dt`, the last parameter: the
+ * output's, or f32 where the scale run widened it) is the per-element error
+ * scale of TF32 mode and of 16-bit contractions summed in f32: a reference
+ * plan run on the squared inputs, sum (a_k b_k)^2 for a contraction
+ * (docs/verification.md, "TF32 mode", "16-bit contractions accumulated in
+ * f32"); where it is not finite only the first bound applies. Elements that
+ * pass by the second bound alone are counted in `by_scale`.
  * `other` (may be NULL) is the candidate's second run: elements whose bits
  * differ from `c` are counted (the determinism check). With `lenient`, an
  * element whose reference is NaN or infinite passes whatever the candidate
@@ -359,7 +361,8 @@ typedef struct {
 KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
                        int dt, double rtol, double atol, u64 poison,
                        int lenient, const void *scale, double stol,
-                       const void *wide, double thr, compare_t *out) {
+                       const void *wide, double thr, compare_t *out,
+                       int scale_dt) {
   u64 bad = 0, unwritten = 0, first = ~0ull, worst = ordered(0.0), differ = 0;
   u64 relaxed = 0, by_scale = 0, boundary = 0;
   int is_float = dt <= F64;
@@ -412,7 +415,7 @@ KERNEL void lf_compare(const void *r, const void *c, const void *other, u64 n,
         double d = __builtin_fabs(a - b);
         double tol = rtol * __builtin_fabs(a) + atol;
         if (scale) {
-          double sq = load(scale, i, dt);
+          double sq = load(scale, i, scale_dt);
           double st = __builtin_isfinite(sq) && sq > 0.0
                           ? stol * __nvvm_sqrt_rn_d(sq)
                           : 0.0;

@@ -236,6 +236,12 @@ double lf_vtf32_scale_tol(int64_t k) {
   return 8.0 * ldexp(1.0, -11) + (double)k * ldexp(1.0, -23);
 }
 
+double lf_vacc32_scale_tol(int64_t k) {
+  if (k <= 0)
+    return 0.0;
+  return fmin((double)k * ldexp(1.0, -23), ldexp(1.0, -10));
+}
+
 bool lf_vclose(double ref, double cand, double rtol, double atol,
                double *out_ratio) {
   return lf_vclose_scaled(ref, cand, rtol, atol, NAN, 0.0, out_ratio, NULL);
@@ -1005,6 +1011,13 @@ void lf_vjudge_from_plan(const char *plan, size_t size, const char *plan_dir,
     out->wide_named = true;
     snprintf(out->wide_note, sizeof(out->wide_note), "%s", wide_note);
   }
+  /* A 16-bit contraction summed in f32: K >= 1, an integer. */
+  const cJSON *acc = cJSON_GetObjectItemCaseSensitive(root, "acc32");
+  const cJSON *k =
+      cJSON_IsObject(acc) ? cJSON_GetObjectItemCaseSensitive(acc, "k") : NULL;
+  if (cJSON_IsNumber(k) && k->valuedouble >= 1 && k->valuedouble < 9e15 &&
+      k->valuedouble == floor(k->valuedouble))
+    out->acc32_k = (int64_t)k->valuedouble;
   cJSON_Delete(root);
 }
 

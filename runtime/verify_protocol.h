@@ -116,6 +116,19 @@ lf_vtolerance_t lf_vtolerance_tf32(int64_t k);
 /// k-term f32 accumulation. k <= 0 gives 0 (no such bound).
 double lf_vtf32_scale_tol(int64_t k);
 
+/// The componentwise bound of a 16-bit contraction accumulated in f32
+/// (docs/verification.md, "16-bit contractions accumulated in f32"): a
+/// float output element of a subgraph whose plan says so ("acc32": {"k":
+/// K}) also passes when |c - r| <= stol * sqrt(s), s the error scale (the
+/// plan run on the squared inputs: sum (a_k b_k)^2 for a contraction),
+/// stol = min(k * 2^-23, 2^-10): the products of bf16/f16 operands are
+/// exact in f32, and each of the k adds of an f32 sum errs by at most
+/// 2^-24 |S_i| (rounding to nearest), the partial sums |S_i| of the
+/// verifier's zero-mean draws staying within 2 sqrt(s); the cap (reached at
+/// k = 8192) keeps operands rounded to bf16 (about 2.3e-3 sqrt(s)) and sums
+/// in f16 or bf16 rejected. k <= 0 gives 0 (no such bound).
+double lf_vacc32_scale_tol(int64_t k);
+
 /// The comparison rule, NaN-aware: true when `cand` passes against `ref`.
 /// Both NaN pass; equal values (infinities of one sign included) pass; an
 /// infinity against anything else fails; otherwise the element fails when
@@ -207,7 +220,7 @@ typedef struct lf_vstats_s {
 /// Result of one comparison, as the GPU kernel lf_compare fills it.
 typedef struct lf_vcompare_s {
   uint64_t bad, unwritten, first_bad, worst_ord, differ, relaxed;
-  uint64_t by_scale; ///< passed only by the TF32 bound (lf_vclose_scaled)
+  uint64_t by_scale; ///< passed only by stol * sqrt(scale) (lf_vclose_scaled)
   uint64_t boundary; ///< passed by the overflow-boundary rule
 } lf_vcompare_t;
 
@@ -277,6 +290,11 @@ typedef struct lf_vjudge_s {
   char wide_path[4096];  ///< its plan.json (when use_wide)
   char wide_note[512];   ///< why it is not used although named ("")
   uint64_t wide_outputs; ///< outputs it widened (lf_vjudge_check_wide)
+  /* A contraction-class subgraph whose contractions multiply bf16/f16
+   * operands and sum in f32 ("acc32": {"k": K, "operands": "f16"}): K, the
+   * longest such reduction, turns on the componentwise bound
+   * lf_vacc32_scale_tol(K) for its float outputs; 0: none. */
+  int64_t acc32_k;
 } lf_vjudge_t;
 
 /// Reads the reference plan's JSON text (`plan`, `size` bytes; in folder

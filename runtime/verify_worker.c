@@ -124,11 +124,14 @@ typedef struct worker_s {
   CUdeviceptr *up_out; /* the upstream plan's outputs when a truth judges */
   CUdeviceptr *wide_out;   /* the wide plan's outputs (f32 where widened) */
   uint64_t boundary_total; /* elements passed by the overflow-boundary rule */
+  uint64_t acc32_total;    /* elements passed by the f32-accumulation bound */
   unsigned char (*scalar)[8];
-  /* TF32 mode (--tf32-k): the inputs squared (float buffers; the others
-   * alias `in`) and the reference plan's outputs on them, the per-element
-   * error scale sum (a_k b_k)^2 of lf_compare (docs/verification.md,
-   * "TF32 mode") */
+  /* TF32 mode (--tf32-k) and 16-bit contractions summed in f32 (the
+   * plan's "acc32"): the inputs squared (float buffers; the others alias
+   * `in`) and a reference plan's outputs on them (scale_plan()), the
+   * per-element error scale sum (a_k b_k)^2 of lf_compare
+   * (docs/verification.md, "TF32 mode", "16-bit contractions accumulated in
+   * f32") */
   CUdeviceptr *sq_in, *scale_out;
   unsigned char (*sq_scalar)[8];
   CUdeviceptr scratch;
@@ -525,6 +528,19 @@ static size_t out_bytes_of(const worker_t *w, const ref_plan_t *p, size_t o) {
   return p->wide && widened(w, o) ? w->outs[o].count * 4 : w->outs[o].bytes;
 }
 
+/* Whether a run on the squared inputs gives error scales: TF32 mode, or a
+ * 16-bit contraction summed in f32 (the plan's "acc32"). */
+static bool scale_wanted(const worker_t *w) {
+  return w->opt->tf32_k > 0 || w->judge.acc32_k > 0;
+}
+
+/* The plan the scale run uses: the wide one where there is one (an f16
+ * result: its squares overflow f16, not f32), else the one that gives the
+ * expected values (the truth when one judges). */
+static const ref_plan_t *scale_plan(const worker_t *w) {
+  return w->judge.use_wide ? &w->wide : w->up_out ? &w->truth : &w->ref;
+}
+
 static lf_status_t alloc_buffers(worker_t *w) {
   w->in = calloc(w->nin + 1, sizeof(*w->in));
   w->scalar = calloc(w->nin + 1, sizeof(*w->scalar));
@@ -557,7 +573,7 @@ static lf_status_t alloc_buffers(worker_t *w) {
       w->cand[r][o] = w->arena[r][o] + RED_ZONE;
     }
   }
-  if (w->opt->tf32_k > 0) {
+  if (scale_wanted(w)) {
     w->sq_in = calloc(w->nin + 1, sizeof(*w->sq_in));
     w->sq_scalar = calloc(w->nin + 1, sizeof(*w->sq_scalar));
     w->scale_out = calloc(w->nout, sizeof(*w->scale_out));
@@ -570,7 +586,8 @@ static lf_status_t alloc_buffers(worker_t *w) {
         w->sq_in[i] = w->in[i];
     }
     for (size_t o = 0; o < w->nout; ++o)
-      CU_TRY(cuMemAlloc(&w->scale_out[o], round_up(w->outs[o].bytes, 256)));
+      CU_TRY(cuMemAlloc(&w->scale_out[o],
+                        round_up(out_bytes_of(w, scale_plan(w), o), 256)));
   }
   if (w->judge.use_wide) {
     if (!(w->wide_out = calloc(w->nout, sizeof(*w->wide_out))))
@@ -685,11 +702,12 @@ static lf_status_t run_plan(worker_t *w, const ref_plan_t *p,
   return LF_OK;
 }
 
-/* TF32 mode: enqueues the plan that gave the expected values (the truth
- * when one judges) on the squared inputs, into scale_out: per output
- * element, sum (a_k b_k)^2 for a contraction, the scale of the TF32
- * rounding error (lf_compare). The inputs are swapped in for the run and
- * restored. */
+/* TF32 mode and 16-bit contractions summed in f32: enqueues scale_plan()
+ * on the squared inputs, into scale_out: per output element, sum
+ * (a_k b_k)^2 for a contraction, the scale of the rounding error
+ * (lf_compare). The inputs are swapped in for the run and restored. An f16
+ * input's squares saturate at 65504 (lf_square), which makes s smaller,
+ * never larger, where |x| > 256. */
 static lf_status_t run_scale_plan(worker_t *w) {
   for (size_t i = 0; i < w->nin; ++i) {
     const lf_voperand_t *op = &w->ins[i];
@@ -719,7 +737,7 @@ static lf_status_t run_scale_plan(worker_t *w) {
   unsigned char(*scalar)[8] = w->scalar;
   w->in = w->sq_in;
   w->scalar = w->sq_scalar;
-  lf_status_t s = run_plan(w, w->up_out ? &w->truth : &w->ref, w->scale_out);
+  lf_status_t s = run_plan(w, scale_plan(w), w->scale_out);
   w->in = in;
   w->scalar = scalar;
   return s;
@@ -969,10 +987,84 @@ static lf_vtolerance_t out_tolerance(const worker_t *w, size_t o) {
   return lf_vtolerance_for(w->outs[o].dtype);
 }
 
-/* Output o's TF32 error scale (lf_compare's `scale`): the scale run's
- * output for an f32 output in TF32 mode, else none (0). */
+/* Output o's bound on the error scale: TF32 mode's for an f32 output, the
+ * f32 accumulation's for a float output of a 16-bit contraction (the
+ * larger where both apply); 0: none. */
+static double out_tf32_stol(const worker_t *w, size_t o) {
+  return w->outs[o].dtype == LF_VDT_F32 ? lf_vtf32_scale_tol(w->opt->tf32_k)
+                                        : 0.0;
+}
+static double out_acc32_stol(const worker_t *w, size_t o) {
+  return lf_vdtype_is_float(w->outs[o].dtype)
+             ? lf_vacc32_scale_tol(w->judge.acc32_k)
+             : 0.0;
+}
+static double out_stol(const worker_t *w, size_t o) {
+  return fmax(out_tf32_stol(w, o), out_acc32_stol(w, o));
+}
+
+/* Output o's error scale (lf_compare's `scale`): the scale run's output
+ * where a bound applies, else none (0); its element type: f32 where the
+ * scale run's plan widened it. */
 static CUdeviceptr out_scale(const worker_t *w, size_t o) {
-  return w->scale_out && w->outs[o].dtype == LF_VDT_F32 ? w->scale_out[o] : 0;
+  return w->scale_out && out_stol(w, o) > 0 ? w->scale_out[o] : 0;
+}
+static int out_scale_dtype(const worker_t *w, size_t o) {
+  return scale_plan(w)->wide && widened(w, o) ? LF_VDT_F32
+                                              : (int)w->outs[o].dtype;
+}
+
+/* ---- Dumping a trial (a debugging aid) ---------------------------------- */
+
+static lf_status_t dump_buffer(worker_t *w, const char *dir, const char *name,
+                               CUdeviceptr p, size_t bytes) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  void *h = malloc(bytes ? bytes : 1);
+  if (!h)
+    return LF_STATUS(LF_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  lf_status_t s = CU(cuMemcpyDtoH(h, p, bytes));
+  FILE *f = s ? NULL : fopen(path, "wb");
+  if (!s && (!f || fwrite(h, 1, bytes, f) != bytes))
+    s = LF_STATUS(LF_STATUS_INTERNAL, "cannot write %s", path);
+  if (f && fclose(f) && !s)
+    s = LF_STATUS(LF_STATUS_INTERNAL, "cannot write %s", path);
+  free(h);
+  return s;
+}
+
+/* With LF_VERIFY_DUMP_DIR set (and LF_VERIFY_DUMP_TRIAL = the trial's
+ * index, or unset for every trial), writes the trial's inputs, reference
+ * outputs, candidate outputs (first run) and wide outputs as raw files
+ * DIR/tT.inI.bin, .refO.bin, .candO.bin, .wideO.bin, so that a refusal can
+ * be examined off line (docs/verification.md, "Dumping a trial"). Not part
+ * of the protocol: nothing in the verdict depends on it. */
+static lf_status_t dump_trial(worker_t *w, int index) {
+  const char *dir = getenv("LF_VERIFY_DUMP_DIR");
+  const char *which = getenv("LF_VERIFY_DUMP_TRIAL");
+  if (!dir || !*dir || (which && *which && atoi(which) != index))
+    return LF_OK;
+  char name[64];
+  for (size_t i = 0; i < w->nin; ++i) {
+    if (w->ins[i].is_scalar)
+      continue;
+    snprintf(name, sizeof(name), "t%d.in%zu.bin", index, i);
+    LF_RETURN_IF_ERROR(dump_buffer(w, dir, name, w->in[i], w->ins[i].bytes));
+  }
+  for (size_t o = 0; o < w->nout; ++o) {
+    snprintf(name, sizeof(name), "t%d.ref%zu.bin", index, o);
+    LF_RETURN_IF_ERROR(
+        dump_buffer(w, dir, name, w->ref_out[o], w->outs[o].bytes));
+    snprintf(name, sizeof(name), "t%d.cand%zu.bin", index, o);
+    LF_RETURN_IF_ERROR(
+        dump_buffer(w, dir, name, w->cand[0][o], w->outs[o].bytes));
+    if (w->wide_out) {
+      snprintf(name, sizeof(name), "t%d.wide%zu.bin", index, o);
+      LF_RETURN_IF_ERROR(dump_buffer(w, dir, name, w->wide_out[o],
+                                     out_bytes_of(w, &w->wide, o)));
+    }
+  }
+  return LF_OK;
 }
 
 /* ---- One trial ----------------------------------------------------------- */
@@ -1069,8 +1161,9 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
                        "the wide plan ran for more than 600 s");
   }
 
-  /* TF32 mode: the error scale of every output element, from the inputs
-   * of this trial (before the candidate runs: it may corrupt anything). */
+  /* TF32 mode, 16-bit contractions summed in f32: the error scale of every
+   * output element, from the inputs of this trial (before the candidate
+   * runs: it may corrupt anything). */
   if (w->scale_out)
     LF_RETURN_IF_ERROR(run_scale_plan(w));
 
@@ -1138,7 +1231,8 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     lf_vtolerance_t tol = out_tolerance(w, o);
     double rtol = tol.rtol;
     CUdeviceptr scale = out_scale(w, o);
-    double stol = scale ? lf_vtf32_scale_tol(opt->tf32_k) : 0.0;
+    double stol = scale ? out_stol(w, o) : 0.0;
+    int scale_dt = out_scale_dtype(w, o);
     CUdeviceptr wide = widened(w, o) ? w->wide_out[o] : 0;
     double thr = lf_voverflow_threshold(w->outs[o].dtype);
     for (int run = 0; run < 2; ++run) {
@@ -1160,7 +1254,8 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
                    &stol,
                    &wide,
                    &thr,
-                   &res};
+                   &res,
+                   &scale_dt};
       LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
     }
     if (w->up_out) { /* how far the upstream plan is from the truth */
@@ -1173,11 +1268,12 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
       double no_stol = 0.0;
       void *a[] = {&w->ref_out[o], &w->up_out[o], &other, &n,       &dt,
                    &rtol,          &atol[o],      &pbits, &lenient, &no_scale,
-                   &no_stol,       &wide,         &thr,   &res};
+                   &no_stol,       &wide,         &thr,   &res,     &dt};
       LF_RETURN_IF_ERROR(helper(w, w->f_compare, n, a));
     }
   }
   LF_RETURN_IF_ERROR(read_scratch(w));
+  LF_RETURN_IF_ERROR(dump_trial(w, trial->index));
 
   for (size_t i = 0; i < w->nin; ++i) {
     scratch_t *s = &w->host_scratch[w->nout + i];
@@ -1207,12 +1303,17 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
     cJSON_AddStringToObject(rec, "dtype", lf_vdtype_name(w->outs[o].dtype));
     add_num(rec, "rtol", tol.rtol);
     add_num(rec, "atol", atol[o]);
-    if (out_scale(w, o)) { /* TF32 mode: the componentwise bound */
-      add_num(rec, "tf32_scale_tol", lf_vtf32_scale_tol(opt->tf32_k));
-      cJSON_AddNumberToObject(
-          rec, "passed_by_tf32_bound",
-          (double)(s->cmp[0].by_scale > s->cmp[1].by_scale ? s->cmp[0].by_scale
-                                                           : s->cmp[1].by_scale));
+    uint64_t by_scale = s->cmp[0].by_scale > s->cmp[1].by_scale
+                            ? s->cmp[0].by_scale
+                            : s->cmp[1].by_scale;
+    if (out_scale(w, o) && out_tf32_stol(w, o) > 0) { /* TF32 mode */
+      add_num(rec, "tf32_scale_tol", out_tf32_stol(w, o));
+      cJSON_AddNumberToObject(rec, "passed_by_tf32_bound", (double)by_scale);
+    }
+    if (out_scale(w, o) && out_acc32_stol(w, o) > 0) { /* 16-bit, f32 sums */
+      add_num(rec, "acc32_scale_tol", out_acc32_stol(w, o));
+      cJSON_AddNumberToObject(rec, "passed_by_acc32_bound", (double)by_scale);
+      w->acc32_total += by_scale;
     }
     add_num(rec, "reference_mean_abs",
             s->stats.finite ? s->stats.sum_abs / (double)s->stats.finite : 0);
@@ -1296,9 +1397,12 @@ static lf_status_t run_trial(worker_t *w, const lf_vtrial_t *trial,
                "%.3g*|ref| + %.3g%s; worst error/tolerance %.3g)",
                where, (unsigned long long)s->cmp[run].bad, w->outs[o].count,
                (unsigned long long)idx, rv, cv, unrounded, tol.rtol, atol[o],
-               out_scale(w, o) ? " or the TF32 bound "
-                                 "(docs/verification.md, \"TF32 mode\")"
-                               : "",
+               !out_scale(w, o) ? ""
+               : out_acc32_stol(w, o) > out_tf32_stol(w, o)
+                   ? " or the f32-accumulation bound (docs/verification.md, "
+                     "\"16-bit contractions accumulated in f32\")"
+                   : " or the TF32 bound (docs/verification.md, \"TF32 "
+                     "mode\")",
                worst);
         }
       }
@@ -1750,6 +1854,10 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
     cJSON_AddNumberToObject(proto, "tf32_k", (double)w->opt->tf32_k);
     add_num(proto, "tf32_scale_tol", lf_vtf32_scale_tol(w->opt->tf32_k));
   }
+  if (w->judge.acc32_k > 0) { /* a 16-bit contraction summed in f32 */
+    cJSON_AddNumberToObject(proto, "acc32_k", (double)w->judge.acc32_k);
+    add_num(proto, "acc32_scale_tol", lf_vacc32_scale_tol(w->judge.acc32_k));
+  }
   cJSON_AddStringToObject(proto, "nonfinite",
                           opt->lenient_nonfinite ? "lenient" : "strict");
   cJSON_AddNumberToObject(proto, "red_zone_bytes", RED_ZONE);
@@ -1803,6 +1911,13 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
                " (%llu element(s) at the overflow boundary judged against "
                "the unrounded f32 result)",
                (unsigned long long)w->boundary_total);
+    if (w->acc32_total) {
+      size_t used = strlen(boundary);
+      snprintf(boundary + used, sizeof(boundary) - used,
+               " (%llu ill-conditioned element(s) passed by the "
+               "f32-accumulation bound)",
+               (unsigned long long)w->acc32_total);
+    }
     if (cJSON_IsNumber(sp))
       snprintf(out.message, sizeof(out.message),
                "all %d trials matched %s%s; speed-up over the "
@@ -1815,6 +1930,9 @@ lf_status_t lf_verify_worker_run(const lf_verify_worker_options_t *opt,
   if (w->judge.use_wide)
     cJSON_AddNumberToObject(verdict, "overflow_boundary",
                             (double)w->boundary_total);
+  if (w->judge.acc32_k > 0)
+    cJSON_AddNumberToObject(verdict, "passed_by_acc32_bound",
+                            (double)w->acc32_total);
   cJSON_ReplaceItemInObject(verdict, "message",
                             cJSON_CreateString(out.message));
   if (w->num_maps) /* one per map and buffer it viewed */

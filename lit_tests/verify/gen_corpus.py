@@ -7,7 +7,8 @@ Inputs/corpus-model-f16.mlir, and builds; all but
 the good ones are wrong in one deliberate way that only the GPU can see.
 Each file starts with a header the corpus scripts read:
 
-  // SUBGRAPH: ew | rowsum | mm | mm16 (mm16: Inputs/corpus-model-f16.mlir)
+  // SUBGRAPH: ew | rowsum | mm | mm16 | sw16 (mm16, sw16:
+  //           Inputs/corpus-model-f16.mlir)
   // EXPECT: accept, or the acceptable rejection reasons joined by '|'
   // ARGS: extra llm-fuse-verify arguments (optional)
   // CATEGORY: the issue's category
@@ -27,6 +28,7 @@ SIGS = {
     "rowsum": "(tensor<512x1000xf32>) -> tensor<512xf32>",
     "mm": "(tensor<128x256xf32>, tensor<256x96xf32>) -> tensor<128x96xf32>",
     "mm16": "(tensor<64x256xf16>, tensor<256x80xf16>) -> tensor<64x80xf16>",
+    "sw16": "(tensor<1x2048xf16>, tensor<2048x256xf16>, tensor<2048x256xf16>) -> tensor<1x256xf16>",
 }
 
 ATTR = ("attributes {{known_block_size = array<i32: {block}, 1, 1>,\n"
@@ -240,7 +242,7 @@ def mm(grid=48, kbound="256", acc_t="f32", bcol="%col", body_pre="",
 
 # ---- mm16: y = f16(256 * a(64x256) x b(256x80)), f16 in and out, f32 sums -
 
-def mm16(value="%h", extra=""):
+def mm16(value="%h", extra="", acc_t="f32"):
     """One thread per output element (5120 = 20 blocks of 256); sums the
     k terms from the last to the first (another order than the
     reference's), in f32, scales by 256 and rounds once to f16. `extra`
@@ -258,27 +260,86 @@ def mm16(value="%h", extra=""):
     %c256 = arith.constant 256 : index
     %n = arith.constant 5120 : index
     %zero = arith.constant 0.0 : f32
-    %scale = arith.constant 256.0 : f32
+{"" if acc_t == "f32" else f"    %zacc = arith.constant 0.0 : {acc_t}{chr(10)}"}    %scale = arith.constant 256.0 : f32
     %base = arith.muli %bid, %c256 : index
     %i = arith.addi %base, %tid : index
     %in = arith.cmpi ult, %i, %n : index
     scf.if %in {{
       %row = arith.divui %i, %c80 : index
       %col = arith.remui %i, %c80 : index
-      %acc = scf.for %kk = %c0 to %c256 step %c1 iter_args(%s = %zero) -> (f32) {{
+      {"%acc" if acc_t == "f32" else "%acc0"} = scf.for %kk = %c0 to %c256 step %c1 iter_args(%s = {"%zero" if acc_t == "f32" else "%zacc"}) -> ({acc_t}) {{
         %k = arith.subi %c255, %kk : index
         %xh = memref.load %a[%row, %k] : memref<64x256xf16>
         %wh = memref.load %b[%k, %col] : memref<256x80xf16>
         %x = arith.extf %xh : f16 to f32
         %w = arith.extf %wh : f16 to f32
         %p = arith.mulf %x, %w : f32
-        %s2 = arith.addf %s, %p : f32
-        scf.yield %s2 : f32
+{_acc_add(acc_t, "%p", "%s", "%s2")}        scf.yield %s2 : {acc_t}
       }}
-      %v = arith.mulf %acc, %scale : f32
+{"" if acc_t == "f32" else _acc_f32(acc_t, "%acc0", "%acc")}      %v = arith.mulf %acc, %scale : f32
       %h = arith.truncf %v : f32 to f16
 {extra}      memref.store {value}, %y[%row, %col] : memref<64x80xf16>
     }}
+    gpu.return
+  }}
+}}
+"""
+
+
+def _acc_add(acc_t, p, s, out):
+    """`out` = `s` + `p` (f32) in the accumulator's type"""
+    if acc_t == "f32":
+        return f"        {out} = arith.addf {s}, {p} : f32\n"
+    return (f"        {p}t = arith.truncf {p} : f32 to {acc_t}\n"
+            f"        {out} = arith.addf {s}, {p}t : {acc_t}\n")
+
+
+def _acc_f32(acc_t, v, out):
+    """`out` = the accumulator `v` in f32"""
+    if acc_t == "f32":
+        return f"      {out} = arith.addf {v}, %zero : f32\n"
+    return f"      {out} = arith.extf {v} : {acc_t} to f32\n"
+
+
+# ---- sw16: y = f16(silu(x Wg) * (x Wu)), one row, K = 2048, f32 sums -------
+# (the form of seed 23's 012_swiglu_r1_f13824_f16, docs/verification.md
+# "16-bit contractions accumulated in f32": the plan carries "acc32")
+
+def sw16(acc_t="f32"):
+    """One thread per output column (256 = 1 block); sums the k terms from
+    the last to the first (another order than the reference's) in
+    `acc_t`, then silu(g) * u in f32, rounded once to f16."""
+    return f"""gpu.module @kernels {{
+  gpu.func @sw16(%x: memref<1x2048xf16>, %wg: memref<2048x256xf16>,
+                %wu: memref<2048x256xf16>, %y: memref<1x256xf16>) kernel
+      {ATTR.format(block=256, grid=1)} {{
+    %j = gpu.thread_id x
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2047 = arith.constant 2047 : index
+    %c2048 = arith.constant 2048 : index
+    %zero = arith.constant 0.0 : f32
+    %zacc = arith.constant 0.0 : {acc_t}
+    %one = arith.constant 1.0 : f32
+    %r:2 = scf.for %kk = %c0 to %c2048 step %c1 iter_args(%sg = %zacc, %su = %zacc) -> ({acc_t}, {acc_t}) {{
+      %k = arith.subi %c2047, %kk : index
+      %xh = memref.load %x[%c0, %k] : memref<1x2048xf16>
+      %gh = memref.load %wg[%k, %j] : memref<2048x256xf16>
+      %uh = memref.load %wu[%k, %j] : memref<2048x256xf16>
+      %xf = arith.extf %xh : f16 to f32
+      %gf = arith.extf %gh : f16 to f32
+      %uf = arith.extf %uh : f16 to f32
+      %pg = arith.mulf %xf, %gf : f32
+      %pu = arith.mulf %xf, %uf : f32
+{_acc_add(acc_t, "%pg", "%sg", "%sg2")}{_acc_add(acc_t, "%pu", "%su", "%su2")}      scf.yield %sg2, %su2 : {acc_t}, {acc_t}
+    }}
+{_acc_f32(acc_t, "%r#0", "%g")}{_acc_f32(acc_t, "%r#1", "%u")}    %ng = arith.negf %g : f32
+    %ex = math.exp %ng : f32
+    %den = arith.addf %ex, %one : f32
+    %silu = arith.divf %g, %den : f32
+    %p = arith.mulf %silu, %u : f32
+    %h = arith.truncf %p : f32 to f16
+    memref.store %h, %y[%c0, %j] : memref<1x256xf16>
     gpu.return
   }}
 }}
@@ -479,6 +540,18 @@ CASES = [
          "      %neg = arith.cmpf olt, %v, %zero : f32\n"
          "      %sinf = arith.select %neg, %ninf, %pinf : f16\n"
          "      %hx = arith.select %big, %sinf, %h : f16\n"))),
+    ("mm16-f16-accum", "mm16", "mismatch", "lower-precision accumulation",
+     "accumulates the dot products in f16 (the IR sums in f32; its plan "
+     "carries the f32-accumulation bound, which must not let this pass)",
+     mm16(acc_t="f16")),
+    # 16-bit contractions summed in f32 (docs/verification.md): the bound
+    # stol * sqrt(s) accepts the rounding of any f32 summation order on
+    # ill-conditioned elements, not sums in 16 bits.
+    ("sw16-good", "sw16", "accept", "good",
+     "a correct kernel: f32 sums in another order (k descending), the gate "
+     "in f32, one rounding to f16", sw16()),
+    ("sw16-f16-accum", "sw16", "mismatch", "lower-precision accumulation",
+     "accumulates both projections in f16", sw16(acc_t="f16")),
     ("mm16-inf-one", "mm16", "mismatch", "special values",
      "writes +inf at element [0, 0] (its value is an ordinary number)",
      mm16(value="%hx", extra=(

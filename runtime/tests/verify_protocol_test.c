@@ -255,6 +255,207 @@ LF_TEST(tf32_componentwise_bound) {
   free(b);
 }
 
+/* 16-bit contractions summed in f32 (docs/verification.md, "16-bit
+ * contractions accumulated in f32"): emulated one-row f16 SwiGLUs,
+ * y = f16(silu(x Wg) * (x Wu)) with K = 4096 (seed 23's
+ * 012_swiglu_r1_f13824_f16 at fewer columns), on the worker's normal,
+ * heavy-tailed and spike draws rounded to f16. The reference sums the exact
+ * products in f32 in k order; the error scale is the wide plan on the
+ * squared inputs (f16 squares saturate at 65504, as lf_square stores
+ * them). Candidates: `mode` 0 sums chunks of 16 exact products and adds
+ * each to an f32 accumulator truncating (toward zero), as mma.sync's
+ * accumulation does; 1 accumulates in f16, 2 in bf16 (both rounding to
+ * nearest). Returns the elements that fail the verifier's rule with the
+ * bound; *elementwise: those the per-element rule alone fails. */
+static float to_f16(double v) { return (float)(_Float16)(float)v; }
+static float sq_f16(float v) { return fminf(v * v, 65504.0f); }
+static float trunc_f32(double v) {
+  float f = (float)v;
+  if (fabs((double)f) > fabs(v))
+    f = nextafterf(f, 0.0f);
+  return f;
+}
+static double silu_f32(float g) { return (float)(g / (1.0f + expf(-g))); }
+
+static void acc32_dot(const float *x, const float *w, int k, int n, int j,
+                      int mode, float *out_ref, float *out_cand,
+                      float *out_scale) {
+  float r = 0, sc = 0, c = 0, chunk_acc = 0;
+  _Float16 h = 0;
+  float bf = 0;
+  double chunk = 0;
+  for (int p = 0; p < k; ++p) {
+    float a = x[p], b = w[(size_t)p * n + j], prod = a * b; /* exact */
+    r += prod;
+    sc += sq_f16(a) * sq_f16(b);
+    if (mode == 0) {
+      chunk += prod;
+      if (p % 16 == 15 || p == k - 1) {
+        chunk_acc = trunc_f32((double)chunk_acc + chunk);
+        chunk = 0;
+      }
+    } else if (mode == 1) {
+      h = (_Float16)((float)h + prod);
+    } else {
+      bf = round_bits(bf + prod, 16, false);
+    }
+  }
+  c = mode == 0 ? chunk_acc : mode == 1 ? (float)h : bf;
+  *out_ref = r;
+  *out_cand = c;
+  *out_scale = sc;
+}
+
+static size_t acc32_swiglu_failures(const float *x, const float *wg,
+                                    const float *wu, int k, int n, int mode,
+                                    size_t *elementwise, double *worst) {
+  float *ref = malloc(sizeof(float) * n), *cand = malloc(sizeof(float) * n);
+  double *r64 = malloc(sizeof(double) * n), *scale = malloc(sizeof(double) * n);
+  for (int j = 0; j < n; ++j) {
+    float gr, gc, gs, ur, uc, us;
+    acc32_dot(x, wg, k, n, j, mode, &gr, &gc, &gs);
+    acc32_dot(x, wu, k, n, j, mode, &ur, &uc, &us);
+    ref[j] = to_f16(silu_f32(gr) * ur);
+    cand[j] = to_f16(silu_f32(gc) * uc);
+    r64[j] = ref[j];
+    scale[j] = (float)(silu_f32(gs) * us); /* the wide plan: f32 results */
+  }
+  lf_vtolerance_t t = lf_vtolerance_for(LF_VDT_F16);
+  lf_vstats_t st;
+  lf_vstats_of(r64, (size_t)n, &st);
+  double atol = lf_vatol(&st, t), stol = lf_vacc32_scale_tol(k);
+  size_t bad = 0;
+  for (int j = 0; j < n; ++j) {
+    double ratio;
+    bad += !lf_vclose_scaled(ref[j], cand[j], t.rtol, atol, scale[j], stol,
+                             &ratio, NULL);
+    *elementwise += !lf_vclose(ref[j], cand[j], t.rtol, atol, NULL);
+    if (isfinite(ratio))
+      *worst = fmax(*worst, ratio);
+  }
+  free(ref);
+  free(cand);
+  free(r64);
+  free(scale);
+  return bad;
+}
+
+/* An f16 GEMV with an f32 result (rtol 1e-3), whose operands a candidate
+ * rounds to bf16 (f32 sums): elements that fail with the bound. */
+static size_t acc32_bf16_operand_failures(const float *x, const float *w, int k,
+                                          int n, double *good_worst) {
+  double *ref = malloc(sizeof(double) * n), *cand = malloc(sizeof(double) * n);
+  double *tc = malloc(sizeof(double) * n), *scale = malloc(sizeof(double) * n);
+  for (int j = 0; j < n; ++j) {
+    float r = 0, c = 0, sc = 0, g, gc, gs;
+    for (int p = 0; p < k; ++p) {
+      float a = x[p], b = w[(size_t)p * n + j];
+      r += a * b;
+      c += round_bits(a, 16, false) * round_bits(b, 16, false);
+      sc += sq_f16(a) * sq_f16(b);
+    }
+    acc32_dot(x, w, k, n, j, 0, &g, &gc, &gs);
+    ref[j] = r;
+    cand[j] = c;
+    tc[j] = gc;
+    scale[j] = sc;
+  }
+  lf_vtolerance_t t = lf_vtolerance_for(LF_VDT_F32);
+  lf_vstats_t st;
+  lf_vstats_of(ref, (size_t)n, &st);
+  double atol = lf_vatol(&st, t), stol = lf_vacc32_scale_tol(k);
+  size_t bad = 0;
+  for (int j = 0; j < n; ++j) {
+    double ratio;
+    bad += !lf_vclose_scaled(ref[j], cand[j], t.rtol, atol, scale[j], stol,
+                             NULL, NULL);
+    LF_EXPECT(lf_vclose_scaled(ref[j], tc[j], t.rtol, atol, scale[j], stol,
+                               &ratio, NULL));
+    *good_worst = fmax(*good_worst, ratio);
+  }
+  free(ref);
+  free(cand);
+  free(tc);
+  free(scale);
+  return bad;
+}
+
+LF_TEST(acc32_componentwise_bound) {
+  /* the bound: k adds of an f32 sum, 2^-24 of partial sums within
+   * 2 sqrt(s) each, capped at 2^-10; none without the plan's key */
+  LF_EXPECT(lf_vacc32_scale_tol(0) == 0 && lf_vacc32_scale_tol(-5) == 0);
+  LF_EXPECT(lf_vacc32_scale_tol(256) == ldexp(1.0, -15));
+  LF_EXPECT(lf_vacc32_scale_tol(4096) == ldexp(1.0, -11));
+  LF_EXPECT(lf_vacc32_scale_tol(8192) == ldexp(1.0, -10));
+  LF_EXPECT(lf_vacc32_scale_tol((int64_t)1 << 20) == ldexp(1.0, -10));
+  /* seed 23's element 7443: reference -1032, candidate -1053 (1.15x the
+   * per-element tolerance 0.01*|ref| + 8.88); its scale on the squared
+   * inputs (saturated f16 squares) is about 6.2e10 */
+  double ratio;
+  bool by;
+  LF_EXPECT(!lf_vclose(-1032, -1053, 1e-2, 8.88, NULL));
+  LF_EXPECT(lf_vclose_scaled(-1032, -1053, 1e-2, 8.88, 6.2e10,
+                             lf_vacc32_scale_tol(4096), &ratio, &by));
+  LF_EXPECT(by && ratio < 0.2);
+  /* an error of f16 sums there (about 2 sqrt(s_u) f16 units times g) fails */
+  LF_EXPECT(!lf_vclose_scaled(-1032, -1032 + 2900 * 2115 * 2 * ldexp(1.0, -11),
+                              1e-2, 8.88, 6.2e10, lf_vacc32_scale_tol(4096),
+                              NULL, NULL));
+
+  enum { K = 4096, N = 384 };
+  float *x = malloc(sizeof(float) * K), *wg = malloc(sizeof(float) * K * N),
+        *wu = malloc(sizeof(float) * K * N);
+  double good_worst = 0, dummy = 0;
+  size_t good_elementwise = 0, f16_bad[3] = {0}, bf16_bad[3] = {0};
+  for (int dist = 0; dist < 3; ++dist)
+    for (uint64_t seed = 1; seed <= 2; ++seed) {
+      draw(x, K, dist, seed * 31 + (uint64_t)dist);
+      draw(wg, (size_t)K * N, dist, seed * 7919 + (uint64_t)dist);
+      draw(wu, (size_t)K * N, dist, seed * 104729 + (uint64_t)dist);
+      if (dist == 2) /* the spikes of x meet every column of W */
+        for (int s = 0; s < 8; ++s)
+          x[(s * 523 + (int)seed * 97) % K] = s % 2 ? -1000.0f : 1000.0f;
+      for (size_t i = 0; i < (size_t)K * N; ++i) {
+        wg[i] = to_f16(wg[i]);
+        wu[i] = to_f16(wu[i]);
+      }
+      for (int i = 0; i < K; ++i)
+        x[i] = to_f16(x[i]);
+      size_t ew = 0, none = 0;
+      LF_EXPECT(acc32_swiglu_failures(x, wg, wu, K, N, 0, &ew, &good_worst) ==
+                0);
+      good_elementwise += ew;
+      f16_bad[dist] += acc32_swiglu_failures(x, wg, wu, K, N, 1, &none, &dummy);
+      bf16_bad[dist] +=
+          acc32_swiglu_failures(x, wg, wu, K, N, 2, &none, &dummy);
+    }
+  /* f16 and bf16 sums fail on every kind of draw, the spikes included */
+  for (int dist = 0; dist < 3; ++dist)
+    LF_EXPECT(f16_bad[dist] > 0 && bf16_bad[dist] > f16_bad[dist]);
+  LF_EXPECT(good_worst < 1.0);
+  /* bf16 operands of an f16 GEMV with an f32 result fail with the bound */
+  double tc_worst = 0;
+  draw(x, K, 0, 5);
+  draw(wg, (size_t)K * N, 0, 6);
+  for (size_t i = 0; i < (size_t)K * N; ++i)
+    wg[i] = to_f16(wg[i]);
+  for (int i = 0; i < K; ++i)
+    x[i] = to_f16(x[i]);
+  size_t bf_ops = acc32_bf16_operand_failures(x, wg, K, N, &tc_worst);
+  LF_EXPECT(bf_ops > N / 4);
+  fprintf(stderr,
+          "acc32 bound: truncating k16 sums: worst error/tolerance %.3f, %zu "
+          "element(s) the per-element rule alone fails; f16 sums fail "
+          "%zu/%zu/%zu, bf16 sums %zu/%zu/%zu (normal/heavy/spike, of %d); "
+          "bf16 operands (f32 result) %zu of %d, truncating sums there "
+          "%.3f\n",
+          good_worst, good_elementwise, f16_bad[0], f16_bad[1], f16_bad[2],
+          bf16_bad[0], bf16_bad[1], bf16_bad[2], 2 * N, bf_ops, N, tc_worst);
+  free(x);
+  free(wg);
+  free(wu);
+}
+
 LF_TEST(poisons) {
   for (int dt = 0; dt < LF_VDT_COUNT_; ++dt) {
     lf_vpoison_t a = lf_vpoison_for((lf_vdtype_t)dt, false);
@@ -566,6 +767,32 @@ LF_TEST(judge_from_plan) {
   LF_EXPECT(!j.named && !j.use_truth);
 }
 
+/* The plan's "acc32" key (a 16-bit contraction summed in f32) turns the
+ * bound on; anything but a whole K >= 1 leaves it off. */
+LF_TEST(judge_reads_acc32) {
+  lf_vjudge_t j;
+  const char *plain = PLAN_HEAD "}";
+  lf_vjudge_from_plan(plain, strlen(plain), "/r/sg_1", false, &j);
+  LF_EXPECT(j.acc32_k == 0);
+  const char *with =
+      PLAN_HEAD ", \"acc32\": {\"k\": 4096, \"operands\": \"f16\"}}";
+  lf_vjudge_from_plan(with, strlen(with), "/r/sg_1", false, &j);
+  LF_EXPECT(j.acc32_k == 4096 && !j.named && !j.wide_named);
+  /* independent of --upstream-reference */
+  lf_vjudge_from_plan(with, strlen(with), "/r/sg_1", true, &j);
+  LF_EXPECT(j.acc32_k == 4096);
+  const char *bad[] = {"0", "-3", "2.5", "\"4096\"", "1e300", "null"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); ++i) {
+    char t[512];
+    snprintf(t, sizeof(t), PLAN_HEAD ", \"acc32\": {\"k\": %s}}", bad[i]);
+    lf_vjudge_from_plan(t, strlen(t), "/r/sg_1", false, &j);
+    LF_EXPECT(j.acc32_k == 0);
+  }
+  const char *flat = PLAN_HEAD ", \"acc32\": 4096}";
+  lf_vjudge_from_plan(flat, strlen(flat), "/r/sg_1", false, &j);
+  LF_EXPECT(j.acc32_k == 0);
+}
+
 LF_TEST(judge_checks_the_truth) {
   const char *plan =
       PLAN_HEAD ", \"truth\": {\"plan\": \"truth/plan.json\", \"kind\": "
@@ -799,6 +1026,7 @@ int main(void) {
   LF_RUN(tolerances_per_dtype);
   LF_RUN(tf32_tolerance_rule);
   LF_RUN(tf32_componentwise_bound);
+  LF_RUN(acc32_componentwise_bound);
   LF_RUN(poisons);
   LF_RUN(trial_schedule);
   LF_RUN(degenerate_reference_is_detected);
@@ -807,6 +1035,7 @@ int main(void) {
   LF_RUN(verdict_feedback_for_the_model);
   LF_RUN(dense_roofline_peaks);
   LF_RUN(judge_from_plan);
+  LF_RUN(judge_reads_acc32);
   LF_RUN(judge_checks_the_truth);
   LF_RUN(overflow_boundary_rule);
   LF_RUN(judge_reads_the_wide_plan);
