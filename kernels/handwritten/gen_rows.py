@@ -1606,6 +1606,391 @@ def gen_attention_tf32(p):
     return (NT, grid), e, args, []
 
 
+def gen_attention_mma16(p):
+    """Causal multi-head attention for bf16/f16 buffers on tensor cores
+    (template mode only; kernels/table/attn_any.py's "-0mma" entries of the
+    16-bit forms, tried before gen_attention's SIMT kernel of the same key).
+
+    FlashAttention-2 style on mma.sync m16n8k16 (f32 accumulation; the
+    nvvm.mma.sync helper of gen_gemm.py). p: S, H (placeholder tokens or
+    "1"), D (a multiple of 16), scale (the IR's constant as the 16-bit
+    type holds it, an f32 literal), dtype (bf16 or f16), rank2 (H = 1: the
+    buffers are S x D). NW = p.get("NW", 4) warps per block, each owning
+    16 query rows of the BM = 16 NW row tile; key tiles of BN = 64; grid
+    H x ceil(S / BM), heaviest query tiles first; tiles past the diagonal
+    skipped; query rows past S read row S - 1 and are not stored, key rows
+    past S read row S - 1 and are masked by the causal mask (a key past S
+    is later than every valid query), as gen_attention's template mode.
+
+    Shared memory (dynamic): Q [BM][D + 8], K and V [2][BN][D + 8] (a
+    16-byte pad per row: the eight 16-byte rows of each ldmatrix phase hit
+    distinct banks), filled by cp.async (16-byte copies, L2 only): Q and
+    key tile 0 in the prologue, key tile kt + 1 (K and V, one group) into
+    the other stage while tile kt is computed: one barrier per key tile.
+    Q's A fragments are read once (ldmatrix.x4) and kept in registers.
+
+    Per key tile each warp computes its 16 x 64 scores S = Q K^T (K's B
+    fragments by ldmatrix.x4, no transpose: K is [key][dim]); the scale,
+    the causal mask (only on the tiles with keys later than the block's
+    first query: the last one when BM = BN), the running max (rows g and g + 8, over the
+    quad), p = exp(s - m) and the rescale of l and O in f32 on the
+    accumulator fragments; then O += P V with P in two 16-bit terms
+    (p["PV_TERMS"] = 2, the default: hi = rn(p), lo = rn(p - hi), two
+    mma.sync each, lo first; the m16n8 accumulators of keys 16kk .. 16kk+15
+    are the A fragment of the k-step, as in FlashAttention-2) and V's B
+    fragments by ldmatrix.x4.trans. The row sum l is taken over the f32 p.
+    The output is O / l, rounded once (arith.truncf) at the store.
+
+    Against the opmath truth (the IR in f32, docs/verification.md): the
+    products Q K^T of 16-bit values are exact in f32, summed in another
+    order; with the two-term P the weights carry a relative error of at
+    most 2^-17 (bf16). P rounded once to the 16-bit type (PV_TERMS = 1,
+    FlashAttention's and torch's way) is an error of up to 2^-9 (bf16) of
+    each weight: in the first query rows, a few keys of |v| ~ 1 give an
+    output error near 2e-3 absolute, while the tolerance's atol is 2e-2
+    times the mean |out| over all rows, which long rows make small. The
+    H200 verifier rejected that on its normal-distribution trial at 1024 x
+    25 x 64 bf16 (1.11 of the tolerance), 777 x 20 x 128, 4097 x 8 x 32 and
+    4096 x 16 x 128 (2.3) (bench/table/attn16-device.sh, session 29); f16
+    passed (0.49 at 2048 x 16 x 96) with half bf16's margin in theory.
+
+    Special values, as gen_attention's template mode (v_past_s, m_exp): V
+    rows of keys past S are zero-filled (cp.async source size 0), since
+    their weight 0 times an Inf in row S - 1 would make NaN where the IR
+    gives Inf; exponentials are taken against 0 while a row's running max
+    is -inf. With the two-term P, v_clamp (p["VCLAMP"], the default with
+    PV_TERMS = 2): each thread clamps the V chunks it copied to +-max of
+    the type (minnumf/maxnumf: NaN becomes a bound) after its cp.async
+    wait and before the barrier that publishes the tile, since lo = 0 (p
+    exact in 16 bits) or lo < 0 < hi times an Inf of V is NaN where the
+    IR's p V is that Inf (the H200's NaN/Inf trial rejected the two-term
+    kernel without it: reference Inf, candidate NaN). A non-finite V
+    element makes the IR's output non-finite in its whole column (the
+    masked keys' 0 x Inf included), where the verifier allows a finite
+    value for attention-like subgraphs (--lenient-nonfinite), as for
+    gen_attention_tf32's clamp_own; finite V is unchanged.
+    """
+    import gen_gemm  # the nvvm.mma.sync helper (kernels/handwritten/gen_gemm.py)
+    S, H, D = p["S"], p["H"], p["D"]
+    et = p["dtype"]
+    assert et in ("bf16", "f16") and D % 16 == 0, (et, D)
+    rank2 = bool(p.get("rank2"))
+    NW = p.get("NW", 4)
+    PVT = p.get("PV_TERMS", 2)
+    assert PVT in (1, 2), PVT
+    VCLAMP = p.get("VCLAMP", PVT == 2)
+    BM, BN, PD = 16 * NW, 64, D + 8
+    NT = 32 * NW
+    CPR = D // 8  # 16-byte chunks per row
+    assert (BM * CPR) % NT == 0 and (BN * CPR) % NT == 0, (BM, D, NT)
+    e = Emitter(("q", "k", "v", "out"))
+    c = e.idx
+    if rank2:
+        mem = "memref<{{%s}}x%dx%s>" % (S, D, et)
+    else:
+        mem = "memref<{{%s}}x{{%s}}x%dx%s>" % (S, H, D, et)
+
+    def symc(expr):
+        return e.const("{{%s}}" % expr, "index", "c_" + re.sub(r"[^A-Za-z0-9]+", "_", expr)
+                       .strip("_"))
+    space = SMEM
+    qT = "memref<%dx%dx%s, %s>" % (BM, PD, et, space)
+    kvT = "memref<2x%dx%dx%s, %s>" % (BN, PD, et, space)
+    sizes = [2 * BM * PD, 2 * 2 * BN * PD, 2 * 2 * BN * PD]
+    e.extra_attrs = ", llm_fuse.dynamic_shared_memory = %d : i32" % sum(sizes)
+    if p.get("MINB"):
+        e.extra_attrs += ", nvvm.minctasm = %d : i32" % p["MINB"]
+    tid = e.op("gpu.thread_id x", "tid")
+    bid = e.op("gpu.block_id x", "bid")
+    e.comment("heaviest query tiles first: block b -> head b %% H, query tile "
+              "ceil(S / %d) - 1 - b / H" % BM)
+    cH = symc(H)
+    cLast = symc("(%s + %d) / %d - 1" % (S, BM - 1, BM))
+    h = e.op("arith.remui %s, %s : index" % (bid, cH), "head")
+    bq = e.op("arith.divui %s, %s : index" % (bid, cH), "bq")
+    qt = e.op("arith.subi %s, %s : index" % (cLast, bq), "qt")
+    q0 = e.op("arith.muli %s, %s : index" % (qt, c(BM)), "q0")
+    e.comment("key tiles 0 .. nkt-1 cover keys 0 .. q0+%d; later tiles are fully masked"
+              % (BM - 1))
+    nkt = e.op("arith.addi %s, %s : index" % (e.op("arith.divui %s, %s : index" % (
+        e.addc(q0, BM - 1, "qlast"), c(BN)), "klast"), c(1)), "nkt")
+    cS, cS1 = symc(S), symc("%s - 1" % S)
+    warp = e.op("arith.divui %s, %s : index" % (tid, c(32)), "warp")
+    lane = e.op("arith.remui %s, %s : index" % (tid, c(32)), "lane")
+    g = e.op("arith.divui %s, %s : index" % (lane, c(4)), "g")
+    t = e.op("arith.remui %s, %s : index" % (lane, c(4)), "t")
+    wr = e.op("arith.muli %s, %s : index" % (warp, c(16)), "wrow")
+
+    wg = "#gpu.address_space<workgroup>"
+    dsm = e.op("gpu.dynamic_shared_memory : memref<?xi8, %s>" % wg, "dsm")
+    dsm = e.op("memref.memory_space_cast %s : memref<?xi8, %s> to memref<?xi8, %s>"
+               % (dsm, wg, space), "dsm3")
+    qs, ks, vs = [e.op("memref.view %s[%s][] : memref<?xi8, %s> to %s"
+                       % (dsm, c(sum(sizes[:i])), space, ty_), nm)
+                  for i, (nm, ty_) in enumerate((("qs", qT), ("ks", kvT), ("vs", kvT)))]
+
+    def gidx(row, col):
+        return "%s, %s" % (row, col) if rank2 else "%s, %s, %s" % (row, h, col)
+    chunks = {}
+
+    def tile_chunks(nrows):
+        """this thread's 16-byte chunks of an nrows x D tile: chunk tid + NT n
+        is row ch / (D/8), elements (ch % (D/8)) * 8 .. +7"""
+        if nrows not in chunks:
+            lst = []
+            for n in range(nrows * CPR // NT):
+                ch = e.addc(tid, NT * n, "ch")
+                rr = e.op("arith.divui %s, %s : index" % (ch, c(CPR)), "cprow")
+                cc = e.op("arith.muli %s, %s : index" % (e.op(
+                    "arith.remui %s, %s : index" % (ch, c(CPR)), "cpc"), c(8)), "cpcol")
+                lst.append((rr, cc))
+            chunks[nrows] = lst
+        return chunks[nrows]
+
+    def cp_tile(which, base, nrows, dst, dstT, stage=None):
+        """cp.async of rows base .. base+nrows-1 of q, k or v (rows past S
+        read row S - 1; V's are zero-filled instead: source size 0) into
+        dst[stage]; returns the copies' tokens"""
+        toks = []
+        for rr, cc in tile_chunks(nrows):
+            gr = e.op("arith.addi %s, %s : index" % (base, rr), "cpg")
+            nsrc = ""
+            if which == "v":
+                ok = e.op("arith.cmpi ult, %s, %s : index" % (gr, cS), "vok")
+                nsrc = ", " + e.op("arith.select %s, %s, %s : index" % (ok, c(8), c(0)), "vn")
+            gr = e.op("arith.minui %s, %s : index" % (gr, cS1), "cpg")
+            didx = "%s, %s" % (rr, cc) if stage is None else "%s, %s, %s" % (stage, rr, cc)
+            toks.append(e.op("nvgpu.device_async_copy %%%s[%s], %s[%s], 8%s {bypassL1} : %s to %s"
+                             % (which, gidx(gr, cc), dst, didx, nsrc, mem, dstT), "cp"))
+        return toks
+
+    def group(toks):
+        return e.op("nvgpu.device_async_create_group %s" % ", ".join(toks), "grp")
+    e.comment("Q tile -> qs (one group), key tile 0's K and V -> stage 0 (another)")
+    grpq = group(cp_tile("q", q0, BM, qs, qT))
+    group(cp_tile("k", c(0), BN, ks, kvT, c(0)) + cp_tile("v", c(0), BN, vs, kvT, c(0)))
+    e.line("nvgpu.device_async_wait %s {numGroups = 1 : i32}" % grpq)
+    e.line("gpu.barrier")
+    F4, A4, B2 = "vector<4xf32>", "vector<4x2x%s>" % et, "vector<2x2x%s>" % et
+    e.comment("Q's A fragments (ldmatrix.x4: lane l -> row l % 16, dims 8 (l / 16) of the "
+              "k-step), kept in registers")
+    l16 = e.op("arith.remui %s, %s : index" % (lane, c(16)), "l16")
+    arow = e.op("arith.addi %s, %s : index" % (wr, l16), "arow")
+    acol = e.op("arith.muli %s, %s : index" % (e.op("arith.divui %s, %s : index"
+                                                   % (lane, c(16)), "lh"), c(8)), "acol")
+    LDM = ("nvgpu.ldmatrix %s[%s] {numTiles = 4 : i32, transpose = %s} : %s -> " + A4)
+    qf = [e.op(LDM % (qs, "%s, %s" % (arow, e.addc(acol, 16 * kk, "qc")), "false", qT), "qf")
+          for kk in range(D // 16)]
+    e.comment("K's B fragments (ldmatrix.x4): lane l -> key (l % 8) + 8 (l / 16), dims "
+              "8 ((l / 8) % 2); V's (.trans): key (l % 8) + 8 ((l / 8) % 2), dims 8 (l / 16)")
+    l8 = e.op("arith.remui %s, %s : index" % (lane, c(8)), "l8")
+    lb = e.op("arith.remui %s, %s : index" % (e.op("arith.divui %s, %s : index"
+                                                  % (lane, c(8)), "l8d"), c(2)), "lb")
+    krow = e.op("arith.addi %s, %s : index" % (l8, acol), "krow")
+    kcol = e.op("arith.muli %s, %s : index" % (lb, c(8)), "kcol")
+    vrow = e.op("arith.addi %s, %s : index" % (l8, kcol), "vrow")
+    vcol = acol
+    krows = [e.addc(krow, 16 * j, "kr") for j in range(BN // 16)]
+    kcols = [e.addc(kcol, 16 * kk, "kc") for kk in range(D // 16)]
+    vrows = [e.addc(vrow, 16 * kk, "vr") for kk in range(BN // 16)]
+    vcols = [e.addc(vcol, 16 * j, "vc") for j in range(D // 16)]
+
+    def mma(a, b, acc):
+        return e.op("func.call @mma_%s(%s, %s, %s) : (%s, %s, %s) -> %s"
+                    % (et, a, b, acc, A4, B2, F4, F4), "d")
+
+    def halves(r4):
+        return [e.op("vector.extract_strided_slice %s {offsets = [%d, 0], sizes = [2, 2], "
+                     "strides = [1, 1]} : %s to %s" % (r4, 2 * i, A4, B2), "b")
+                for i in range(2)]
+    I4 = "vector<4xi32>"
+    ninf = e.const("0xFF800000", "f32", "ninf")
+    zero = e.const("0.000000e+00", "f32", "zero")
+    zacc = e.const("dense<0.000000e+00>", F4, "zacc")
+    scale = e.const("dense<%s>" % p["scale"], F4, "scale")
+    ninf4 = e.const("dense<0xFF800000>", F4, "ninf4")
+    e.comment("lane (g, t) holds keys 2t, 2t+1 of rows g, g+8 in each n-tile: their indices")
+    ti = e.op("arith.index_cast %s : index to i32" % t, "ti")
+    t2 = e.op("arith.muli %s, %s : i32" % (ti, e.const(2, "i32")), "t2")
+    t21 = e.op("arith.addi %s, %s : i32" % (t2, e.const(1, "i32")), "t21")
+    kofs = e.op("vector.from_elements %s, %s, %s, %s : %s" % (t2, t21, t2, t21, I4), "kofs")
+    qa = e.op("arith.index_cast %s : index to i32" % e.op(
+        "arith.addi %s, %s : index" % (q0, e.op("arith.addi %s, %s : index" % (wr, g), "ra")),
+        "qa"), "qai")
+    qb = e.op("arith.addi %s, %s : i32" % (qa, e.const(8, "i32")), "qbi")
+    qidx = e.op("vector.from_elements %s, %s, %s, %s : %s" % (qa, qa, qb, qb, I4), "qidx")
+    NO, NS = D // 8, BN // 8
+    it_names = ["m0", "m1", "l0", "l1"] + ["o%d" % i for i in range(NO)]
+    for n in it_names:
+        e.used.add(n)
+    it_types = ["f32"] * 4 + [F4] * NO
+    res, kt = e.name("acc"), e.name("kt")
+    last = e.op("arith.subi %s, %s : index" % (nkt, c(1)), "ktl")
+    e.comment("loop over the key tiles: m running row max (rows g, g+8), l this lane's partial "
+              "row sum, o the output fragments (dims 8i + 2t, +1)")
+    e.line("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {"
+           % (res, len(it_names), kt, c(0), nkt, c(1),
+              ", ".join("%%%s = %s" % (n, v) for n, v in
+                        zip(it_names, [ninf, ninf, zero, zero] + [zacc] * NO)),
+              ", ".join(it_types)))
+    e.indent += 2
+    st = e.op("arith.remui %s, %s : index" % (kt, c(2)), "st")
+    e.comment("(1) key tile kt has landed; every warp is done with tile kt - 1 (the other stage)")
+    e.line("nvgpu.device_async_wait %s {numGroups = 0 : i32}" % grpq)
+    if VCLAMP:
+        e.comment("v_clamp: this thread's V chunks of the tile clamped in place to +-max %s "
+                  "(NaN -> a bound) before the barrier that publishes them" % et)
+        V8 = "vector<8x%s>" % et
+        vmax = e.const("dense<%s>" % {"bf16": "0x7F7F", "f16": "0x7BFF"}[et], V8, "vmax")
+        vmin = e.const("dense<%s>" % {"bf16": "0xFF7F", "f16": "0xFBFF"}[et], V8, "vmin")
+        for rr, cc in tile_chunks(BN):
+            x = e.op("vector.load %s[%s, %s, %s] : %s, %s" % (vs, st, rr, cc, kvT, V8), "vraw")
+            x = e.op("arith.maxnumf %s, %s : %s" % (e.op("arith.minnumf %s, %s : %s" % (
+                x, vmax, V8), "vcl"), vmin, V8), "vcl")
+            e.line("vector.store %s, %s[%s, %s, %s] : %s, %s" % (x, vs, st, rr, cc, kvT, V8))
+    e.line("gpu.barrier")
+    e.comment("key tile kt + 1's K and V -> the other stage by cp.async, in flight during "
+              "this tile")
+    more = e.op("arith.cmpi ult, %s, %s : index" % (kt, last), "more")
+    e.line("scf.if %s {" % more)
+    e.indent += 2
+    ktn = e.addc(kt, 1, "ktn")
+    kbn = e.op("arith.muli %s, %s : index" % (ktn, c(BN)), "kbn")
+    st1 = e.op("arith.subi %s, %s : index" % (c(1), st), "st1")
+    group(cp_tile("k", kbn, BN, ks, kvT, st1) + cp_tile("v", kbn, BN, vs, kvT, st1))
+    e.indent -= 2
+    e.line("}")
+    e.comment("S = Q K^T: %d n-tiles of 8 keys x %d k-steps of 16 dims" % (NS, D // 16))
+    sacc = [zacc] * NS
+    for kk in range(D // 16):
+        for j in range(BN // 16):
+            b = halves(e.op(LDM % (ks, "%s, %s, %s" % (st, krows[j], kcols[kk]), "false", kvT),
+                            "kf"))
+            for i in range(2):
+                sacc[2 * j + i] = mma(qf[kk], b[i], sacc[2 * j + i])
+    e.comment("scale; the causal mask (key > query -> -inf) only on the tiles whose last key "
+              "is later than the first query (with BM = BN: the last tile)")
+    sc = [e.op("arith.mulf %s, %s : %s" % (x, scale, F4), "sc") for x in sacc]
+    isl = e.op("arith.cmpi ugt, %s, %s : index" % (e.addc(e.op(
+        "arith.muli %s, %s : index" % (kt, c(BN)), "kb"), BN - 1, "kend"), q0), "diag")
+    sm = e.name("sm")
+    e.line("%s:%d = scf.if %s -> (%s) {" % (sm, NS, isl, ", ".join([F4] * NS)))
+    e.indent += 2
+    kb = e.op("arith.index_cast %s : index to i32" % e.op(
+        "arith.muli %s, %s : index" % (kt, c(BN)), "kb"), "kbi")
+    kbv = e.op("arith.addi %s, %s : %s" % (e.op("vector.broadcast %s : i32 to %s" % (kb, I4),
+                                                "kbv"), kofs, I4), "kbv")
+    msk = []
+    for nt in range(NS):
+        kidx = kbv if nt == 0 else e.op("arith.addi %s, %s : %s" % (
+            kbv, e.const("dense<%d>" % (8 * nt), I4, "k%d" % (8 * nt)), I4), "kidx")
+        m_ = e.op("arith.cmpi ugt, %s, %s : %s" % (kidx, qidx, I4), "msk")
+        msk.append(e.op("arith.select %s, %s, %s : vector<4xi1>, %s" % (m_, ninf4, sc[nt], F4),
+                        "sm"))
+    e.line("scf.yield %s : %s" % (", ".join(msk), ", ".join([F4] * NS)))
+    e.indent -= 2
+    e.line("} else {")
+    e.line("  scf.yield %s : %s" % (", ".join(sc), ", ".join([F4] * NS)))
+    e.line("}")
+    sv = ["%s#%d" % (sm, nt) for nt in range(NS)]
+    e.comment("running max (rows g, g+8: over the quad), p = exp(s - m), rescale l and O")
+    mx = sv[0]
+    for x in sv[1:]:
+        mx = e.op("arith.maximumf %s, %s : %s" % (mx, x, F4), "mx")
+    mnew, mexp, alpha = [], [], []
+    for r_ in range(2):
+        x0 = e.op("vector.extract %s[%d] : f32 from %s" % (mx, 2 * r_, F4), "mxr")
+        x1 = e.op("vector.extract %s[%d] : f32 from %s" % (mx, 2 * r_ + 1, F4), "mxr")
+        tm = e.op("arith.maximumf %s, %s : f32" % (x0, x1), "tmax")
+        tm = warp_allreduce(e, tm, "max", offsets=(1, 2), hint="tmax")
+        mn = e.op("arith.maximumf %%m%d, %s : f32" % (r_, tm), "mnew")
+        # m_exp (gen_attention): a running max of -inf -> exponentials against 0
+        me = e.op("arith.select %s, %s, %s : f32" % (
+            e.op("arith.cmpf oeq, %s, %s : f32" % (mn, ninf), "mninf"), zero, mn), "mexp")
+        alpha.append(e.op("math.exp %s : f32" % e.op("arith.subf %%m%d, %s : f32" % (r_, me),
+                                                     "dm"), "alpha"))
+        mnew.append(mn)
+        mexp.append(me)
+    me4 = e.op("vector.from_elements %s, %s, %s, %s : %s"
+               % (mexp[0], mexp[0], mexp[1], mexp[1], F4), "mexp4")
+    al4 = e.op("vector.from_elements %s, %s, %s, %s : %s"
+               % (alpha[0], alpha[0], alpha[1], alpha[1], F4), "alpha4")
+    pe, psum = [], None
+    for nt in range(NS):
+        x = e.op("math.exp %s : %s" % (e.op("arith.subf %s, %s : %s" % (sv[nt], me4, F4), "sd"),
+                                      F4), "p")
+        pe.append(x)
+        psum = x if psum is None else e.op("arith.addf %s, %s : %s" % (psum, x, F4), "psum")
+    lnew = []
+    for r_ in range(2):
+        x0 = e.op("vector.extract %s[%d] : f32 from %s" % (psum, 2 * r_, F4), "psr")
+        x1 = e.op("vector.extract %s[%d] : f32 from %s" % (psum, 2 * r_ + 1, F4), "psr")
+        ps_ = e.op("arith.addf %s, %s : f32" % (x0, x1), "ps")
+        lnew.append(e.op("arith.addf %s, %s : f32"
+                         % (e.op("arith.mulf %%l%d, %s : f32" % (r_, alpha[r_]), "ls"), ps_),
+                         "lnew"))
+    oacc = [e.op("arith.mulf %%o%d, %s : %s" % (i, al4, F4), "os") for i in range(NO)]
+    H4 = "vector<4x%s>" % et
+
+    def afrags(vals, hint):
+        """16-bit vectors of the accumulator layout -> the A fragments of the
+        k-steps: keys 16kk .. 16kk+15 are n-tiles 2kk and 2kk+1"""
+        return [e.op("vector.shape_cast %s : vector<8x%s> to %s" % (e.op(
+            "vector.shuffle %s, %s [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s"
+            % (vals[2 * kk], vals[2 * kk + 1], H4, H4), "pc"), et, A4), hint)
+            for kk in range(NS // 2)]
+    if PVT == 2:
+        e.comment("P as two %s terms, hi = rn(p) and lo = rn(p - hi) (p - hi is exact), as A "
+                  "fragments" % et)
+    else:
+        e.comment("P rounded to %s as A fragments" % et)
+    ph = [e.op("arith.truncf %s : %s to %s" % (x, F4, H4), "ph") for x in pe]
+    terms = [afrags(ph, "pa")]
+    if PVT == 2:
+        pl = [e.op("arith.truncf %s : %s to %s" % (e.op("arith.subf %s, %s : %s" % (
+            x, e.op("arith.extf %s : %s to %s" % (h_, H4, F4), "phf"), F4), "pr"), F4, H4), "pl")
+            for x, h_ in zip(pe, ph)]
+        terms.append(afrags(pl, "pal"))
+    e.comment("O += P V: %d k-steps of 16 keys x %d n-tiles of 8 dims%s"
+              % (NS // 2, NO, ", lo then hi" if PVT == 2 else ""))
+    for kk in range(NS // 2):
+        for j in range(D // 16):
+            b = halves(e.op(LDM % (vs, "%s, %s, %s" % (st, vrows[kk], vcols[j]), "true", kvT),
+                            "vf"))
+            for i in range(2):
+                for pa in reversed(terms):
+                    oacc[2 * j + i] = mma(pa[kk], b[i], oacc[2 * j + i])
+    e.line("scf.yield %s : %s" % (", ".join(mnew + lnew + oacc), ", ".join(it_types)))
+    e.indent -= 2
+    e.line("}")
+    e.comment("row sums over the quad, out = O / l rounded to %s; rows past S are not stored"
+              % et)
+    ls = [warp_allreduce(e, "%s#%d" % (res, 2 + r_), "add", offsets=(1, 2), hint="lsum")
+          for r_ in range(2)]
+    l4 = e.op("vector.from_elements %s, %s, %s, %s : %s" % (ls[0], ls[0], ls[1], ls[1], F4),
+              "lsum4")
+    ovs = [e.op("arith.truncf %s : %s to %s" % (e.op("arith.divf %s#%d, %s : %s" % (
+        res, 4 + nt, l4, F4), "o"), F4, H4), "ot") for nt in range(NO)]
+    ra = e.op("arith.addi %s, %s : index" % (wr, g), "ra")
+    tc = e.op("arith.muli %s, %s : index" % (t, c(2)), "tc")
+    for r_ in range(2):
+        gr = e.op("arith.addi %s, %s : index" % (q0, e.addc(ra, 8 * r_, "rr")), "orow")
+        ok = e.op("arith.cmpi ult, %s, %s : index" % (gr, cS), "orow_ok")
+        e.line("scf.if %s {" % ok)
+        e.indent += 2
+        for nt in range(NO):
+            ov = e.op("vector.extract_strided_slice %s {offsets = [%d], sizes = [2], "
+                      "strides = [1]} : %s to vector<2x%s>" % (ovs[nt], 2 * r_, H4, et), "ov")
+            e.line("vector.store %s, %%out[%s] : %s, vector<2x%s>"
+                   % (ov, gidx(gr, e.addc(tc, 8 * nt, "ocol")), mem, et))
+        e.indent -= 2
+        e.line("}")
+    helper = gen_gemm.mma_helper(et).strip("\n")
+    args = ["%%%s: %s" % (n, mem) for n in ("q", "k", "v", "out")]
+    grid = "{{%s * ((%s + %d) / %d)}}" % (H, S, BM - 1, BM)
+    return (NT, grid), e, args, [helper.lstrip()]
+
+
 # ------------------------------------------------------------ the kernels --
 
 KERNELS = [

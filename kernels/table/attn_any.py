@@ -172,7 +172,9 @@ def evaluate(text):
     return re.sub(r"\{\{(.*?)\}\}", one, text)
 
 
-def render_for(form, d, dtype="f32"):
+def render_for(form, d, dtype="f32", mma=False):
+    """mma: gen_rows.py's gen_attention_mma16 (16-bit dtypes only: the
+    "-0mma" entries) instead of gen_attention."""
     s, h = form_sizes(form, d)
 
     def render(g):
@@ -189,19 +191,31 @@ def render_for(form, d, dtype="f32"):
         p = dict(sym=True, S=st, H=ht, D=d, scale=scale_value(d, dtype), rank2=(h == 1))
         if dtype != "f32":
             p["dtype"] = dtype
-        (block, grid), e, args, globals_ = gen_rows.gen_attention(p)
-        kname = "causal_attention_%s_d%d" % (dtype, d)
+        if mma:
+            (block, grid), e, args, globals_ = gen_rows.gen_attention_mma16(dict(p, **MMA16))
+            kname = "causal_attention_mma_%s_d%d" % (dtype, d)
+        else:
+            (block, grid), e, args, globals_ = gen_rows.gen_attention(p)
+            kname = "causal_attention_%s_d%d" % (dtype, d)
         text = gen_rows.module_text([], kname, args, block, grid, e.body(), globals_,
                                     e.extra_attrs)
         header = [
             "Pattern-table template: kernels/table/attn_any.py %s D = %d (%s form): causal "
             "attention, any sequence length and head count." % (dtype, d, form),
+        ] + ([
+            "S = %s queries and keys, H = %s heads of %d; gen_rows.py's flash-attention "
+            "kernel on tensor cores (gen_attention_mma16): mma.sync m16n8k16, f32 "
+            "accumulation and online softmax, %s, one arith.truncf at the store."
+            % (st, ht, d, "P rounded to %s for PV" % dtype if MMA16.get("PV_TERMS") == 1 else
+               "P in two %s terms for PV (hi = rn(p), lo = rn(p - hi); V clamped to the "
+               "finite range)" % dtype),
+        ] if mma else [
             "S = %s queries and keys, H = %s heads of %d; gen_rows.py's flash-attention "
             "kernel (gen_attention) in its template mode." % (st, ht, d),
         ] + ([] if dtype == "f32" else [
             "%s in and out: loads widened to f32 (arith.extf), f32 tiles and arithmetic "
             "(scores, online softmax, PV), one arith.truncf at the store." % dtype,
-        ]) + ["llm-fuse.template-size %s" % x for x in free]
+        ])) + ["llm-fuse.template-size %s" % x for x in free]
         lines = text.split("\n")
         assert lines[0] == "gpu.module @kernels {"
         text = "\n".join(lines[:1] + ["  // " + x for x in header] + lines[1:])
@@ -301,12 +315,36 @@ def pick(groups):
     return att[0] if len(att) == 1 else None
 
 
+# The 16-bit forms' tensor-core kernel (gen_rows.py gen_attention_mma16): its
+# parameters; each 16-bit form's "-0mma" entry sorts before its SIMT entry
+# (file order, docs/pattern-table.md "When it is asked"), which answers when
+# the mma kernel does not build or verify.
+MMA16 = dict(NW=4)
+# Whether templates() yields the "-0mma" entries. Off until the kernel with
+# v_clamp (session 29) has passed llm-fuse-verify on the H200 at the sizes
+# of bench/table/attn16_bench.py (bench/table/attn16-device.sh); the stage
+# (attn16-prepare.sh) turns it on for its own copy of the table.
+MMA16_ENTRIES = True
+
+
 def templates():
     out = []
     for dtype in DTYPES:
         for d in HEAD_SIZES:
             for form in forms(d):
                 s, h = form_sizes(form, d)
+                if dtype != "f32" and MMA16_ENTRIES:
+                    out.append(dict(
+                        name="zz-any-attention-%s-d%d-%s-0mma" % (dtype, d, form),
+                        example=example_text(s, h, d, dtype),
+                        pick=pick,
+                        render=render_for(form, d, dtype, mma=True),
+                        archs=ARCHS,
+                        source="kernels/table/attn_any.py %s D=%d %s (from %s at S=%d, H=%d, "
+                               "rewritten to %s; gen_rows.py gen_attention_mma16, mma.sync "
+                               "m16n8k16, %s)" % (dtype, d, form, EXAMPLE, s, h, dtype,
+                                                  ", ".join("%s=%s" % kv for kv in
+                                                            sorted(MMA16.items())))))
                 if dtype == "f32":
                     src = ("kernels/table/attn_any.py f32 D=%d %s (from %s at S=%d, H=%d; "
                            "gen_rows.py causal_attention_f32, sg_4b6d101fd59f7da9)"
