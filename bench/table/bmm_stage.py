@@ -35,6 +35,13 @@ Session 28: BMM_SET=session28 stages CASES28 (the f32 held-out cases still
 over 10% and the other sizes of their keys); with BMM_EXPLORE=1 the
 mma.sync 3xTF32 tilings (EXPLORE27 "x3", "x3e"). With BMM_TABLE=DIR the
 sm_90a entries *-0x3wg answer (arch sm_90a) and their variants are staged.
+
+Session 29: BMM_SET=session29 stages CASES29 (seed 23's 007, 020, 016,
+seed 7's 011, seed 1's 021) with BMM_EXPLORE=1 the EXPLORE29 sets (several
+per case, numbered on as "x-v<k>", the tiling's name in the label);
+BMM_SET=session29f the written entries at those sizes and at 018, 051 and
+seed 23's 035; BMM_SET=session29se (not run yet) 018, 051, 035 with the SE
+tilings.
 """
 import json
 import os
@@ -166,6 +173,41 @@ EXPLORE27.update({"x3": ("gen2", ["x3", "x3s", "x3l", "x3w"]), "x3e": ("gen2", [
 CASES28B = [c[:8] + ("x3wgb",) for c in CASES28 if c[0] in (
     "ho7_018_nn_r278_h7953", "ho7_051_nn_r256_h12737", "ho7_011_nn_r193", "ho1_021_nn_r394")]
 EXPLORE27["x3wgb"] = ("gen2", ["x3wgn2", "x3wgw", "x3wgp", "x3wgn64p"])
+# Session 29, helper F32BMM: BMM_SET=session29, the f32 batched GEMMs of
+# the seed-23 held-out draw still over 10% (007: Q K^T at T = 1721, d = 64,
+# odd N: the nt-mn general entry, no x3wg entry; 020: torch-mlir's P V at T
+# = 677: tmpv-mk, no x3wg entry; 016: P V at T = 158, the nn-mk x3wg entry),
+# seed 7's 011 and seed 1's 021 (nn-mk); with BMM_EXPLORE=1 the x3wg
+# tilings (GEN2_TILINGS), several explore sets per case ("x-v<k>" numbered
+# on across the sets: an entry holds at most 7 alternatives).
+CASES29 = [
+    ("ho23_007_nt_r1721", "nt", 32, 1721, 1721, 64, None, ["f32"], "nt29"),
+    ("ho23_020_tmpv_r677", "tmpv", 12, 677, 64, 677, None, ["f32"], "pv29"),
+    ("ho23_016_nn_r158", "nn", 32, 158, 64, 158, None, ["f32"], "nn29"),
+    ("ho7_011_nn_r193", "nn", 32, 193, 64, 193, None, ["f32"], "nn29"),
+    ("ho1_021_nn_r394", "nn", 32, 394, 64, 394, None, ["f32"], "nn29"),
+]
+# BMM_SET=session29f: the written entries at those sizes and at the other
+# held-out sizes of the nn-mk key (seed 7's 018, 051; seed 23's 035); with
+# BMM_EXPLORE=1 more x3wg tilings for 007 ("nt29b")
+CASES29F = [c[:8] + ("nt29b" if c[1] == "nt" else None,) for c in CASES29] + [
+    ("ho7_018_nn_r278_h7953", "nn", 32, 278, 7953, 278, None, ["f32"], None),
+    ("ho7_051_nn_r256_h12737", "nn", 32, 256, 12737, 256, None, ["f32"], None),
+    ("ho23_035_nn_r261_h4096", "nn", 32, 261, 4096, 261, None, ["f32"], None),
+]
+# BMM_SET=session29se (not run yet): the large nn-mk products with the SE
+# tilings (C stored in rows through shared memory) beside the entry's
+CASES29SE = [c[:8] + ("nnse",) for c in CASES29F if c[0] in (
+    "ho7_018_nn_r278_h7953", "ho7_051_nn_r256_h12737", "ho23_035_nn_r261_h4096")]
+EXPLORE29 = {
+    "nt29": [["x3wg", "x3wgn64", "x3wg2", "x3wgg", "x3wgn64g", "x3wg2g"],
+             ["x3wgpg", "x3wgn64pg", "x3wg2pg", "x3wg2n64g", "x3wg2n64pg", "x3wgn64k2"]],
+    "pv29": [["x3wg", "x3wgn64", "x3wg2", "x3wgp", "x3wgn64p", "x3wgn64pg"],
+             ["x3wgpg", "x3wgn64g", "x3wgg"], ["x3wgn64k2", "x3wgn64pk2", "x3wgpk2"]],
+    "nt29b": [["x3wg2n32pg", "x3wg2n32pgs", "x3wgn32g", "x3wgpgs"]],
+    "nnse": [["x3wgpgs", "x3wg2pgs", "x3wgn64pgs"]],
+    "nn29": [["x3wgn64pg", "x3wgpg", "x3wgn64g", "x3wgg", "x3wgn64k2", "x3wgn64pk2"]],
+}
 # The other forms, each in two types: verified (torch times them too).
 EXTRA = [
     ("ntm_t256_d64", "ntm", 16, 256, 256, 64, None, ["f32", "bf16"]),
@@ -232,6 +274,12 @@ def main():
         todo = [(c[:7], dt, c[8]) for c in CASES28 for dt in c[7]]
     elif bset == "session28b":
         todo = [(c[:7], dt, c[8]) for c in CASES28B for dt in c[7]]
+    elif bset == "session29":
+        todo = [(c[:7], dt, c[8]) for c in CASES29 for dt in c[7]]
+    elif bset == "session29f":
+        todo = [(c[:7], dt, c[8]) for c in CASES29F for dt in c[7]]
+    elif bset == "session29se":
+        todo = [(c[:7], dt, c[8]) for c in CASES29SE for dt in c[7]]
     else:
         todo = [(c[:7], dt, c[8]) for c in CASES26 for dt in c[7]]
     if bset == "all":
@@ -251,7 +299,13 @@ def main():
                 f = ent.split("/", 1)[1]
                 tmpl0 = read_entry(os.path.join(tdir, f))["template"]
                 todo = [("first", f, tmpl0)]
-                if explore and isinstance(xc, str):   # session 27: EXPLORE27
+                if explore and xc in EXPLORE29:   # session 29: several gen2 sets, one "x" numbering
+                    sizes = bind_sizes(tmpl0, s["signature"])
+                    by_value = {v: k for k, v in sizes.items()}
+                    sym = {r: 1 if v == 1 else by_value[v] for r, v in dict(B=B, M=M, N=N, K=K).items()}
+                    for names in EXPLORE29[xc]:
+                        todo.append(("x", "explore", bmm_any.gen_alts_kernel(form, dt, sym, d, names), names))
+                elif explore and isinstance(xc, str):   # session 27: EXPLORE27
                     sizes = bind_sizes(tmpl0, s["signature"])
                     by_value = {v: k for k, v in sizes.items()}
                     sym = {r: 1 if v == 1 else by_value[v] for r, v in dict(B=B, M=M, N=N, K=K).items()}
@@ -273,7 +327,8 @@ def main():
                         xt = bmm_any.gen_kernel(form, dt, sym, d, pf=True)
                     if xt:
                         todo.append(("x", "explore", xt))
-                for tag, fname, tmpl in todo:
+                nx = 0   # the next "x-v<k>" (session 29: numbered on across the explore sets)
+                for tag, fname, tmpl, *names in todo:
                     sizes = bind_sizes(tmpl, s["signature"])
                     vs = variants(tmpl, sizes)
                     if not vs:
@@ -285,9 +340,14 @@ def main():
                     keep = [(lb, t) for i, (lb, t) in enumerate(vs) if i == 0 or (
                         g0 and int(re.search(r"TILE=(\d+)", lb).group(1)) % 100 == int(g0.group(1)) % 100)]
                     if tag == "x" and "TILE=" in vs[0][0]:   # past the entry's alternatives (gen2: past the old kernel)
-                        lo = 100 if isinstance(xc, str) and EXPLORE27[xc][0] == "gen2" else 200
+                        lo = 100 if isinstance(xc, str) and (xc in EXPLORE29 or EXPLORE27[xc][0] == "gen2") else 200
                         keep = [(lb, t) for lb, t in keep if int(re.search(r"TILE=(\d+)", lb).group(1)) >= lo]
+                    if names:   # session 29: the tiling's name in the label
+                        keep = [("%s %s" % (names[0][int(re.search(r"TILE=(\d+)", lb).group(1)) // 100 - 1], lb), t)
+                                for lb, t in keep]
                     for i, (label, text) in enumerate(keep):
+                        if names:
+                            i, nx = nx, nx + 1
                         d2 = os.path.join(stage, s["name"], "%s-v%d" % (tag, i))
                         j = build_kernel(binp, d2, text, s["signature"])
                         print("bmm_stage: %-22s %s %-5s v%d %-12s %s %s" % (

@@ -94,7 +94,11 @@ Kernels:
     entry of their key, offering its alternatives and three x3wg tilings
     (X3WG_TILINGS; nn-mk: the general kernel and its two slices, no gen2
     tilings, and two more x3wg tilings with k-tile kt + 2's loads in flight,
-    X3WG_GEN2 / X3WG_EXTRA). x3_kernel, the same split on mma.sync m16n8k8 (any
+    X3WG_GEN2 / X3WG_EXTRA). Session 29: two more keys (nt-mn where N or K
+    is odd and M * N > 16384, tmpv-mk where N or K is odd) and options of
+    x3wg_kernel (no loads past the last k-tile, the prologue's loads first,
+    the k-tiles split over two warpgroups, C stored in rows through shared
+    memory; X3WG_SET). x3_kernel, the same split on mma.sync m16n8k8 (any
     arch), was measured and is not shipped (GEN2_TILINGS "x3*": no faster
     than the SIMT tilings but at the T = 1019 scores; mma.sync's TF32 rate
     on Hopper is the limit).
@@ -1034,9 +1038,39 @@ GEN2_TILINGS = {
     "x3wgn2": (dict(WGS=1, BN=64, WGN=2), None),      # 64 x 128, 256 threads, 99 KB
     "x3wgw": (dict(WGS=1, BN=128, WGN=2), None),      # 64 x 256, 256 threads, 161 KB: 1 CTA / SM
     # PF: k-tile kt + 2's loads issued in iteration kt (kt + 1's carried in
-    # registers): in the nn-mk entry (X3WG_EXTRA)
+    # registers): x3wgp in the nn-mk entry (X3WG_EXTRA; x3wgn64p until session 29)
     "x3wgp": (dict(WGS=1, BN=128, PF=True), None),
     "x3wgn64p": (dict(WGS=1, BN=64, PF=True), None),
+    # session 29 (helper F32BMM; measured in bench/NOTES.md): G (no loads,
+    # splits, stores past the last k-tile) and LF (the prologue's loads
+    # first) on the tilings above. In entries (X3WG_SET, X3WG_EXTRA): nn-mk
+    # x3wgn64g, x3wgn64pk2, x3wgn64pg; tmpv-mk x3wgn64pk2, x3wgn64k2,
+    # x3wgn64pg, x3wgn64g; nt-mn x3wgn64pgs, x3wg2n64pgs, x3wgpgs; the rest
+    # explore only (bench/table/bmm_stage.py EXPLORE29)
+    "x3wgg": (dict(WGS=1, BN=128, G=True, LF=True), None),
+    "x3wgn64g": (dict(WGS=1, BN=64, G=True, LF=True), None),
+    "x3wg2g": (dict(WGS=2, BN=128, G=True, LF=True), None),
+    "x3wgpg": (dict(WGS=1, BN=128, PF=True, G=True, LF=True), None),
+    "x3wgn64pg": (dict(WGS=1, BN=64, PF=True, G=True, LF=True), None),
+    "x3wg2pg": (dict(WGS=2, BN=128, PF=True, G=True, LF=True), None),
+    "x3wg2n64g": (dict(WGS=2, BN=64, G=True, LF=True), None),      # 128 x 64, 256 threads, 97 KB
+    "x3wg2n64pg": (dict(WGS=2, BN=64, PF=True, G=True, LF=True), None),
+    # KW: the k-tiles split over two warpgroups (a small grid's serial chain halved)
+    "x3wgn64k2": (dict(WGS=1, BN=64, G=True, LF=True, KW=2), None),        # 64 x 64, 256 threads, 129 KB
+    "x3wgn64pk2": (dict(WGS=1, BN=64, PF=True, G=True, LF=True, KW=2), None),
+    "x3wgpk2": (dict(WGS=1, BN=128, PF=True, G=True, LF=True, KW=2), None),  # 64 x 128, 193 KB
+    # 64 x 32 tiles (49 KB: 4 CTAs / SM) and SE (C stored in rows through shared memory)
+    "x3wgn32pg": (dict(WGS=1, BN=32, PF=True, G=True, LF=True), None),
+    "x3wgn32pgs": (dict(WGS=1, BN=32, PF=True, G=True, LF=True, SE=True), None),
+    "x3wgn64pgs": (dict(WGS=1, BN=64, PF=True, G=True, LF=True, SE=True), None),
+    "x3wg2n64pgs": (dict(WGS=2, BN=64, PF=True, G=True, LF=True, SE=True), None),
+    "x3wgpgs": (dict(WGS=1, BN=128, PF=True, G=True, LF=True, SE=True), None),
+    "x3wg2n32pg": (dict(WGS=2, BN=32, PF=True, G=True, LF=True), None),      # 128 x 32, 81 KB
+    "x3wg2n32pgs": (dict(WGS=2, BN=32, PF=True, G=True, LF=True, SE=True), None),
+    "x3wgn32g": (dict(WGS=1, BN=32, G=True, LF=True), None),
+    # not measured yet (BMM_SET=session29se): x3wg2 with G, LF, PF and SE, for the
+    # large P V products at odd N (051)
+    "x3wg2pgs": (dict(WGS=2, BN=128, PF=True, G=True, LF=True, SE=True), None),
 }
 
 
@@ -1431,33 +1465,59 @@ def x3_kernel(form, dt, sym, d, parts, BM=64, BN=128, BK=16, WM=32, WN=32):
 # (f32 adds: the promotion of docs/verification.md "Exact f32 on sm_90a"),
 # fence.proxy.async and one barrier. WGS warpgroups, each 64 rows x BN.
 # WGN > 1 (helper BMMF32B, explore only): WGN warpgroups along n share the A
-# tile (CTA 64 WGS x BN WGN). PF (x3wgp, x3wgn64p; in the nn-mk entry):
+# tile (CTA 64 WGS x BN WGN). PF (x3wgp, x3wgn64p; x3wgp in the nn-mk entry):
 # iteration kt issues k-tile kt + 2's loads and splits / stores kt + 1's,
 # loaded one iteration earlier and carried in registers (scf.for iter_args),
 # so a global load's latency hides behind a whole k-tile rather than the
 # wgmmas alone (018: 1.1657 -> 1.0454 ms; 021: 0.0403 -> 0.0330).
+#
+# Session 29 (helper F32BMM), four more options, each off in the tilings
+# above (their text unchanged): G, no loads, splits or stores past the last
+# k-tile (scf.if on kt + 1 / kt + 2 < the k-tile count: without it the
+# last iteration(s) load, split and store a zero tile, a third of the
+# operand work at K = 64); LF, the prologue issues every load (k-tile 0's
+# of A and B, with PF k-tile 1's) before the first split (one global
+# latency instead of two or three). (16-byte loads along k need no option:
+# the template is built with its sizes bound, and where K % 4 == 0 LLVM
+# already merges a thread's 4 loads of an operand read along k into one
+# ld.global.nc.v4.) KW = 2 (with WGS = WGN = 1, G): the k-tiles split over
+# two warpgroups of one CTA (warpgroup kw takes k-tiles 2 j + kw into its
+# own two stages; the loop runs over the pairs j, so a small grid's serial
+# chain of k-tiles halves), the second warpgroup's sums added to the
+# first's through shared memory (one fixed order) before the first stores C.
+# SE (KW = WGN = 1): the C tile goes through shared memory ([BM][BN + 8] f32, 8-byte
+# stores conflict-free per half-warp) and is stored in rows, consecutive
+# threads along n (a warp's store: 32 consecutive floats of one row instead
+# of 8 rows x 4 pairs).
 
-def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
+def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False, G=False, LF=False, KW=1, SE=False):
     assert dt == "f32", "x3wg: f32 operands"
+    assert KW == 1 or (WGS == 1 and WGN == 1 and G), "KW > 1: one warpgroup per k-group, G"
+    assert not SE or (KW == 1 and WGN == 1), "SE: KW = WGN = 1"
     em = gen_gemm.Emitter()
     BM, BK = 64 * WGS, 32
     BNT = BN * WGN                               # CTA columns: WGN warpgroups along n, BN each
-    T = 128 * WGS * WGN
+    TL = 128 * WGS * WGN                         # the threads that load one k-tile
+    T = TL * KW
     nacc = BN // 2
     Bs, Ms, Ns, Ks = sym["B"], sym["M"], sym["N"], sym["K"]
     gm, gn = "(%s + %d) / %d" % (Ms, BM - 1, BM), "(%s + %d) / %d" % (Ns, BNT - 1, BNT)
     kt = "(%s + %d) / %d" % (Ks, BK - 1, BK)
+    kg = kt if KW == 1 else "(%s + %d) / %d" % (Ks, BK * KW - 1, BK * KW)   # the loop's trip count
     em.require("%s <= 65535" % Bs)
     _, ty, arg, idx_of = _kernel_args(form, dt, sym)
     tile_a, tile_b = BM * 128, BNT * 128         # bytes: rows of 32 f32
     part = tile_a + tile_b                       # [A | B] of one part (big or small)
     stage = 2 * part
-    smem = 2 * stage + 1024                      # two stages, 1 KiB slack for the alignment
-    nel = 2 * stage // 4
+    smem = 2 * KW * stage + 1024                 # two stages (per k-group), 1 KiB slack for the alignment
+    nel = 2 * KW * stage // 4
 
     pid = em.op("gpu.block_id x", "pid")
     bz = em.op("gpu.block_id z", "bz")
     tid = em.op("gpu.thread_id x", "tid")
+    ltid, kw = tid, None
+    if KW > 1:   # warpgroup kw loads and multiplies k-tiles KW j + kw in its stages 2 kw, 2 kw + 1
+        ltid, kw = em.rem(tid, 128), em.div(tid, 128)
     gn_v = em.symc(gn)
     m0 = em.mul(em.div(pid, gn_v), BM)
     n0 = em.mul(em.rem(pid, gn_v), BNT)
@@ -1482,8 +1542,8 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
         """per (row, 4 k) pair of the thread: (k4, clamped row, row in bounds, f32 offset of its chunk in the
         part); consecutive threads along the operand's contiguous index"""
         out = []
-        for i in range(outer_tile * (BK // 4) // T):
-            e = em.add(tid, i * T)
+        for i in range(outer_tile * (BK // 4) // TL):
+            e = em.add(ltid, i * TL)
             if idx_of[role][-1] == "k":
                 k4, oo = em.rem(e, BK // 4), em.div(e, BK // 4)
             else:
@@ -1513,8 +1573,14 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
 
     split = _x3_split(em)
 
+    def stq(st):   # the stage index of this warpgroup's stage st
+        return st if KW == 1 else em.add(st, em.mul(kw, 2))
+
+    def kofs(j):   # the first k of k-group j's k-tile for this warpgroup
+        return em.mul(j, BK) if KW == 1 else em.mul(em.add(em.mul(j, KW), kw), BK)
+
     def store(st, plan_, vals):
-        sbase_f = em.mul(st, stage // 4)
+        sbase_f = em.mul(stq(st), stage // 4)
         for (_, _, _, off), q in zip(plan_, vals):
             bs = [split(x) for x in q]
             for p in range(2):
@@ -1525,7 +1591,7 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
     a_plan = plan("a", m0, BM, (M_v, M1), 0)
     b_plan = plan("b", n0, BNT, (N_v, N1), tile_a)
     desc, k_hi, _ = gen_gemm.wgmma_descriptors(em, 1024, 1024)
-    wg = em.div(tid, 128)
+    wg = em.div(tid, 128) if KW == 1 else 0
     wgn = None
     if WGN > 1:   # warpgroup wg: rows 64 (wg / WGN), columns BN (wg % WGN) of the CTA's tile
         wgn = em.rem(wg, WGN)
@@ -1539,23 +1605,52 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
         em.emit("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}")
         em.emit("gpu.barrier")
 
-    em.comment("prologue: k-tile 0 -> stage 0 (split)")
-    store(0, a_plan, load("a", a_plan, 0))
-    store(0, b_plan, load("b", b_plan, 0))
+    if LF:
+        em.comment("prologue: k-tile 0's loads%s, then k-tile 0 -> stage 0 (split)" % (
+            " and k-tile 1's (PF: carried into the loop)" if PF else ""))
+        a0, b0 = load("a", a_plan, kofs(0)), load("b", b_plan, kofs(0))
+        if PF:
+            av, bv = load("a", a_plan, kofs(1)), load("b", b_plan, kofs(1))
+        store(0, a_plan, a0)
+        store(0, b_plan, b0)
+    else:
+        em.comment("prologue: k-tile 0 -> stage 0 (split)")
+        store(0, a_plan, load("a", a_plan, 0))
+        store(0, b_plan, load("b", b_plan, 0))
     if PF:
-        em.comment("PF: k-tile 1's loads, carried into the loop (stored in its first iteration)")
-        av, bv = load("a", a_plan, BK), load("b", b_plan, BK)
+        if not LF:
+            em.comment("PF: k-tile 1's loads, carried into the loop (stored in its first iteration)")
+            av, bv = load("a", a_plan, BK), load("b", b_plan, BK)
         flat = [x for q in av + bv for x in q]
         cargs = [em.fresh("cv") for _ in flat]
     fence_barrier()
+
+    def guarded_loads(kn, k0):
+        """G: k-tile (k-group) kn's loads (A, B) where kn < their count, zeros past it"""
+        if not G:
+            return load("a", a_plan, k0), load("b", b_plan, k0)
+        ok = em.op("arith.cmpi ult, %s, %s : index" % (em.v(kn), em.symc(kg)), "okt")
+        n = 4 * (len(a_plan) + len(b_plan))
+        res_ = em.fresh("gl")
+        em.emit("%s:%d = scf.if %s -> (%s) {" % (res_, n, ok, ", ".join(["f32"] * n)))
+        em.indent += 2
+        la, lb = load("a", a_plan, k0), load("b", b_plan, k0)
+        em.emit("scf.yield %s : %s" % (", ".join(x for q in la + lb for x in q), ", ".join(["f32"] * n)))
+        em.indent -= 2
+        em.emit("} else {")
+        em.emit("  scf.yield %s : %s" % (", ".join([zero] * n), ", ".join(["f32"] * n)))
+        em.emit("}")
+        flat_ = ["%s#%d" % (res_, i) for i in range(n)]
+        return ([flat_[4 * i:4 * i + 4] for i in range(len(a_plan))],
+                [flat_[4 * (len(a_plan) + i):4 * (len(a_plan) + i) + 4] for i in range(len(b_plan))])
     res = em.fresh("acc")
     if PF:
         em.emit("%s:%d = scf.for %%kt = %s to %s step %s iter_args(%%m = %s, %s) -> (%s, %s) {" % (
-            res, 1 + len(flat), em.idx(0), em.symc(kt), em.idx(1), zv,
+            res, 1 + len(flat), em.idx(0), em.symc(kg), em.idx(1), zv,
             ", ".join("%s = %s" % (c, x) for c, x in zip(cargs, flat)), vec_ty, ", ".join(["f32"] * len(flat))))
     else:
         em.emit("%s = scf.for %%kt = %s to %s step %s iter_args(%%m = %s) -> (%s) {" % (
-            res, em.idx(0), em.symc(kt), em.idx(1), zv, vec_ty))
+            res, em.idx(0), em.symc(kg), em.idx(1), zv, vec_ty))
     em.indent += 2
     st = em.op("arith.andi %%kt, %s : index" % em.idx(1), "st")
     nst = em.op("arith.xori %s, %s : index" % (st, em.idx(1)), "nst")
@@ -1564,14 +1659,14 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
         na, nb = len(av), len(bv)
         av = [cargs[4 * i:4 * i + 4] for i in range(na)]
         bv = [cargs[4 * (na + i):4 * (na + i) + 4] for i in range(nb)]
-        k2 = em.mul(em.add("%kt", 2), BK)
-        av2, bv2 = load("a", a_plan, k2), load("b", b_plan, k2)
+        kn2 = em.add("%kt", 2)
+        av2, bv2 = guarded_loads(kn2, kofs(kn2))
     else:
         em.comment("k-tile kt + 1's loads in flight (past K: clamped, zero)")
-        k1 = em.mul(em.add("%kt", 1), BK)
-        av, bv = load("a", a_plan, k1), load("b", b_plan, k1)
+        kn1 = em.add("%kt", 1)
+        av, bv = guarded_loads(kn1, kofs(kn1))
     em.comment("k-tile kt: 4 k8 steps x (small_a big_b, big_a small_b, big_a big_b) from zero")
-    sb = em.add(sbase, em.mul(st, stage))
+    sb = em.add(sbase, em.mul(stq(st), stage))
     a_big = em.add(sb, em.mul(wg, 64 * 128))
     sbn = sb if wgn is None else em.add(sb, em.mul(wgn, BN * 128))   # this warpgroup's B rows
     em.emit("nvvm.wgmma.fence.aligned")
@@ -1586,8 +1681,15 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
                            da, db, t, BN, "zero" if kk == 0 and i == 0 else "one", acc_ty, acc_ty), "w")
     em.emit("nvvm.wgmma.commit.group.sync.aligned")
     em.comment("k-tile kt + 1 split and stored into the other stage while the wgmmas run")
+    if G:   # none past the last k-tile
+        em.emit("scf.if %s {" % em.op("arith.cmpi ult, %s, %s : index" % (
+            em.v(em.add("%kt", 1)), em.symc(kg)), "okt"))
+        em.indent += 2
     store(nst, a_plan, av)
     store(nst, b_plan, bv)
+    if G:
+        em.indent -= 2
+        em.emit("}")
     em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
     es = [em.op("llvm.extractvalue %s[%d] : %s" % (t, e, acc_ty), "u") for e in range(nacc)]
     tv = em.op("vector.from_elements %s : %s" % (", ".join(es), vec_ty), "tv")
@@ -1603,6 +1705,23 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
     if PF:
         res = res + "#0"
 
+    if KW > 1:
+        em.comment("KW: warpgroup 1's sums -> shared memory (element e of thread t at e * 128 + t), "
+                   "warpgroup 0 adds them to its own")
+        one = em.op("arith.cmpi eq, %s, %s : index" % (em.v(kw), em.idx(1)), "kw1")
+        em.emit("scf.if %s {" % one)
+        em.indent += 2
+        for e in range(nacc):
+            x = em.op("vector.extract %s[%d] : f32 from %s" % (res, e, vec_ty), "x")
+            em.emit("memref.store %s, %s[%s] : %s" % (x, sf, em.v(em.add(ltid, e * 128)), sf_ty))
+        em.indent -= 2
+        em.emit("}")
+        em.emit("gpu.barrier")
+        em.emit("scf.if %s {" % em.op("arith.cmpi eq, %s, %s : index" % (em.v(kw), em.idx(0)), "kw0"))
+        em.indent += 2
+        ps = [em.op("memref.load %s[%s] : %s" % (sf, em.v(em.add(ltid, e * 128)), sf_ty), "p") for e in range(nacc)]
+        pv = em.op("vector.from_elements %s : %s" % (", ".join(ps), vec_ty), "pv")
+        res = em.op("arith.addf %s, %s : %s" % (res, pv, vec_ty), "sum")
     tail = _x3_tail(em, form, d)
     em.comment("epilogue: warp w of warpgroup wg, lane (g, t): element 4 ni + 2 h + j at row 64 wg + 16 w + g + 8 h, "
                "column 8 ni + 2 t + j")
@@ -1612,21 +1731,49 @@ def x3wg_kernel(form, dt, sym, d, parts, WGS=1, BN=128, WGN=1, PF=False):
     tq = em.band(lane, 3)
     rbase = em.add(em.add(m0, em.mul(wg, 64)), em.add(em.mul(w, 16), g))
     cbase = em.add(n0 if wgn is None else em.add(n0, em.mul(wgn, BN)), em.mul(tq, 2))
-    cols = []
-    for ni in range(BN // 8):
-        for j in range(2):
-            col = em.add(cbase, 8 * ni + j)
-            cols.append((col, em.op("arith.cmpi ult, %s, %s : index" % (col, N_v), "okc")))
-    _x3_store_c(em, tail, arg, ty, index, bz, M_v, [lambda h=h: em.add(rbase, 8 * h) for h in range(2)], cols,
-                lambda h, c: em.op("vector.extract %s[%d] : f32 from %s" % (res, 4 * (c // 2) + 2 * h + c % 2, vec_ty),
-                                   "x"))
+    if SE:
+        S = BN + 8
+        assert BM * S <= nel and T % BN == 0
+        em.comment("SE: the C tile -> shared memory [%d][%d] (pairs: 8-byte stores), then stored in rows" % (BM, S))
+        lrow = em.add(em.mul(wg, 64), em.add(em.mul(w, 16), g))
+        for h in range(2):
+            rat = em.mul(em.add(lrow, 8 * h), S)
+            for ni in range(BN // 8):
+                xs = [em.op("vector.extract %s[%d] : f32 from %s" % (res, 4 * ni + 2 * h + j, vec_ty), "x")
+                      for j in range(2)]
+                v = em.op("vector.from_elements %s, %s : vector<2xf32>" % tuple(xs), "v")
+                at = em.add(rat, em.add(em.mul(tq, 2), 8 * ni))
+                em.emit("vector.store %s, %s[%s] : %s, vector<2xf32>" % (v, sf, em.v(at), sf_ty))
+        em.emit("gpu.barrier")
+        R = T // BN   # rows per pass: thread i at column i % BN, row i / BN
+        cl, rl = em.rem(tid, BN), em.div(tid, BN)
+        col = em.add(n0, cl)
+        _x3_store_c(em, tail, arg, ty, index, bz, M_v, [lambda p=p: em.add(m0, em.add(rl, p * R)) for p in range(BM // R)],
+                    [(col, em.op("arith.cmpi ult, %s, %s : index" % (col, N_v), "okc"))],
+                    lambda p, c: em.op("memref.load %s[%s] : %s" % (
+                        sf, em.v(em.add(em.mul(em.add(rl, p * R), S), cl)), sf_ty), "x"))
+    else:
+        cols = []
+        for ni in range(BN // 8):
+            for j in range(2):
+                col = em.add(cbase, 8 * ni + j)
+                cols.append((col, em.op("arith.cmpi ult, %s, %s : index" % (col, N_v), "okc")))
+        _x3_store_c(em, tail, arg, ty, index, bz, M_v, [lambda h=h: em.add(rbase, 8 * h) for h in range(2)], cols,
+                    lambda h, c: em.op("vector.extract %s[%d] : f32 from %s" % (
+                        res, 4 * (c // 2) + 2 * h + c % 2, vec_ty), "x"))
+    if KW > 1:
+        em.indent -= 2
+        em.emit("}")
     em.emit("gpu.return")
     parts.update(em=em, launch=dict(block=[T, 1, 1], grid=["{{%s * %s}}" % (gen_gemm.par(gm), gen_gemm.par(gn)),
                                                            1, 1], smem=smem),
                  header=["bmm_any.py exact-f32 kernel (x3wg, sm_90a): 3xTF32 on wgmma m64n%dk8, CTA %d x %d x %d, "
                          "%d warpgroup(s), masked loads split into 128B-swizzled K-major big + small tiles "
                          "(two stages%s), per-k-tile promotion to f32, every size masked" % (
-                             BN, BM, BNT, BK, WGS * WGN, "; k-tile kt + 2's loads in flight" if PF else "")],
+                             BN, BM, BNT, BK, WGS * WGN * KW, "; k-tile kt + 2's loads in flight" if PF else "") +
+                         "".join(t for t, on in (("; none past the last k-tile", G), ("; prologue loads first", LF),
+                                                 ("; k-tiles split over 2 warpgroups", KW > 1),
+                                                 ("; C stored in rows through shared memory", SE)) if on)],
                  helpers=[])
 
 
@@ -2173,6 +2320,25 @@ X3WG_TILINGS = ["x3wg", "x3wgn64", "x3wg2"]
 # plus the entry's own (llm_client/tune.h: LF_TUNE_MAX_REQUIRES 8).
 X3WG_GEN2 = {("nn", "mk", None): []}
 X3WG_EXTRA = {("nn", "mk", None): ["x3wgp", "x3wgn64p"]}
+# Session 29 (helper F32BMM, bench/NOTES.md): two more keys, Q K^T at an
+# odd T (nt-mn; seed 23's 007, T = 1721, d = 64: the general entry's
+# CUDA-core kernels at 1.41x torch.compile) and torch-mlir's P V at an odd
+# T (tmpv-mk; seed 23's 020, T = 677: 1.11x), each with its own x3wg
+# tilings (X3WG_SET, instead of X3WG_TILINGS) and no gen2 tiling (slower at
+# 007 and 020). nt-mn's entry leaves the small scores (M * N <= 16384: T <=
+# 128, where the general entry's split-K and lanes-along-k tilings are) to
+# the general entry; its tilings store C in rows through shared memory (SE:
+# 007 0.4865 -> 0.2726 ms). nn-mk's x3wg, x3wgn64 and x3wgn64p became
+# x3wgn64g, x3wgn64pk2 and x3wgn64pg (G, LF, KW: 011 0.0168 -> 0.0131 ms,
+# 016 0.0132 -> 0.0116, 021 0.0329 -> 0.0307; x3wg was nowhere the fastest
+# once x3wgp was); x3wg2 and x3wgp (the 051 and 018 winners) stay.
+X3WG_KEYS.update({("nt", "mn", None): "(N % 4 != 0 || K % 4 != 0) && M * N > 16384",
+                  ("tmpv", "mk", None): "N % 4 != 0 || K % 4 != 0"})
+X3WG_GEN2.update({("nt", "mn", None): [], ("tmpv", "mk", None): []})
+X3WG_SET = {("nt", "mn", None): ["x3wgn64pgs", "x3wg2n64pgs", "x3wgpgs"],
+            ("tmpv", "mk", None): ["x3wgn64pk2", "x3wgn64k2", "x3wgn64pg", "x3wgn64g"],
+            ("nn", "mk", None): ["x3wgn64g", "x3wgn64pk2", "x3wg2"]}
+X3WG_EXTRA[("nn", "mk", None)] = ["x3wgp", "x3wgn64pg"]
 
 
 def ship_tilings(form, dt, key):
@@ -2297,7 +2463,7 @@ def _render(form, dt, sizes, kernel, d=None, key=None):
             text = vec_kernel(form, dt, sym, d)
         elif kernel == "x3wg":
             text = gen_alts_kernel(form, dt, sym, d, X3WG_GEN2.get((form, key, d), gen2_tilings(form, dt, key)) +
-                                   X3WG_TILINGS + X3WG_EXTRA.get((form, key, d), []),
+                                   X3WG_SET.get((form, key, d), X3WG_TILINGS) + X3WG_EXTRA.get((form, key, d), []),
                                    ks=gen_tilings(form, dt, key), admit_all=X3WG_KEYS[(form, key, d)])
         elif kernel == "gen" and gen2_tilings(form, dt, key):
             text = gen_alts_kernel(form, dt, sym, d, gen2_tilings(form, dt, key), ks=gen_tilings(form, dt, key))
