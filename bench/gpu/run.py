@@ -82,6 +82,7 @@ DT = {"bf16": BF16, "f32": F32, "f16": torch.float16, "f64": torch.float64,
 RTOL = {torch.bfloat16: 2e-2, torch.float16: 1e-2, torch.float32: 1e-3,
         torch.float64: 1e-7}
 FLUSH_BYTES = 256 << 20
+FLUSH_MODES = ("memset", "clean")  # Timer(flush=...): the L2 flush before a sample
 
 
 # ------------------------------------------------------------- runtime ---
@@ -536,14 +537,34 @@ def compare(out, ref):
 
 
 class Timer:
-    def __init__(self):
+    """flush="memset" (the default): a 256 MiB memset before each call,
+    which leaves the L2 full of dirty lines (up to its size) whose
+    write-back the timed call's misses pay; "clean": the same memset, then
+    a read-only sweep of another 256 MiB buffer (a sum into a scalar), so
+    that those lines are written back during the flush and the call starts
+    on an L2 of clean lines (FLUSH_MODES; bench/NOTES.md, "Session 29: a
+    clean L2 flush")."""
+
+    def __init__(self, flush="memset"):
+        if flush not in FLUSH_MODES:
+            raise ValueError("flush %r: one of %s" % (flush, ", ".join(FLUSH_MODES)))
         self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+        self.flush_mode = flush
+        if flush == "clean":
+            self.sweep = torch.ones(FLUSH_BYTES // 4, device="cuda")
+            self.sink = torch.empty((), device="cuda")
+
+    def clean(self):
+        """After the memset: the clean flush's read-only sweep."""
+        if self.flush_mode == "clean":
+            torch.sum(self.sweep, dim=0, out=self.sink)
 
     def once(self, fn):
         """One call between events after an L2 flush; ms."""
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
         self.flush.zero_()
+        self.clean()
         a.record()
         fn()
         b.record()
@@ -556,6 +577,7 @@ class Timer:
         for a, b in ev:
             self.before()
             self.flush.zero_()
+            self.clean()
             a.record()
             fn()
             b.record()
@@ -574,8 +596,8 @@ class PadTimer(Timer):
     guards and launcher, 20-35 us; session 25) otherwise leaves the GPU idle
     between the first event and its kernel, and that idle time is counted."""
 
-    def __init__(self, pad_us):
-        super().__init__()
+    def __init__(self, pad_us, flush="memset"):
+        super().__init__(flush)
         self.cycles = int(pad_us * 2000)  # ~2 GHz SM clock
 
     def once(self, fn):
@@ -598,6 +620,7 @@ class HostTimer(Timer):
         out = []
         for _ in range(n):
             self.flush.zero_()
+            self.clean()
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             fn()
@@ -805,7 +828,8 @@ def run_case(c, root, rt, timer, ceil, args, log):
 
     with torch.no_grad():
         res["timing"] = c.get("timing", "events")
-        res["variants"] = time_variants(HostTimer() if c.get("timing") == "host" else timer,
+        host = c.get("timing") == "host"
+        res["variants"] = time_variants(HostTimer(timer.flush_mode) if host else timer,
                                         variants, args.budget_ms)
     rt.check("timing")
     for tag, st in res["variants"].items():
@@ -993,6 +1017,9 @@ def main():
                          "joins the table, the JSON and the PNG as cases p44_b<B>")
     ap.add_argument("--budget-ms", type=float, default=300.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--flush", choices=FLUSH_MODES, default="memset",
+                    help="the L2 flush before each sample: memset (256 MiB, leaves dirty "
+                         "lines) or clean (the memset, then a 256 MiB read-only sweep)")
     ap.add_argument("--profile", action="store_true",
                     help="also profile ours, compile and eager (torch.profiler): GPU time per "
                          "kernel per call against the host clock")
@@ -1017,7 +1044,9 @@ def main():
     except Exception:
         pass
     log("device %s, torch %s" % (prop.name, torch.__version__))
-    timer = Timer()
+    timer = Timer(args.flush)
+    if args.flush != "memset":
+        meta["flush"] = args.flush
     ceil = ceilings(timer)
     log("ceilings: copy %.0f GB/s, bf16 %.0f TFLOP/s, f32 %.1f TFLOP/s"
         % (ceil["copy_GBps"], ceil["bf16_TFLOPs"], ceil["f32_TFLOPs"]))

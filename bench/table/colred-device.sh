@@ -17,8 +17,10 @@
 #   bash bench/table/colred-device.sh STAGE OUT
 # With the device tool (carry .device/colred2):
 #   bash bench/table/colred-device.sh .device/colred2 $OUT
-# COLRED_VERIFY_BUDGET_S (default 120) stops verifying after that long;
-# COLRED_VERIFY_X=0 verifies the table's variants only; COLRED_SMALL=""
+# COLRED_VERIFY_BUDGET_S (default 120) stops verifying after that long,
+# COLRED_VERIFY_END (epoch seconds) at that time;
+# COLRED_VERIFY_X=0 verifies the table's variants only (fast: and the
+# experiments faster than them), COLRED_VERIFY_O=1 the o<k> too; COLRED_SMALL=""
 # skips the small cases' second timing and ncu; COLRED_SASS="CASE:TAG ..."
 # keeps those variants' SASS (sass.tgz).
 set -uo pipefail
@@ -42,19 +44,38 @@ mkdir -p "$tmp/verify"
 ln -s "$tmp/verify" "$out/verify" 2>/dev/null || true
 t_end=$((SECONDS + ${COLRED_VERIFY_BUDGET_S:-120}))
 # in the cases' order (the held-out ones first), the table's variants of
-# every case before the experimental ones
+# every case before the experimental ones (COLRED_VERIFY_O=1: the earlier
+# generator's o<k> between them; COLRED_VERIFY_X=fast: only the experiments
+# that timed faster than 1.02 x the case's fastest table variant, under
+# either flush, fastest first)
 python3 -c "
-import json, sys
+import json, os, sys
 cs = json.load(open(sys.argv[1]))
-for p in sys.argv[2:]:
+try:
+    tm = {c['sg']: c['variants'] for c in json.load(open(sys.argv[2]))['cases']}
+except (OSError, ValueError, KeyError):
+    tm = {}
+fast = os.environ.get('COLRED_VERIFY_X') == 'fast'
+def ms(sg, t):
+    v = tm.get(sg, {}).get(t, {})
+    return min([x for x in (v.get('ms'), v.get('clean_ms')) if x] or [9e9])
+for p in sys.argv[3:]:
     for c in cs:
-        for t in sorted(c['variants'], key=lambda t: int(t[1:])):
-            if t[0] == p:
-                print(c['sg'], t)
-" "$stage/cases.json" v $([ "${COLRED_VERIFY_X:-1}" = 1 ] && echo x) > "$tmp/todo"
+        tags = sorted((t for t in c['variants'] if t[0] == p), key=lambda t: int(t[1:]))
+        if p == 'x' and fast:
+            vb = min([ms(c['sg'], t) for t in c['variants'] if t[0] == 'v'] or [9e9])
+            tags = sorted((t for t in tags if ms(c['sg'], t) < 1.02 * vb),
+                          key=lambda t: ms(c['sg'], t))
+        for t in tags:
+            print(c['sg'], t)
+" "$stage/cases.json" "$out/colred.json" v $([ "${COLRED_VERIFY_O:-0}" = 1 ] && echo o) \
+  $([ "${COLRED_VERIFY_X:-1}" != 0 ] && echo x) > "$tmp/todo"
 while read -r sg tag; do
     cand=$stage/$sg/$tag
     if [ $SECONDS -ge $t_end ]; then echo "verify $sg $tag: skipped (budget)"; continue; fi
+    if [ -n "${COLRED_VERIFY_END:-}" ] && [ "$(date +%s)" -ge "$COLRED_VERIFY_END" ]; then
+        echo "verify $sg $tag: skipped (COLRED_VERIFY_END)"; continue
+    fi
     timeout 60 "$stage/bin/llm-fuse-verify" --plan "$stage/$sg/plan.json" --candidate "$cand/result.json" \
       --trials "${COLRED_VERIFY_TRIALS:-1}" --no-timing --pretty < /dev/null \
       > "$tmp/verify/$sg.$tag.json" 2> "$tmp/verify/$sg.$tag.err"

@@ -10,8 +10,10 @@ launched through libllm_fuse_rt (run.py's Runtime / launch_built), on
 the case's inputs, after a check against torch eager on NaN-poisoned
 outputs (run.py's compare, the verifier's tolerance); a variant that fails
 the check is not timed. The big cases (64 MiB or more) are timed a second
-time with a clean flush (a 256 MiB read instead of the memset, so the L2
-holds no dirty lines; COLRED_CLEAN=0 skips it). A 1 GiB device copy gives
+time with a clean flush (run.py's Timer("clean"): the memset, then a 256
+MiB read-only sweep, so the L2 holds no dirty lines; COLRED_CLEAN=0 skips
+it, COLRED_CLEAN=all times every case and variant under both flushes, and
+the 1 GiB copy and copies of COLRED_COPY_MB megabytes under both). A 1 GiB device copy gives
 the bandwidth; the same-size copy moves the case's bytes (inputs + output,
 half read, half written).
 
@@ -45,42 +47,30 @@ def fn(fam):
         "colmax": lambda x: x.amax(0),
         "colsumsq": lambda x: (x * x).sum(0),
         "coldiff": lambda x, y: (x - y).sum(0),
+        # (colred_stage.py's OTHER_MODELS: the table's row softmax)
+        "softmax_tosa": lambda x: torch.softmax(x, -1),
     }[fam]
 
 
-class CleanTimer(Timer):
-    """Timer with a clean L2 flush: a 256 MiB read (the L2 ends full of
-    clean lines) instead of the memset (dirty lines, whose write-back the
-    next kernel's loads pay)."""
-
-    def __init__(self):
-        super().__init__()
-        self.src = torch.ones(self.flush.numel() // 4, device="cuda")
-        self.sink = torch.empty((), device="cuda")
-
-    def _flush(self):
-        torch.sum(self.src, dim=0, out=self.sink)
-
-    def once(self, f):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        self._flush()
-        a.record()
-        f()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b)
-
-    def series(self, f, n):
-        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(n)]
-        for a, b in ev:
-            self._flush()
-            a.record()
-            f()
-            b.record()
-        torch.cuda.synchronize()
-        return [a.elapsed_time(b) for a, b in ev]
+def copies(res, timer, clean):
+    """the 1 GiB copy and copies of COLRED_COPY_MB (MB moved, read +
+    written) under both flushes, in the same rounds per flush"""
+    sizes = [1 << 30] + [int(float(m) * 1e6) // 2 for m in
+                         os.environ.get("COLRED_COPY_MB", "").split()]
+    bufs = {}
+    for n in sizes:
+        src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
+        bufs["copy_%d" % (2 * n)] = (src, torch.empty_like(src))
+    runs = {k: (lambda s=s, d=d: d.copy_(s)) for k, (s, d) in bufs.items()}
+    for tag, tm in (("dirty", timer), ("clean", clean)):
+        if tm is None:
+            continue
+        for k, st in time_variants(tm, runs, 200).items():
+            b = int(k.split("_")[1])
+            res.setdefault("copies", {}).setdefault(k, dict(bytes=b))[tag] = dict(
+                ms=st["median"], GBps=b / (st["median"] * 1e-3) / 1e9, stats=st)
+    del bufs, runs
+    torch.cuda.empty_cache()
 
 
 def verdict(out, c, tag):
@@ -111,7 +101,8 @@ def main():
     budget = float(os.environ.get("COLRED_BUDGET_MS", "20"))
     compile_budget = float(os.environ.get("COLRED_COMPILE_BUDGET_S", "120"))
     compile_spent = 0.0
-    clean_on = os.environ.get("COLRED_CLEAN", "1") == "1"
+    clean_on = os.environ.get("COLRED_CLEAN", "1") in ("1", "all")
+    clean_all = os.environ.get("COLRED_CLEAN") == "all"
     cases = json.load(open(os.path.join(stage, "cases.json")))
     rt = Runtime(os.path.join(stage, "lib", "libllm_fuse_rt.so"))
     timer = Timer()
@@ -127,7 +118,13 @@ def main():
     copy_bw = res["copy_GBps"]
     print("device %s, torch %s; 1 GiB copy: %.4f ms, %.0f GB/s (read + write)" % (
         res["device"], res["torch"], t, copy_bw), flush=True)
-    clean = CleanTimer() if clean_on else None
+    # the clean flush: run.py's Timer("clean"), the same memset and then a
+    # 256 MiB read-only sweep (COLRED_CLEAN=all: every case and variant
+    # under it too; 1: the big cases' fastest; 0: none)
+    clean = Timer("clean") if clean_on else None
+    copies(res, timer, clean)
+    if clean is not None:
+        res["copy_clean_GBps"] = res["copies"]["copy_%d" % (2 * n)]["clean"]["GBps"]
 
     def save():
         json.dump(res, open(os.path.join(out, "colred.json"), "w"), indent=1)
@@ -194,7 +191,13 @@ def main():
                     rec["variants"][k]["stats"] = s
                 else:
                     rec[k + "_ms"] = s["median"]
-            if clean is not None and nbytes >= BIG:
+            if clean is not None and clean_all:
+                for k, s in time_variants(clean, runs, budget).items():
+                    if k in rec["variants"]:
+                        rec["variants"][k]["clean_ms"] = s["median"]
+                    else:
+                        rec[k + "_clean_ms"] = s["median"]
+            elif clean is not None and nbytes >= BIG:
                 # the clean flush: compile, copy, and the five fastest of ours
                 mine = sorted([k for k in ts if k in rec["variants"]], key=lambda k: ts[k]["median"])
                 # the five fastest, and the fastest table variant and
@@ -235,7 +238,61 @@ def best(rec, pick):
     return min(vs) if vs else None
 
 
+def report_flushes(res):
+    """the copies, then each case under both flushes (COLRED_CLEAN=all):
+    % of the 1 GiB copy under the same flush"""
+    cps = res.get("copies") or {}
+    g1 = cps.get("copy_%d" % (2 << 30), {})
+    if not g1.get("clean"):
+        return
+    print("\ncopies (MB moved, read + write), memset flush | clean flush:")
+    print("| copy MB | memset ms | GB/s | % of 1 GiB | clean ms | GB/s | % of 1 GiB |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for k, c in sorted(cps.items(), key=lambda kv: -kv[1]["bytes"]):
+        d, cl = c.get("dirty", {}), c.get("clean", {})
+        print("| %.0f | %.4f | %.0f | %.0f%% | %.4f | %.0f | %.0f%% |" % (
+            c["bytes"] / 1e6, d.get("ms", 0), d.get("GBps", 0),
+            100 * d.get("GBps", 0) / g1["dirty"]["GBps"], cl.get("ms", 0), cl.get("GBps", 0),
+            100 * cl.get("GBps", 0) / g1["clean"]["GBps"]))
+    print("\nper case, both flushes (ms; %% of the 1 GiB copy under the same flush: "
+          "%.0f / %.0f GB/s; ours = the fastest verified table variant, all = of every "
+          "variant):" % (g1["dirty"]["GBps"], g1["clean"]["GBps"]))
+    print("| case | MB | flush | ours (variant) | o best | all (variant) | compile | eager "
+          "| same-size copy | ours/compile | ours % 1 GiB copy | compile % 1 GiB copy "
+          "| ours % same-size copy |")
+    print("|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for rec in res["cases"]:
+        if "error" in rec:
+            continue
+        for tag, key, sfx, bw in (("memset", "ms", "_ms", g1["dirty"]["GBps"]),
+                                  ("clean", "clean_ms", "_clean_ms", g1["clean"]["GBps"])):
+            def bst(pick):
+                vs = [(v[key], k, v["label"]) for k, v in rec["variants"].items()
+                      if v.get(key) and v.get("check") and pick(k)
+                      and v.get("verified", True) is not False]
+                return min(vs) if vs else None
+            tb = bst(lambda k: k.startswith("v"))
+            ob = bst(lambda k: k.startswith("o"))
+            ab = bst(lambda k: True)
+            comp, cp = rec.get("compile" + sfx), rec.get("copy" + sfx)
+            mb = rec["bytes"] / 1e6
+
+            def pct(ms):
+                return "%.0f%%" % (100 * rec["bytes"] / ms / 1e6 / bw) if ms else "-"
+            print("| %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                rec["case"], mb, tag,
+                "%.4f (%s %s)" % tb if tb else "-", "%.4f (%s %s)" % ob if ob else "-",
+                "%.4f (%s %s)" % ab if ab else "-",
+                "%.4f" % comp if comp else "-",
+                "%.4f" % rec["eager" + sfx] if rec.get("eager" + sfx) else "-",
+                "%.4f" % cp if cp else "-",
+                "%.2f" % (tb[0] / comp) if tb and comp else "-",
+                pct(tb[0] if tb else None), pct(comp),
+                "%.0f%%" % (100 * cp / tb[0]) if tb and cp else "-"))
+
+
 def report(res):
+    report_flushes(res)
     bw = res["copy_GBps"]
     print("\n1 GiB copy %.0f GB/s; ms medians (run.py Timer: memset flush, events)" % bw)
     print("| case | MB | table best (variant) | before (o) | all best (variant) | eager | compile | "
@@ -265,7 +322,7 @@ def report(res):
             "%.2f" % (ab[0] / comp) if ab and comp else "-",
             pct(tb[0] if tb else None),
             "%.0f%%" % (100 * rec["copy_ms"] / tb[0]) if tb and big else "-", ver))
-    print("\nclean flush (256 MiB read), big cases: compile / copy / our five fastest")
+    print("\nclean flush (memset + 256 MiB read), big cases: compile / copy / ours")
     for rec in res["cases"]:
         if rec.get("compile_clean_ms") or rec.get("copy_clean_ms"):
             mine = sorted([(v["clean_ms"], k, v["label"], v["ms"]) for k, v in
@@ -273,11 +330,12 @@ def report(res):
             print("%s: compile %.4f copy %.4f | %s" % (
                 rec["case"], rec.get("compile_clean_ms", 0), rec.get("copy_clean_ms", 0),
                 "; ".join("%s %s %.4f (dirty %.4f)" % (k, lab, ms, d) for ms, k, lab, d in mine)))
-    print("\nevery variant (ms, dirty flush):")
+    print("\nevery variant (ms, dirty flush; clean= the clean flush's):")
     for rec in res["cases"]:
         for k, v in sorted(rec["variants"].items(), key=lambda kv: kv[1].get("ms") or 9):
-            print("variant %s %s %s ms=%s check=%s bits=%s verified=%s %s" % (
+            print("variant %s %s %s ms=%s clean=%s check=%s bits=%s verified=%s %s" % (
                 rec["case"], k, v["label"], "%.4f" % v["ms"] if v.get("ms") else "-",
+                "%.4f" % v["clean_ms"] if v.get("clean_ms") else "-",
                 v.get("check"), v.get("same_bits"), v.get("verified"),
                 v.get("error", "") or ("" if v.get("verified") is not False else
                                        v.get("verify_reason", ""))))

@@ -26,7 +26,10 @@
 # the whole torch part; TORCH_BUDGET_MS (default 100) is the timing budget
 # per variant and subgraph; TORCH_PAD_US (default 200) the GPU sleep before
 # each timing sample (run.py's PadTimer: GPU time only, for torch.compile's
-# calls as for ours). The kernels the pass swapped are rebuilt from its cache
+# calls as for ours); TORCH_FLUSH (memset, the default; clean; both) the L2
+# flush before each sample (torch_time.py --flush: clean adds a read-only
+# sweep after the memset, both times everything under each, and the summary
+# then gives the memory-bound target under the clean flush too). The kernels the pass swapped are rebuilt from its cache
 # (heldout_ours.py) and timed by torch_time.py too, in the same rounds as
 # eager and torch.compile: the summary's ratio uses that time (one harness),
 # and keeps the pass's own timing beside it.
@@ -67,7 +70,7 @@ if [ "${TORCH:-1}" != 0 ] && [ -f "$held/torch/manifest.json" ]; then
     python3 "$root/bench/table/torch_time.py" "$held/torch/manifest.json" "$out/torch.json" \
       --compile-budget-s "${TORCH_COMPILE_BUDGET_S:-180}" --budget-ms "${TORCH_BUDGET_MS:-100}" \
       --reports "$out/reports" --ours "$out/ours" --rt "$stage/lib/libllm_fuse_rt.so" \
-      --pad-us "${TORCH_PAD_US:-200}" \
+      --pad-us "${TORCH_PAD_US:-200}" --flush "${TORCH_FLUSH:-memset}" \
       ${ONLY:+--only "$ONLY"} > "$out/logs/torch.log" 2>&1
   rc=$?
   grep -E "^copy bandwidth|^torch:|^torch_time:" "$out/logs/torch.log" || tail -3 "$out/logs/torch.log"

@@ -919,9 +919,19 @@ def torch_table(rows, tres):
         same_ms = t.get("same_size_copy_ms")
         frac_same = same_ms / ours if mem and ours and same_ms else None
         if mem and ours:
+            # torch_time.py --flush both: the same rounds under the clean
+            # flush too (the memset, then a read-only sweep: no dirty L2
+            # lines for the timed call to write back)
+            bw_c = (tres.get("copy_clean") or {}).get("GBps")
+            ours_c = t.get("ours_clean_ms") if same_harness else None
             mem_rows.append(dict(model=r["model"], subgraph=r["subgraph"],
                                  bytes=nbytes, ours_ms=ours, frac=frac_ours,
-                                 frac_same=frac_same))
+                                 frac_same=frac_same,
+                                 frac_clean=(nbytes / (ours_c * 1e-3) / (bw_c * 1e9)
+                                             if ours_c and bw_c else None),
+                                 frac_same_clean=(t["same_size_copy_clean_ms"] / ours_c
+                                                  if ours_c and t.get("same_size_copy_clean_ms")
+                                                  else None)))
         if r.get("decision") != "swapped" and r.get("kernel_ms"):
             note.append("kernel %.4f ms not swapped (%s)" % (
                 r["kernel_ms"], r.get("reason") or "?"))
@@ -965,6 +975,13 @@ def torch_table(rows, tres):
           "%d of %d (%d with that copy measured)" % (
               len(ok_same), len(mem_rows),
               sum(1 for m in mem_rows if m["frac_same"] is not None)))
+    clean = [m for m in mem_rows if m["frac_clean"] is not None]
+    if clean:
+        bw_c = (tres.get("copy_clean") or {}).get("GBps")
+        print("    under the clean flush (torch_time.py --flush both; 1 GiB copy %.0f GB/s): "
+              "%d of %d at >= 90%% of the copy bandwidth, %d at >= 90%% of a same-size copy" % (
+                  bw_c, sum(1 for m in clean if m["frac_clean"] >= 0.9), len(clean),
+                  sum(1 for m in clean if (m["frac_same_clean"] or 0) >= 0.9)))
     for m in mem_rows:
         if m not in ok_mem:
             print("    below: %-40s %-20s %.4f ms, %.1f MB, %s of copy, %s of "
@@ -974,7 +991,11 @@ def torch_table(rows, tres):
                       "%.0f%%" % (100 * m["frac"]) if m["frac"] is not None
                       else "?",
                       "%.0f%%" % (100 * m["frac_same"])
-                      if m["frac_same"] is not None else "?"))
+                      if m["frac_same"] is not None else "?") +
+                  ("; clean flush: %.0f%% of copy, %s of a same-size copy" % (
+                      100 * m["frac_clean"], "%.0f%%" % (100 * m["frac_same_clean"])
+                      if m["frac_same_clean"] is not None else "?")
+                   if m.get("frac_clean") is not None else ""))
     print("  swapped kernels with a torch.compile time: %d, within 10%% of "
           "torch.compile (or faster): %d, more than 10%% slower: %d" % (
               n_cmp, n_within, len(slower)))
@@ -999,6 +1020,11 @@ def torch_table(rows, tres):
                 copy_GBps=bw, rows=out_rows, verified=n_ver, subgraphs=n_sg,
                 mem_bound_64mb=len(mem_rows), mem_bound_at_90pct=len(ok_mem),
                 mem_bound_at_90pct_same_size_copy=len(ok_same),
+                mem_bound_clean=[dict(model=m["model"], subgraph=m["subgraph"],
+                                      copy_fraction=m["frac_clean"],
+                                      same_size_copy_fraction=m["frac_same_clean"])
+                                 for m in mem_rows if m.get("frac_clean") is not None],
+                flush=tres.get("flush", "memset"),
                 swapped_with_compile=n_cmp, within_10pct=n_within,
                 ours_timed_beside_torch=n_same, timer=tres.get("timer"),
                 slower_than_compile=slower, error=tres.get("error"))

@@ -11,7 +11,10 @@ measures the device-to-device copy bandwidth once.
 
 The timing method is bench/gpu/run.py's (its Timer, stats and
 time_variants, copied here so that this script imports nothing but torch):
-CUDA events around one call, a 256 MiB memset before each (an L2 flush),
+CUDA events around one call, a 256 MiB memset before each (an L2 flush;
+--flush clean adds a 256 MiB read-only sweep after it, so that the L2
+holds no dirty lines when the call starts, and --flush both times
+everything under each),
 a warm-up call first, then iterations filling --budget-ms per variant
 (3 to 200) spread over 3 interleaved rounds; the median is reported. The
 copy bandwidth is the median of a 1 GiB device-to-device copy, counting
@@ -72,6 +75,11 @@ def main():
     ap.add_argument("--rt", help="libllm_fuse_rt.so, to launch --ours' kernels")
     ap.add_argument("--pad-us", type=float, default=0.0,
                     help="GPU sleep before each sample's flush (run.py's PadTimer)")
+    ap.add_argument("--flush", choices=("memset", "clean", "both"), default="memset",
+                    help="the L2 flush before each sample (run.py's Timer): memset (the "
+                    "default), clean (the memset, then a 256 MiB read-only sweep), or both: "
+                    "every subgraph and the copy timed under the memset, then under the "
+                    "clean flush (the *_clean_ms fields)")
     ap.add_argument("--reports", help="the pass's reports (a folder): the "
                     "subgraphs it swapped are timed first, so that the "
                     "compile budget goes to them first")
@@ -126,6 +134,12 @@ def main():
 
     timer = PadTimer(a.pad_us) if a.pad_us > 0 else Timer()
     res["timer"] = "pad %g us" % a.pad_us if a.pad_us > 0 else "run.py"
+    ctimer = None  # the clean flush's timer (--flush clean or both)
+    if a.flush != "memset":
+        ctimer = PadTimer(a.pad_us, "clean") if a.pad_us > 0 else Timer("clean")
+        res["flush"] = a.flush
+        if a.flush == "clean":
+            timer, ctimer = ctimer, None
     rt = None
     if a.ours and a.rt:
         try:
@@ -140,6 +154,12 @@ def main():
         ts = time_variants(timer, {"copy": lambda: dst.copy_(src)}, 200)["copy"]
         res["copy"] = dict(bytes=2 * n, ms=ts,
                            GBps=2 * n / (ts["median"] * 1e-3) / 1e9)
+        if ctimer is not None:
+            tc = time_variants(ctimer, {"copy": lambda: dst.copy_(src)}, 200)["copy"]
+            res["copy_clean"] = dict(bytes=2 * n, ms=tc,
+                                     GBps=2 * n / (tc["median"] * 1e-3) / 1e9)
+            print("copy bandwidth, clean flush: %.0f GB/s" % res["copy_clean"]["GBps"],
+                  flush=True)
         del src, dst
         torch.cuda.empty_cache()
         print("copy bandwidth: %.0f GB/s (1 GiB, read + write, median of %d)" % (
@@ -289,6 +309,10 @@ def main():
                 variants["same_size_copy"] = lambda: cdst.copy_(csrc)
                 rec["same_size_copy_bytes"] = 2 * csrc.numel()
             ts = time_variants(timer, variants, a.budget_ms)
+            if ctimer is not None:  # --flush both: the same variants, clean flush
+                rec["clean"] = time_variants(ctimer, variants, a.budget_ms)
+                for k, st in rec["clean"].items():
+                    rec[k + "_clean_ms"] = st["median"]
             if "same_size_copy" in ts:
                 rec["same_size_copy_ms"] = ts["same_size_copy"]["median"]
                 csrc = cdst = None

@@ -59,7 +59,9 @@ hold, which sets ptxas's register budget); NT (streaming loads) follows
 from CFG and the sizes; SPLIT is 1, 4 or 8, admitted while the previous
 split leaves fewer than 1056 CTAs (8 per SM on 132 SMs) and every CTA
 keeps at least two rows per thread, and a split that leaves SMs idle only
-where the next split is not admitted (CFG 4 excepted). The parameters are
+where the next split is not admitted (CFG 4 excepted, and CFG 3 from 66
+CTAs on: 96 of them were the fastest at 432 x 256 x 768 and 7168 x 3072
+f32, bench/NOTES.md "Session 29: ..."). The parameters are
 constants of each variant: the branches they select (`scf.if` on a
 constant) are folded by the builder before the lowering. On an H200
 (bench/NOTES.md "Session 25: leading-dimension reductions", "Session 26:
@@ -137,11 +139,12 @@ NCB = "((NV - 1) / TX + 1)"           # column strips (V divides CC)
 # 8). MC is the CTAs an SM must hold (nvvm.minctasm): ptxas then gives a
 # thread up to 65536 / (MC * BS) registers; left to itself it keeps to 32
 # or so and holds only a few of the UN loads in flight (CFG 3 and 4 at 128
-# registers: 16 loads; CFG 0 and 1 keep full occupancy, CFG 2 three CTAs
-# an SM). NT (streaming loads) is a rule, not a knob: CFG 3 and 4 stream
-# where a row is a whole number of 128-byte lines (CC * elt % 128 == 0:
-# otherwise neighbouring strips share the lines that evict-first drops)
-# and the inputs are under 320 MB (above, the write-back of the flush's
+# registers: 16 loads; CFG 0 and 1 six CTAs of 256 threads an SM, 40
+# registers: at eight, 32, some spilled; CFG 2 three CTAs an SM). NT
+# (streaming loads) is a rule, not a knob: CFG 3 and 4 stream where a row
+# is a whole number of 128-byte lines (CC * elt % 128 == 0: otherwise
+# neighbouring strips share the lines that evict-first drops) and the
+# inputs are under 320 MB (above, the write-back of the flush's
 # dirty lines is a small part and plain loads were faster).
 
 
@@ -155,7 +158,7 @@ def table_rules(dtype, nin):
         "BS": "(1024 - (NV >= 16) * (768 - 256 * (CFG == 2)))",
         "UN": "(4 + 4 * (CFG >= 2) + 8 * (CFG >= 3) * (NV >= 16))",
         "NT": "(%s)" % nt,
-        "MC": "((CFG < 2) * 2048 / BS + (CFG == 2) * 3 + (CFG >= 3) * (2 - (NV < 16)))",
+        "MC": "((CFG < 2) * 1536 / BS + (CFG == 2) * 3 + (CFG >= 3) * (2 - (NV < 16)))",
     }
 
 
@@ -457,7 +460,9 @@ def tune_lines():
     SM on 132 SMs) and each CTA keeps at least two rows per thread; and a
     split that leaves SMs idle only where the next one is not admitted
     (CFG 4 excepted: its fewer, wider strips were the fastest at 96 CTAs,
-    14500 x 3072 f32)."""
+    14500 x 3072 f32; and CFG 3 from 66 CTAs on: 96 CTAs of it were the
+    fastest at 432 x 256 x 768 f32, split 4, and 7168 x 3072 f32, unsplit,
+    where the rule left only split 8 and 4)."""
     # twice the row lanes, BS / TX * 2 of RULES with NV once (the
     # expressions must stay under 512 bytes once the sizes are in)
     ty2 = ("(2048 - (NV >= 16) * (2048 - 16 * (CFG == 0) - 64 * (CFG == 1) - 128 * (CFG == 2)"
@@ -477,9 +482,10 @@ def tune_lines():
         "llm-fuse.tune-require SPLIT == 1 || %s * SPLIT / 2 < 1056" % NCB,
         "llm-fuse.tune-require SPLIT == 1 || RR >= SPLIT * %s" % ty2,
         # a grid under 132 CTAs (one per SM) only where the next split
-        # (4 after 1, 8 after 4) has too few rows
+        # (4 after 1, 8 after 4) has too few rows, or in CFG 3 from 66
+        # CTAs on (half of 132: NV * SPLIT doubled)
         # (TX and twice the row lanes of CFG 0-3 here: shorter)
-        "llm-fuse.tune-require CFG == 4 || SPLIT == 8 || NV * SPLIT >= 132 * "
+        "llm-fuse.tune-require CFG == 4 || SPLIT == 8 || NV * SPLIT * (1 + (CFG == 3)) >= 132 * "
         "(32 * (CFG == 0) + (CFG != 0) * (1 + 7 * (NV >= 16))) || RR < SPLIT * "
         "(2 + 2 * (SPLIT == 1)) * (2048 - (NV >= 16) * (2048 - 16 * (CFG == 0) - 64 * (CFG % 2)"
         " - 128 * (CFG == 2)))",
