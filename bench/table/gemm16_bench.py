@@ -43,6 +43,14 @@ side by side in one process on the GPU.
         Session 28: + held-out 050 (seed 7; its one-row GEMMs, the
         *_mma_row entries) and 028 (seed 7, the 256-row down-projection);
         EXPLORE_TMA: the 256 x 128 split with and without a_shift.
+        Session 29: GEMM16_CASES=29 (run 1: held-out seed 23 045 / 029 / 001,
+        017, 023, 041, the f32 024 / 018, the SwiGLU K / N tail probes with
+        the EXPLORE_TMA tilings (tag e), 001 with EXPLORE_WGMMA's (the
+        *_1wgmma entry), and COVER cases: one variant per tiling, no
+        torch.compile: the stage_carry / one_epilogue patches verified on
+        every changed entry) and GEMM16_CASES=29b (run 2: the shipped
+        entries, N and K off the tiles); GEMM16_PAD_US times only the cases
+        with torch.compile.
 """
 import itertools
 import json
@@ -87,8 +95,60 @@ CASES26 = [
     ("relu_r256_f16", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 256}, "f16")),
     ("gpt_r512_bf16", ("example", "examples/minigpt_block.mlir", "f32", {1024: 512}, "bf16")),
 ]
+# session 29: the 16-bit GEMMs still > 10% behind torch.compile on the H200 (held-out seed 23 045's SwiGLU with
+# K = 1000, N = 2008; 029's qkv, 1024 x 1600 -> 4800; seed 7 023, seed 1 017, seed 7 041) and, for the build-time
+# patches (stage_carry on every gemm_any TMA entry, one_epilogue on the 3xTF32 fc entry), one case per family
+# and element type of those entries. COVER cases: no torch.compile, and of each entry only the first variant
+# of each tiling (TILE // 100), at most COVER_VARIANTS: verification of the changed kernels, timed before / after
+CASES29 = [
+    ("ho23_045", ("heldout", "045_swiglu_r2560_d1000_f2008")),
+    ("ho23_029", ("heldout", "029_minigpt_block_r1024_d1600_f6400_heads25_bf16")),
+    ("ho23_001", ("heldout", "001_swiglu_r80_d2560")),
+    # 045's tails: K = 1000 and N = 2008 against multiples of 64 (is it TMA's zero fill in K / N?)
+    ("swiglu_r2560_k1024_n2048", ("example", "examples/swiglu.mlir", "bf16", {8192: 2560, 4096: 1024, 14336: 2048},
+                                  "bf16")),
+    ("swiglu_r2560_k1000_n2048", ("example", "examples/swiglu.mlir", "bf16", {8192: 2560, 4096: 1000, 14336: 2048},
+                                  "bf16")),
+    ("swiglu_r2560_k1024_n2008", ("example", "examples/swiglu.mlir", "bf16", {8192: 2560, 4096: 1024, 14336: 2008},
+                                  "bf16")),
+    ("ho017", ("heldout", "017_gemm_epilogue_r142_f16")),
+    ("ho7_023", ("heldout", "023_gemm_epilogue_r533_bf16")),
+    ("ho7_041", ("heldout", "041_mlp_block_r9531_f16")),
+    ("ho024", ("heldout", "024_minigpt_mlp_r6837_d1600_f3208")),
+    ("ho005", ("heldout", "005_mlp_block_r1024_d2048_f8192")),
+    ("ho018", ("heldout", "018_gemm_epilogue_r160_h4096")),
+    ("gpt_r512_f32", ("example", "examples/minigpt_block.mlir", "f32", {1024: 512}, "f32")),
+    ("gpt_r384_f16", ("example", "examples/minigpt_block.mlir", "f32", {1024: 384}, "f16")),
+    ("swiglu_r1024_f16", ("example", "examples/swiglu.mlir", "bf16", {8192: 1024, 14336: 2048, 4096: 768}, "f16")),
+]
+COVER = ("ho005", "ho018", "gpt_r512_f32", "gpt_r384_f16", "swiglu_r1024_f16", "mlp_r512_f16_n", "relu_r384_f16_n",
+         "swiglu_r1024_f16_n")
+COVER_VARIANTS = 4
+# session 29 run 2: the shipped entries (n_shift on every 16-bit *_0tma entry, SwiGLU's 128 x (2 x 128) tiling, qkv's
+# 128 x 192, stage_carry) against the table before the session; N (and K) not multiples of the tiles where
+# possible, so that the shifted column tiles run (the 3xTF32 entries are unchanged since run 1)
+CASES29B = [
+    ("ho23_045", ("heldout", "045_swiglu_r2560_d1000_f2008")),
+    ("ho23_029", ("heldout", "029_minigpt_block_r1024_d1600_f6400_heads25_bf16")),
+    ("swiglu_r2560_k1000_n2048", ("example", "examples/swiglu.mlir", "bf16", {8192: 2560, 4096: 1000, 14336: 2048},
+                                  "bf16")),
+    ("swiglu_r2560_k1024_n2008", ("example", "examples/swiglu.mlir", "bf16", {8192: 2560, 4096: 1024, 14336: 2008},
+                                  "bf16")),
+    ("ho017", ("heldout", "017_gemm_epilogue_r142_f16")),
+    ("ho7_023", ("heldout", "023_gemm_epilogue_r533_bf16")),
+    ("ho7_041", ("heldout", "041_mlp_block_r9531_f16")),
+    ("ho005", ("heldout", "005_mlp_block_r1024_d2048_f8192")),
+    ("gpt_r384_f16", ("example", "examples/minigpt_block.mlir", "f32", {1024: 384}, "f16")),
+    ("mlp_r512_f16_n", ("example", "examples/mlp_block.mlir", "bf16", {4096: 512, 768: 1000, 3072: 2008}, "f16")),
+    ("relu_r384_f16_n", ("example", "examples/gemm_epilogue.mlir", "f32", {1024: 384, 8192: 2008}, "f16")),
+    ("swiglu_r1024_f16_n", ("example", "examples/swiglu.mlir", "bf16", {8192: 1024, 14336: 2008, 4096: 1000}, "f16")),
+]
 if os.environ.get("GEMM16_CASES") == "26":
     CASES = CASES26
+if os.environ.get("GEMM16_CASES") == "29":
+    CASES = CASES29
+if os.environ.get("GEMM16_CASES") == "29b":
+    CASES = CASES29B
 MAX_VARIANTS = 8
 # TILINGS: cases whose new gemm_any *_0tma entry is also rendered with each
 # exploration tiling of EXPLORE_TMA (a template of the default and
@@ -97,9 +157,36 @@ MAX_VARIANTS = 8
 TILINGS = {"ho017": "gemm_relu", "ho7_023": "gemm_relu", "ho7_041": "mlp_down", "ho005": "mlp_down",
            "relu_r256_f16": "gemm_relu", "relu_r512_h2048_bf16": "gemm_relu", "mlp_r4096_d1024_bf16": "mlp_down",
            "ho7_028": "mlp_down"}
+if os.environ.get("GEMM16_CASES") == "29b":
+    TILINGS = {}
+if os.environ.get("GEMM16_CASES") == "29":
+    TILINGS = {"ho23_045": "swiglu", "ho23_001": "swiglu", "swiglu_r2560_k1024_n2048": "swiglu",
+               "swiglu_r2560_k1000_n2048": "swiglu", "swiglu_r2560_k1024_n2008": "swiglu"}
+# PROBE cases (run 1): the new entry's first variant and the exploration tilings only (no old entry)
+PROBE = ("swiglu_r2560_k1024_n2048", "swiglu_r2560_k1000_n2048", "swiglu_r2560_k1024_n2008") \
+    if os.environ.get("GEMM16_CASES") == "29" else ()
 if os.environ.get("GEMM16_TILINGS") == "0":
     TILINGS = {}
 EXPLORE_TMA = [
+    # session 29: SwiGLU at 2560 x 1000 -> 2008 (the entry's ping-pong 128 x (2 x 64) default, no alternative
+    # admitted over M = 1024)
+    (dict(BN=128, stages=4, pingpong=0, persistent=1, group_m=8), "coop 128x128", ("swiglu",)),
+    (dict(BN=128, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=8), "coop 128x128 G132", ("swiglu",)),
+    (dict(BN=64, stages=7, pingpong=0, persistent=1, group_m=8), "coop 128x64 7st", ("swiglu",)),
+    (dict(BM=256, BN=64, stages=4, pingpong=0, persistent=1, grid_full=1, group_m=8), "coop 256x64 G132",
+     ("swiglu",)),
+    (dict(BM=128, BN=64, stages=6, pingpong=1, persistent=1, group_m=8), "pingpong 128x64 6st", ("swiglu",)),
+    (dict(BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8), "128x128 S2", ("swiglu",)),
+]
+# session 29: the wgmma (cp.async) entries' tilings, for SwiGLU at 65..128 rows (held-out seed 23 001: 80 x 2560
+# -> 14336; the entry's 128 x 128 default makes 112 CTAs, its 64 x 64 tiling two row tiles of 224)
+EXPLORE_WGMMA = [
+    (dict(WGS=2, BN=64, stages=4, group_m=8), "wgmma 128x64"),
+    (dict(WGS=2, BN=64, stages=6, group_m=8), "wgmma 128x64 6st"),
+    (dict(WGS=1, BN=64, stages=6, group_m=8), "wgmma 64x64 6st"),
+    (dict(WGS=1, BN=128, stages=4, group_m=8), "wgmma 64x128"),
+]
+EXPLORE_TMA_RUN2_S28 = [
     # (gemm_wgmma_tma.py overrides of the family's default, label[, the families it is tried on])
     # session 28 run 2: A boxes inside M (a_shift) on the 256 x 128 split
     (dict(BM=256, BN=128, stages=4, pingpong=0, persistent=0, splitk=2, group_m=8, a_shift=1),
@@ -258,14 +345,28 @@ def prepare(stage, binp, today, heldout):
                 print("prepare: %s %s: not a %s subgraph, left out" % (name, sg, TILINGS[name]))
                 continue
             case = staged_case(name, sg, p, gtext)
+            if name in COVER:
+                case["no_compile"] = True
             for tag, f, tmpl, vs in entry_variants(name, sg, p, today, case, MAX_VARIANTS):
+                if name in COVER:   # one variant per tiling (TILE // 100), the first of each
+                    seen, keep = set(), []
+                    for v in vs:
+                        t = re.search(r"TILE=(\d+)", v[1])
+                        cls = int(t.group(1)) // 100 if t else 0
+                        if cls not in seen:
+                            seen.add(cls)
+                            keep.append(v)
+                    vs = keep[:COVER_VARIANTS]
                 if tag == "new" and name in EXPLORE and WAVE in tmpl:
                     seen = set(lb for _, lb, _ in vs)
                     vs += [("x", lb, t) for lb, t in variants(tmpl.replace(WAVE, "<= 100000)"),
                                                               bind_sizes(tmpl, p["signature"]))
                            if lb not in seen and re.search(r"TILE=[2-9]\d\d", lb)]
-                if tag == "new" and "gemm_any_%s_" % TILINGS.get(name) in f and "_0tma.json" in f:
-                    vs += explore_variants(opt, f, p["signature"])
+                if tag == "new" and "gemm_any_%s_" % TILINGS.get(name) in f and (
+                        "_0tma.json" in f or "_1wgmma.json" in f):
+                    vs = (vs[:1] if name in PROBE else vs) + explore_variants(opt, f, p["signature"])
+                if tag == "old" and name in PROBE:
+                    continue
                 # exploration: up to four waves
                 bad += build_staged(binp, d, name, sg, p, vs, case, 110,
                                     keep=lambda vt, j: vt != "x" or j["grid"][0] <= 4 * 132)
@@ -282,12 +383,21 @@ def explore_variants(opt, fname, sig):
     import build
     import gemm_any
     from skinny_stage import bind_sizes, variants
-    m = re.search(r"gemm_any_(\w+)_(bf16|f16)_0tma", fname)
+    m = re.search(r"gemm_any_(\w+)_(bf16|f16)_(0tma|1wgmma)", fname)
     name, dtype = m.group(1), m.group(2)
-    cfg = gemm_any.tma_cfg(gemm_any.FAMILIES[name][3], dtype)
+    wg = m.group(3) == "1wgmma"
+    cfg = gemm_any.base_cfg(gemm_any.FAMILIES[name][3], True, dtype) if wg else \
+        gemm_any.tma_cfg(gemm_any.FAMILIES[name][3], dtype)
     groups = build.outline_text(opt, gemm_any.example_text(name, dtype))
     g = gemm_any._pick(cfg)(groups)
     out = []
+    if wg:
+        for ov, label in EXPLORE_WGMMA:
+            tmpl, _ = gemm_any._render(name, dtype, cfg, small=[(ov, (), lambda s: "1 == 1")])(g)
+            for lb, t in variants(tmpl, bind_sizes(tmpl, sig)):
+                if re.search(r"TILE=1\d\d", lb):
+                    out.append(("e", "%s %s" % (lb, label), t))
+        return out
     for ov, label, *fams in EXPLORE_TMA:
         if fams and name not in fams[0]:
             continue
@@ -385,7 +495,7 @@ def run(stage, out, vdir):
                     row["errors"][tag] = "%s: %s" % (type(e).__name__, str(e)[:300])
                     print("  %s %s: %s" % (label, tag, row["errors"][tag]), flush=True)
             variants["eager"] = lambda: fn(*ins)
-            if time.time() - t_start < compile_until:
+            if time.time() - t_start < compile_until and not c.get("no_compile"):
                 t0 = time.time()
                 try:
                     cf = torch.compile(fn)
@@ -403,7 +513,7 @@ def run(stage, out, vdir):
             for tag, s in st.items():
                 row["variants"].setdefault(tag, {}).update(ms=s["median"], p25=s["p25"], p75=s["p75"])
             print("%s: %s" % (label, ", ".join("%s %.4f" % (k, v["median"]) for k, v in st.items())), flush=True)
-            if pad_timer is not None:   # GEMM16_PAD_US: again with torch_time.py's timer (GPU sleep first)
+            if pad_timer is not None and not c.get("no_compile"):   # GEMM16_PAD_US: again with torch_time.py's timer (GPU sleep first)
                 with torch.no_grad():
                     st = suite.time_variants(pad_timer, variants, budget)
                 rt.check("timing (pad)")

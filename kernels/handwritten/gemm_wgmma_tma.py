@@ -153,10 +153,17 @@ the wgmmas of m64 row blocks wholly past M (measured in run 1: 0.0887 and
 not kept. Where the tiles do not cross M the shift folds away (the same
 cubin as without it at 256 rows).
 
+The stage ring's index (knob stage_carry, session 29): the consumer's k
+loop carries the stage gk % S and lap gk / S as loop values (a compare
+and two selects per k-tile) instead of dividing the induction variable;
+LLVM's loop strength reduction spent ~0.1 s of the build on `% 3`
+(BUILDT, session 28).
+
 Knobs (--set K=V): BN (multiple of 64, <= 256), stages (S), BM (pingpong:
 64 or 128; cooperative: 128 or 256), pingpong (0/1), persistent (0/1), grid, group_m, WGN, REGP,
 REGC, l2promo (0/64/128/256), splitk (1 = off, 2..8), a_rows (64 or BM),
-vacc (0/1), grid_compact (0/1), grid_full (0/1), a_shift (0/1). The 16-bit operands
+vacc (0/1), grid_compact (0/1), grid_full (0/1), a_shift (0/1), stage_carry (0/1),
+one_epilogue (0/1). The 16-bit operands
 are bf16 or f16 (the signature's; wgmma .bf16 / .f16), kind
 bf16_wgmma_tma either way.
 
@@ -338,6 +345,11 @@ def generate(cfg, g):
         persistent = 0                           # one tile per cluster
     # a_shift (docstring, "A boxes inside M"): a box that would cross M loads the last AR rows instead
     SHIFT = bool(cfg.get("a_shift", 0))
+    ONE_EPI = bool(cfg.get("one_epilogue", 0))   # masked epilogue only (no unmasked copy for full tiles)
+    # stage_carry (knob): the consumer's k loop carries the stage gk % S and lap gk / S as iter_args (a
+    # compare and two selects a k-tile) instead of dividing the induction variable: LLVM's loop strength
+    # reduction spent ~0.1 s on the `% S` of S = 3 (build time, BUILDT session 28); off: the text as before
+    CARRY = bool(cfg.get("stage_carry", 0))
     REGP, REGC = cfg.get("REGP", 40), cfg.get("REGC", 232)
     l2promo = cfg.get("l2promo", 256)
     assert BN % 64 == 0 and 64 <= BN <= 256 and S >= 2 and BM in ((64, 128) if pp else (128, 256))
@@ -652,9 +664,8 @@ def generate(cfg, g):
             em.indent -= 2
             em.emit("}")
 
-        def ktile(gk, accs, first, pre_mma=None):
-            st = em.rem(gk, S)
-            lap = em.div(gk, S)
+        def ktile(gk, accs, first, pre_mma=None, sl=None):
+            st, lap = sl if sl else (em.rem(gk, S), em.div(gk, S))
             em.emit("nvgpu.mbarrier.try_wait.parity %s[%s], %s, %s : %s" % (
                 full, em.v(st), parity(lap, False), ticks, grp_ty))
             if tf32 and not tma_round:
@@ -776,10 +787,11 @@ def generate(cfg, g):
                 sat = em.v(em.add(at, raw_bytes // 4))
                 em.emit("vector.store %s, %s[%s] {alignment = 16} : %s, vector<4xf32>" % (sm, sf32, sat, sf_ty))
 
-        def release(gk):
+        def release(gk, st=None):
             em.emit("scf.if %s {" % lane0)
             em.indent += 2
-            em.op("nvgpu.mbarrier.arrive %s[%s] : %s -> %s" % (empty, em.v(em.rem(gk, S)), grp_ty, tok_ty), "tok")
+            st = em.rem(gk, S) if st is None else st
+            em.op("nvgpu.mbarrier.arrive %s[%s] : %s -> %s" % (empty, em.v(st), grp_ty, tok_ty), "tok")
             em.indent -= 2
             em.emit("}")
 
@@ -800,6 +812,20 @@ def generate(cfg, g):
             tv = em.op("vector.from_elements %s : %s" % (", ".join(es), vec_ty), "tv")
             return em.op("arith.addf %s, %s : %s" % (m, tv, vec_ty), "mv")
 
+        def sl_init(g):
+            """stage and lap of k-tile g, carried from here through the k loop"""
+            return em.v(em.rem(g, S)), em.v(em.div(g, S))
+
+        def sl_next(st, lap):
+            """(st + 1) % S and lap + (st + 1) / S, and the previous stage (st + S - 1) % S"""
+            n1 = em.add(st, 1)
+            wrap = em.op("arith.cmpi eq, %s, %s : index" % (n1, em.idx(S)), "wrap")
+            nst_ = em.op("arith.select %s, %s, %s : index" % (wrap, em.idx(0), n1), "st")
+            nlap = em.op("arith.select %s, %s, %s : index" % (wrap, em.v(em.add(lap, 1)), lap), "lap")
+            first = em.op("arith.cmpi eq, %s, %s : index" % (st, em.idx(0)), "wrap")
+            prev = em.op("arith.select %s, %s, %s : index" % (first, em.idx(S - 1), em.v(em.add(st, -1))), "st")
+            return nst_, nlap, prev
+
         def promoted_mainloop(g0):
             em.comment("3xTF32 with promotion: each k-tile's wgmmas accumulate from zero into T (the tensor cores' "
                        "accumulation truncates), then after wgmma.wait_group 0 the main accumulators M += T in f32 "
@@ -813,23 +839,37 @@ def generate(cfg, g):
             add = vec_add if vacc else acc_add
             res_names = em.fresh("acc")
             kt = em.fresh("kt")
+            carried = []   # stage_carry: the stage and lap iter_args
+            if CARRY:
+                st0, lap0 = sl_init(em.add(g0, 1))
+                kst, klap = em.fresh("kst"), em.fresh("klap")
+                carried = ["%s = %s" % (kst, st0), "%s = %s" % (klap, lap0)]
             iter_args = ", ".join(["%%m%d = %s" % (j, zero) for j in range(nst)] +
-                                  ["%%t%d = %s" % (j, t0[j]) for j in range(nst)])
+                                  ["%%t%d = %s" % (j, t0[j]) for j in range(nst)] + carried)
             em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-                res_names, 2 * nst, kt, em.idx(1), em.v(KTn), em.idx(1), iter_args,
-                ", ".join([m_ty] * nst + [acc_ty] * nst)))
+                res_names, 2 * nst + len(carried), kt, em.idx(1), em.v(KTn), em.idx(1), iter_args,
+                ", ".join([m_ty] * nst + [acc_ty] * nst + ["index"] * len(carried))))
             em.indent += 2
             gk = em.add(g0, kt)
             ms = []
+            if CARRY:
+                nxt, nlap, prev = sl_next(kst, klap)
 
             def pre():
                 em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
                 em.comment("k-tile gk-1's wgmmas are retired: release its stage, add its partial sums")
-                release(em.add(gk, S - 1))
+                if CARRY:
+                    release(None, prev)
+                else:
+                    release(em.add(gk, S - 1))
                 for j in range(nst):
                     ms.append(add("%%m%d" % j, "%%t%d" % j))
-            ts = ktile(gk, ["%%t%d" % j for j in range(nst)], True, pre_mma=pre)
-            em.emit("scf.yield %s : %s" % (", ".join(ms + ts), ", ".join([m_ty] * nst + [acc_ty] * nst)))
+            ts = ktile(gk, ["%%t%d" % j for j in range(nst)], True, pre_mma=pre, sl=(kst, klap) if CARRY else None)
+            if CARRY:
+                em.emit("scf.yield %s : %s" % (", ".join(ms + ts + [nxt, nlap]),
+                                               ", ".join([m_ty] * nst + [acc_ty] * nst + ["index", "index"])))
+            else:
+                em.emit("scf.yield %s : %s" % (", ".join(ms + ts), ", ".join([m_ty] * nst + [acc_ty] * nst)))
             em.indent -= 2
             em.emit("}")
             em.emit("nvvm.wgmma.wait.group.sync.aligned 0")
@@ -842,16 +882,29 @@ def generate(cfg, g):
             first = ktile(g0, [undef] * nst, True)
             res_names = em.fresh("acc")
             kt = em.fresh("kt")
-            iter_args = ", ".join("%%a%d = %s" % (j, first[j]) for j in range(nst))
+            carried = []   # stage_carry: the stage and lap iter_args
+            if CARRY:
+                st0, lap0 = sl_init(em.add(g0, 1))
+                kst, klap = em.fresh("kst"), em.fresh("klap")
+                carried = ["%s = %s" % (kst, st0), "%s = %s" % (klap, lap0)]
+            iter_args = ", ".join(["%%a%d = %s" % (j, first[j]) for j in range(nst)] + carried)
             em.emit("%s:%d = scf.for %s = %s to %s step %s iter_args(%s) -> (%s) {" % (
-                res_names, nst, kt, em.idx(1), em.v(KTn), em.idx(1), iter_args, ", ".join([acc_ty] * nst)))
+                res_names, nst + len(carried), kt, em.idx(1), em.v(KTn), em.idx(1), iter_args,
+                ", ".join([acc_ty] * nst + ["index"] * len(carried))))
             em.indent += 2
             gk = em.add(g0, kt)
-            accs = ktile(gk, ["%%a%d" % j for j in range(nst)], False)
+            if CARRY:
+                nxt, nlap, prev = sl_next(kst, klap)
+            accs = ktile(gk, ["%%a%d" % j for j in range(nst)], False, sl=(kst, klap) if CARRY else None)
             em.emit("nvvm.wgmma.wait.group.sync.aligned 1")
             em.comment("k-tile gk-1's wgmmas are retired: lane 0 of each warp releases its stage")
-            release(em.add(gk, S - 1))
-            em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nst)))
+            if CARRY:
+                release(None, prev)
+                em.emit("scf.yield %s : %s" % (", ".join(accs + [nxt, nlap]),
+                                               ", ".join([acc_ty] * nst + ["index", "index"])))
+            else:
+                release(em.add(gk, S - 1))
+                em.emit("scf.yield %s : %s" % (", ".join(accs), ", ".join([acc_ty] * nst)))
             em.indent -= 2
             em.emit("}")
             if pp:
@@ -938,8 +991,16 @@ def generate(cfg, g):
         if not masked:
             g.fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair)
             return
-        # partial tiles (M % BM, N % BN): a CTA-uniform branch, the full tiles unmasked
         Mv, Nv = em.v(g.sval(em, M)), em.v(g.sval(em, N))
+        if ONE_EPI:
+            # one_epilogue (knob): every tile through the masked epilogue (its row / column-pair
+            # predicates are true on full tiles), not a second, unmasked copy: about half the
+            # epilogue's code where the epilogue is large (a GELU's tanh on 64-128 values per
+            # thread), hence ptxas and LLVM time (bench/NOTES.md "build time", BUILDT)
+            g.fragment_epilogue(em, helper, C, bias, res, nb, row_base, row_offs, col_base, col_offs, pair,
+                                m_bound=Mv, n_bound=Nv)
+            return
+        # partial tiles (M % BM, N % BN): a CTA-uniform branch, the full tiles unmasked
         okm = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(m0, BM)), Mv), "full")
         okn = em.op("arith.cmpi ule, %s, %s : index" % (em.v(em.add(n0, ncols)), Nv), "full")
         ok = em.op("arith.andi %s, %s : i1" % (okm, okn), "full")
