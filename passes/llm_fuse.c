@@ -44,6 +44,7 @@
 #include "mlir-c/AffineMap.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "passes/contraction.h"
 #include "passes/defer.h"
 #include "llm_client/remote.h"
 #include "llm_client/sign.h"
@@ -365,108 +366,6 @@ static bool is_f32_tensor(MlirType t) {
          mlirTypeIsAF32(mlirShapedTypeGetElementType(t));
 }
 
-/* Elements of a statically shaped tensor (a rank-0 one: 1); -1 unknown. */
-static double static_elements(MlirType t) {
-  if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t))
-    return -1;
-  double n = 1;
-  for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d)
-    n *= (double)mlirShapedTypeGetDimSize(t, d);
-  return n;
-}
-
-static void find_reduction_cb(MlirStringRef s, void *user_data) {
-  bool *found = user_data;
-  for (size_t i = 0; i + 9 <= s.length; ++i)
-    if (memcmp(s.data + i, "reduction", 9) == 0)
-      *found = true;
-}
-
-/* A linalg.generic contraction's reduction length: the product of the
- * bounds of its reduction loops, when at least two f32 inputs vary along
- * one (partition.c's contraction test); 0 otherwise or when unknown. */
-static int64_t generic_contraction_k(MlirOperation op) {
-  MlirAttribute iters =
-      mlirOperationGetAttributeByName(op, lf_str("iterator_types"));
-  MlirAttribute maps =
-      mlirOperationGetAttributeByName(op, lf_str("indexing_maps"));
-  if (mlirAttributeIsNull(iters) || !mlirAttributeIsAArray(iters) ||
-      mlirAttributeIsNull(maps) || !mlirAttributeIsAArray(maps))
-    return 0;
-  intptr_t nloops = mlirArrayAttrGetNumElements(iters);
-  if (nloops > 64)
-    return 0;
-  bool red[64] = {false};
-  double bound[64] = {0};
-  for (intptr_t i = 0; i < nloops; ++i)
-    mlirAttributePrint(mlirArrayAttrGetElement(iters, i), find_reduction_cb,
-                       &red[i]);
-  intptr_t inputs =
-      mlirOperationGetNumOperands(op) - mlirOperationGetNumResults(op);
-  int contracted = 0;
-  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op) &&
-                       i < mlirArrayAttrGetNumElements(maps);
-       ++i) {
-    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
-    MlirAffineMap m =
-        mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, i));
-    bool varies = false;
-    for (intptr_t r = 0; r < mlirAffineMapGetNumResults(m); ++r) {
-      MlirAffineExpr e = mlirAffineMapGetResult(m, r);
-      if (!mlirAffineExprIsADim(e))
-        continue;
-      intptr_t d = mlirAffineDimExprGetPosition(e);
-      if (d >= nloops)
-        continue;
-      if (mlirTypeIsARankedTensor(t) && !mlirShapedTypeIsDynamicDim(t, r))
-        bound[d] = (double)mlirShapedTypeGetDimSize(t, r);
-      varies = varies || red[d];
-    }
-    if (i < inputs && varies && is_f32_tensor(t))
-      ++contracted;
-  }
-  if (contracted < 2)
-    return 0;
-  double k = 1;
-  for (intptr_t d = 0; d < nloops; ++d)
-    if (red[d]) {
-      if (bound[d] <= 0)
-        return 0;
-      k *= bound[d];
-    }
-  return k > 0 && k < 9e15 ? (int64_t)k : 0;
-}
-
-/* A named contraction's (linalg.*matmul*, *matvec, *vecmat, dot) reduction
- * length when both its inputs are f32: K from the element counts (A B / C
- * per batch is K^2, outline.c's FLOP count does the same); 0 otherwise. */
-static int64_t named_contraction_k(MlirOperation op, const char *name) {
-  if (!(strstr(name, "matmul") || strstr(name, "matvec") ||
-        strstr(name, "vecmat") || strcmp(name, "linalg.dot") == 0) ||
-      mlirOperationGetNumOperands(op) < 3 || mlirOperationGetNumResults(op) < 1)
-    return 0;
-  MlirType ta = mlirValueGetType(mlirOperationGetOperand(op, 0));
-  MlirType tb = mlirValueGetType(mlirOperationGetOperand(op, 1));
-  MlirType to = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!is_f32_tensor(ta) || !is_f32_tensor(tb))
-    return 0;
-  double a = static_elements(ta), b = static_elements(tb),
-         o = static_elements(to), batch = 1;
-  if (a <= 0 || b <= 0 || o <= 0)
-    return 0;
-  if (strncmp(name, "linalg.batch_", 13) == 0 &&
-      strncmp(name, "linalg.batch_reduce", 19) != 0 &&
-      mlirShapedTypeGetRank(to) > 0)
-    batch = (double)mlirShapedTypeGetDimSize(to, 0);
-  if (strncmp(name, "linalg.batch_reduce", 19) == 0 &&
-      mlirShapedTypeGetRank(ta) > 0)
-    batch = (double)mlirShapedTypeGetDimSize(ta, 0);
-  double k = sqrt(a * b / o / batch);
-  if (strncmp(name, "linalg.batch_reduce", 19) == 0)
-    k *= batch; /* the batch is reduced too */
-  return k >= 1 && k < 9e15 ? (int64_t)llround(k) : 0;
-}
-
 /* The longest reduction of the f32 contractions in outlined function
  * `func`: 0 when it has none (then TF32 mode leaves it exact). */
 static int64_t f32_contraction_k(MlirOperation func) {
@@ -476,14 +375,8 @@ static int64_t f32_contraction_k(MlirOperation func) {
     return 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body);
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-    char name[96];
-    snprintf(name, sizeof(name), "%.*s", (int)n.length, n.data);
-    if (strncmp(name, "linalg.", 7) != 0)
-      continue;
-    int64_t k = strcmp(name, "linalg.generic") == 0
-                    ? generic_contraction_k(op)
-                    : named_contraction_k(op, name);
+    const lf_contraction_filter_t f32 = {.input = is_f32_tensor};
+    int64_t k = lf_contraction_k(op, &f32);
     best = k > best ? k : best;
   }
   return best;

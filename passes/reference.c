@@ -16,6 +16,7 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Pass.h"
+#include "passes/contraction.h"
 #include "passes/mlir_util.h"
 
 /* Grows `*arr` (of `*cap` elements of `size` bytes) to hold one more. */
@@ -1173,115 +1174,11 @@ static bool is_f32_shaped(MlirType t) {
          mlirTypeIsAF32(mlirShapedTypeGetElementType(t));
 }
 
-/* Elements of a statically shaped tensor (rank 0: 1); -1 unknown. */
-static double static_count(MlirType t) {
-  if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t))
-    return -1;
-  double n = 1;
-  for (intptr_t d = 0; d < mlirShapedTypeGetRank(t); ++d)
-    n *= (double)mlirShapedTypeGetDimSize(t, d);
-  return n;
-}
-
 /* Notes the operand type of a 16-bit contraction in *kinds (bit 0 f16,
  * bit 1 bf16). */
-static void note_half(MlirType t, unsigned *kinds) {
-  *kinds |= mlirTypeIsABF16(mlirShapedTypeGetElementType(t)) ? 2u : 1u;
-}
-
-/* A linalg.generic's reduction length when it has an f32 result and two
- * 16-bit float inputs vary along a reduction loop; 0 otherwise. */
-static int64_t generic_acc32_k(MlirOperation op, unsigned *kinds) {
-  MlirAttribute iters =
-      mlirOperationGetAttributeByName(op, lf_str("iterator_types"));
-  MlirAttribute maps =
-      mlirOperationGetAttributeByName(op, lf_str("indexing_maps"));
-  if (mlirAttributeIsNull(iters) || !mlirAttributeIsAArray(iters) ||
-      mlirAttributeIsNull(maps) || !mlirAttributeIsAArray(maps) ||
-      mlirOperationGetNumResults(op) < 1 ||
-      !is_f32_shaped(mlirValueGetType(mlirOperationGetResult(op, 0))))
-    return 0;
-  intptr_t nloops = mlirArrayAttrGetNumElements(iters);
-  if (nloops > 64)
-    return 0;
-  bool red[64] = {false};
-  double bound[64] = {0};
-  for (intptr_t i = 0; i < nloops; ++i)
-    red[i] = iter_is_reduction(mlirArrayAttrGetElement(iters, i));
-  intptr_t inputs =
-      mlirOperationGetNumOperands(op) - mlirOperationGetNumResults(op);
-  int contracted = 0;
-  unsigned seen = 0;
-  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op) &&
-                       i < mlirArrayAttrGetNumElements(maps);
-       ++i) {
-    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
-    MlirAffineMap m =
-        mlirAffineMapAttrGetValue(mlirArrayAttrGetElement(maps, i));
-    bool varies = false;
-    for (intptr_t r = 0; r < mlirAffineMapGetNumResults(m); ++r) {
-      MlirAffineExpr e = mlirAffineMapGetResult(m, r);
-      if (!mlirAffineExprIsADim(e))
-        continue;
-      intptr_t d = mlirAffineDimExprGetPosition(e);
-      if (d >= nloops)
-        continue;
-      if (mlirTypeIsARankedTensor(t) && !mlirShapedTypeIsDynamicDim(t, r))
-        bound[d] = (double)mlirShapedTypeGetDimSize(t, r);
-      varies = varies || red[d];
-    }
-    if (i < inputs && varies && is_half_tensor(t)) {
-      ++contracted;
-      note_half(t, &seen);
-    }
-  }
-  if (contracted < 2)
-    return 0;
-  double k = 1;
-  for (intptr_t d = 0; d < nloops; ++d)
-    if (red[d]) {
-      if (bound[d] <= 0)
-        return 0;
-      k *= bound[d];
-    }
-  if (!(k >= 1 && k < 9e15))
-    return 0;
-  *kinds |= seen;
-  return (int64_t)k;
-}
-
-/* A named contraction's reduction length when both its inputs are 16-bit
- * floats and its result f32: K from the element counts (A B / C per batch
- * is K^2, as outline.c's FLOP count); 0 otherwise. */
-static int64_t named_acc32_k(MlirOperation op, unsigned *kinds) {
-  if (!(name_contains(op, "matmul") || name_contains(op, "matvec") ||
-        name_contains(op, "vecmat") || lf_op_is(op, "linalg.dot")) ||
-      !name_starts(op, "linalg.") || mlirOperationGetNumOperands(op) < 3 ||
-      mlirOperationGetNumResults(op) < 1)
-    return 0;
-  MlirType ta = mlirValueGetType(mlirOperationGetOperand(op, 0));
-  MlirType tb = mlirValueGetType(mlirOperationGetOperand(op, 1));
-  MlirType to = mlirValueGetType(mlirOperationGetResult(op, 0));
-  if (!is_half_tensor(ta) || !is_half_tensor(tb) || !is_f32_shaped(to))
-    return 0;
-  double a = static_count(ta), b = static_count(tb), o = static_count(to),
-         batch = 1;
-  if (a <= 0 || b <= 0 || o <= 0)
-    return 0;
-  bool reduce = name_starts(op, "linalg.batch_reduce");
-  if (name_starts(op, "linalg.batch_") && !reduce &&
-      mlirShapedTypeGetRank(to) > 0)
-    batch = (double)mlirShapedTypeGetDimSize(to, 0);
-  if (reduce && mlirShapedTypeGetRank(ta) > 0)
-    batch = (double)mlirShapedTypeGetDimSize(ta, 0);
-  double k = sqrt(a * b / o / batch);
-  if (reduce)
-    k *= batch; /* the batch is reduced too */
-  if (!(k >= 1 && k < 9e15))
-    return 0;
-  note_half(ta, kinds);
-  note_half(tb, kinds);
-  return (int64_t)llround(k);
+static void note_half(MlirType t, void *kinds) {
+  *(unsigned *)kinds |=
+      mlirTypeIsABF16(mlirShapedTypeGetElementType(t)) ? 2u : 1u;
 }
 
 int64_t lf_reference_acc32_k(MlirOperation func, const char **out_operands) {
@@ -1302,12 +1199,12 @@ int64_t lf_reference_acc32_k(MlirOperation func, const char **out_operands) {
   }
   int64_t best = 0;
   unsigned kinds = 0;
+  const lf_contraction_filter_t half = {.input = is_half_tensor,
+                                        .result = is_f32_shaped,
+                                        .seen = note_half,
+                                        .user = &kinds};
   for (size_t i = 0; i < l.n; ++i) {
-    MlirOperation op = l.ops[i];
-    if (!name_starts(op, "linalg."))
-      continue;
-    int64_t k = lf_op_is(op, "linalg.generic") ? generic_acc32_k(op, &kinds)
-                                               : named_acc32_k(op, &kinds);
+    int64_t k = lf_contraction_k(l.ops[i], &half);
     best = k > best ? k : best;
   }
   free(l.ops);
