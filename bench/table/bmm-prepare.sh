@@ -12,7 +12,8 @@
 #                                      EXPLORE_RUN2) for the cases marked so
 #   (BMM_TABLE=DIR: ask DIR/v1 instead of kernels/table; BMM_SET=all: the
 #   session-25 cases too; BMM_SET=session27: the held-out cases of session
-#   27, with BMM_EXPLORE=1 their EXPLORE27 tilings; bench/table/bmm_stage.py)
+#   27, with BMM_EXPLORE=1 their EXPLORE27 tilings; BMM_SET=session29tn: the
+#   16-bit A^T B mma.sync entries, CASES29TN; bench/table/bmm_stage.py)
 #   STAGE/cases.json                   the cases (bench/table/bmm_stage.py)
 #   STAGE/bin/llm-fuse-verify, STAGE/lib/libcjson.so.1
 #

@@ -41,7 +41,8 @@ seed 7's 011, seed 1's 021) with BMM_EXPLORE=1 the EXPLORE29 sets (several
 per case, numbered on as "x-v<k>", the tiling's name in the label);
 BMM_SET=session29f the written entries at those sizes and at 018, 051 and
 seed 23's 035; BMM_SET=session29se (not run yet) 018, 051, 035 with the SE
-tilings.
+tilings. BMM_SET=session29tn (helper TN16): the 16-bit A^T B mma.sync
+entries (CASES29TN).
 """
 import json
 import os
@@ -208,6 +209,28 @@ EXPLORE29 = {
     "nnse": [["x3wgpgs", "x3wg2pgs", "x3wgn64pgs"]],
     "nn29": [["x3wgn64pg", "x3wgpg", "x3wgn64g", "x3wgg", "x3wgn64k2", "x3wgn64pk2"]],
 }
+# Session 29, helper TN16: BMM_SET=session29tn, the 16-bit A^T B mma.sync
+# entries (bmm-any-tn-<key>-<dt>-1mma: A [K, M] staged [k][m], ldmatrix
+# .trans): seed 31's 051 (f16, A [8, 1024, 1024] transposed, N = 14336),
+# a bf16 A^T B at 8 x 512 x 768 x 1024, every 1mma entry at M <= 256
+# (both tilings: the small-M one too; M, N, K not multiples of the tile),
+# M = N (tn-mn) at 512, B = M = 8 (tn-bm),
+# an odd size the entry refuses (M, K not multiples of 8: the 9gen entry),
+# M = 16 (bmm16_any's 0bmm16-tn-any answers first), and nt / nn cases whose
+# entries did not change.
+CASES29TN = [
+    ("ho31_051_tn_r1024_h14336", "tn", 8, 1024, 14336, 1024, None, ["f16"], None),
+    ("tn_b8_r512_n768", "tn", 8, 512, 768, 1024, None, ["bf16"], None),
+    ("tn_any_r200", "tn", 12, 200, 136, 72, None, ["bf16", "f16"], None),
+    ("tn_mn_r512", "tn", 8, 512, 512, 256, None, ["f16"], None),
+    ("tn_mn_r200", "tn", 12, 200, 200, 72, None, ["bf16", "f16"], None),
+    ("tn_mnk_r200", "tn", 12, 200, 200, 200, None, ["bf16", "f16"], None),
+    ("tn_bm8", "tn", 8, 8, 256, 1024, None, ["bf16", "f16"], None),
+    ("tn_odd_r333", "tn", 4, 333, 200, 130, None, ["f16"], None),
+    ("ho7_022_tn_r16", "tn", 8, 16, 256, 1024, None, ["bf16"], None),
+    ("nt_b4_1024", "nt", 4, 1024, 1024, 1024, None, ["bf16"], None),
+    ("nn_b4_1024", "nn", 4, 1024, 1024, 1024, None, ["f16"], None),
+]
 # The other forms, each in two types: verified (torch times them too).
 EXTRA = [
     ("ntm_t256_d64", "ntm", 16, 256, 256, 64, None, ["f32", "bf16"]),
@@ -280,6 +303,8 @@ def main():
         todo = [(c[:7], dt, c[8]) for c in CASES29F for dt in c[7]]
     elif bset == "session29se":
         todo = [(c[:7], dt, c[8]) for c in CASES29SE for dt in c[7]]
+    elif bset == "session29tn":
+        todo = [(c[:7], dt, c[8]) for c in CASES29TN for dt in c[7]]
     else:
         todo = [(c[:7], dt, c[8]) for c in CASES26 for dt in c[7]]
     if bset == "all":
@@ -355,7 +380,8 @@ def main():
                             (j.get("ptxas_info") or j.get("message", ""))[:100]), flush=True)
                         if j.get("ok"):
                             case["variants"]["%s-v%d" % (tag, i)] = "%s %s" % (
-                                re.sub(r"\.json(\.gz)?$", "", fname.split("-bmm-any-")[1]) if tag != "x" else
+                                re.sub(r"\.json(\.gz)?$", "", fname.split("-bmm-any-")[1] if "-bmm-any-" in fname else
+                                       fname.split("-", 1)[1]) if tag != "x" else
                                 "explore", label)
                 cases.append(case)
     json.dump(cases, open(os.path.join(stage, "cases.json"), "w"), indent=1)

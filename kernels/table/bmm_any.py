@@ -48,7 +48,9 @@ Kernels:
     (`gpu.block_id z`) by a local Operand class swapped into gen_gemm while
     the kernel is generated. f32 covers nn, nt/ntm (gen_gemm's b_nk: B
     staged N x K) and tmpv; bf16/f16 (mma.sync reads B [K, N] only) cover
-    nn and tmpv. A size they refuse falls to the `gen` entry.
+    nn and tmpv. A size they refuse falls to the `gen` entry. (16-bit nt,
+    ntm, nts: B [N, K] by _NK_EDITS; session 29, 16-bit tn: A [K, M] staged
+    [k][m] and read by ldmatrix .trans, _AT_EDITS, M a multiple of 8.)
 
   * `vec` (unit-dimension keys, entries *-5vec; session 26): M = 1 (a
     decode step), M = K = 1 and M = N = 1 (the held-out T = 1 models) keep
@@ -2018,6 +2020,117 @@ def wgmma_nk_generator():
     return _WG_NK[0]
 
 
+# ---- mma.sync with A stored [K, M] (the 16-bit A^T B) ------------------------
+#
+# Session 29 (helper TN16): the held-out A^T B in 16 bits (seed 31's 051,
+# A [8, 1024, 1024] read transposed, N = 14336) had only the general SIMT
+# entry (15.9x torch.compile). gen_gemm.py's bf16_mma kernel reads A as [M,
+# K] (ldmatrix without .trans from an [m][k] tile). For A stored [K, M]
+# (a_km) the tile is staged [k][m] as B's [k][n] tile is (cp.async chunks
+# of 8 m-columns per k-row, chunk c stored at c ^ (k % 8), or c ^ ((k >> 1)
+# & 3) where the tile has 4 chunks per row) and read by ldmatrix .trans
+# (lane l: k-row (l % 8) + 8 (l / 16), m-chunk (l / 8) % 2: registers a0..a3
+# of the m16k16 fragment). Masked M: M a multiple of 8 (16-byte rows),
+# m-chunks past M - 8 read at M - 8 (rows never stored); K as in the nn
+# kernel (k-rows past K - 1 zero-filled). Made from gen_gemm.gen_bf16_mma's
+# source by the edits below (each must apply once), as _NK_EDITS.
+_AT_EDITS = [
+    ("        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK, S - 1, nk)\n",
+     "        gm, gn, KT = sizes_and_requirements(em, M, N, K, BM, BN, BK, S - 1, nk)\n"
+     "        if is_sym(M):\n"
+     "            em.require(\"%s %% 8 == 0 && %s >= 8\" % (M, M))\n"
+     "        else:\n"
+     "            assert M % 8 == 0\n"),
+    ("sm_ty_a = memref_ty([S, BM, BK], dt, WG)", "sm_ty_a = memref_ty([S, BK, BM], dt, WG)"),
+    ("""    a_copies = []
+    assert (BM * kchunks) % T == 0 and (BK * nchunks) % T == 0
+    for i in range(BM * kchunks // T):
+        q = em.add(tid, i * T)
+        r = em.div(q, kchunks)
+        c = em.rem(q, kchunks)
+        dcol = em.mul(em.xor(c, swz_a(r)), 8)
+        grow = em.add(m0, r)
+        if masked:
+            grow = em.minu(grow, m_last)
+        a_copies.append((r, dcol, grow, em.mul(c, 8)))
+""", """    a_copies = []
+    mchunks = BM // 8
+    assert mchunks in (4, 8, 16) and nk
+
+    def swz_t(row):
+        # A's [k][m] tile: conflict-free ldmatrix .trans phases (8 consecutive k-rows, one m-chunk)
+        if mchunks == 4:
+            return em.band(em.shr(row, 1), 3)
+        return em.band(row, 7)
+    if masked:
+        m_last8 = sval(em, "%s - 8" % M if is_sym(M) else M - 8)
+    assert (BK * mchunks) % T == 0 and (BK * nchunks) % T == 0
+    for i in range(BK * mchunks // T):
+        q = em.add(tid, i * T)
+        r = em.div(q, mchunks)
+        c = em.rem(q, mchunks)
+        dcol = em.mul(em.xor(c, swz_t(r)), 8)
+        gcol = em.add(m0, em.mul(c, 8))
+        if masked:
+            gcol = em.minu(gcol, m_last8)
+        a_copies.append((r, dcol, gcol))
+"""),
+    ("""        for (r, dcol, grow, gcol) in a_copies:
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8%s {bypassL1} : %s to %s" % (
+                A.at(em.v(grow), em.v(em.add(k0, gcol))),""",
+     """        for (r, dcol, gcol) in a_copies:
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8%s {bypassL1} : %s to %s" % (
+                A.at(em.v(em.add(k0, r)), em.v(gcol)),"""),
+    ("""        for (r, dcol, grow, gcol) in a_copies:
+            kc = em.add(k0, gcol)
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8, %s {bypassL1} : %s to %s" % (
+                A.at(em.v(grow), em.v(em.minu(kc, k_last8))), sA, em.v(stage), em.v(r), em.v(dcol), size(kc),""",
+     """        for (r, dcol, gcol) in a_copies:
+            kc = em.add(k0, r)
+            toks.append(em.op("nvgpu.device_async_copy %s, %s[%s, %s, %s], 8, %s {bypassL1} : %s to %s" % (
+                A.at(em.v(em.minu(kc, k_last)), em.v(gcol)), sA, em.v(stage), em.v(r), em.v(dcol), size(kc),"""),
+    ("""    a_col = [em.mul(em.xor(em.add(a_hi, 2 * kk), a_swz), 8) for kk in range(BK // 16)]
+""", """    at_krow = em.add(em.band(lane, 7), em.mul(a_hi, 8))
+    at_mc = em.band(em.shr(lane, 3), 1)
+    at_swz = swz_t(em.band(lane, 7))     # == k-row % 8 (and (k-row >> 1) % 4)
+    at_krows = [em.add(at_krow, 16 * kk) for kk in range(BK // 16)]
+    at_col = [em.mul(em.xor(em.add(em.add(em.div(wm0, 8), 2 * mi), at_mc), at_swz), 8) for mi in range(MI)]
+"""),
+    ("    a_rows = [em.add(a_row, 16 * mi) for mi in range(MI)]\n", ""),
+    ("""        "smem: XOR-swizzled 16-byte chunks (A: chunk ^ %s, B: chunk ^ (k %% 8)), conflict-free ldmatrix" % (
+            "((row >> 1) & 3)" if kchunks == 4 else "(row & 7)"),""",
+     """        "smem: XOR-swizzled 16-byte chunks (A [k][m]: chunk ^ %s, B: chunk ^ (k %% 8)), conflict-free ldmatrix"
+        " .trans" % ("((k >> 1) & 3)" if mchunks == 4 else "(k & 7)"),"""),
+    ("""        afr = [em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = false} : %s -> vector<4x2x%s>" % (
+            sA, st, a_rows[mi], em.v(a_col[kk]), sm_ty_a, dt), "fa") for mi in range(MI)]""",
+     """        afr = [em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = true} : %s -> vector<4x2x%s>" % (
+            sA, st, at_krows[kk], em.v(at_col[mi]), sm_ty_a, dt), "fa") for mi in range(MI)]"""),
+]
+_MMA_AT = []
+
+
+def mma_at_generator():
+    """gen_gemm.gen_bf16_mma with A read [K, M] (None, and a warning, where
+    an edit does not apply)"""
+    if _MMA_AT:
+        return _MMA_AT[0]
+    import inspect
+    import textwrap
+    src = textwrap.dedent(inspect.getsource(gen_gemm.gen_bf16_mma))
+    for old, new in _AT_EDITS:
+        if src.count(old) != 1:
+            print("bmm_any.py: gen_gemm.gen_bf16_mma changed (%r does not apply once); no 16-bit A [K, M] "
+                  "mma entries" % old.strip()[:60], file=sys.stderr)
+            _MMA_AT.append(None)
+            return None
+        src = src.replace(old, new)
+    src = src.replace("def gen_bf16_mma(", "def gen_bf16_mma_at(", 1)
+    ns = dict(vars(gen_gemm))
+    exec(compile(src, "<bmm_any: gen_bf16_mma with A [K, M]>", "exec"), ns)
+    _MMA_AT.append(ns["gen_bf16_mma_at"])
+    return _MMA_AT[0]
+
+
 # ---- mma.sync with the C tile staged in shared memory ------------------------
 #
 # gen_gemm.py's fragment epilogue stores each thread's bf16 pairs straight
@@ -2131,6 +2244,10 @@ class _NkGenerate:
                                                "C tile staged in shared memory, stored in 16-byte rows",
                                                "buffers 16-byte aligned (contract guarantee)"])
                 return mma_generator(bool(cfg.get("b_nk")), True)(cfg)
+            if cfg.get("a_km") and cfg["kind"] == "bf16_mma":
+                cfg.setdefault("assumptions", ["A stored [K, M], staged [k][m], read by ldmatrix .trans",
+                                               "buffers 16-byte aligned (contract guarantee)"])
+                return mma_at_generator()(cfg)
             if cfg.get("b_nk") and cfg["kind"] == "bf16_mma":
                 cfg.setdefault("assumptions", ["B stored [N, K], read by ldmatrix without .trans",
                                                "buffers 16-byte aligned (contract guarantee)"])
@@ -2226,15 +2343,17 @@ def _register_epilogues():
                                                                         "constant)" % (v, dt)))
 
 
-FAST_FORMS = {"f32": ["nn", "nt", "ntm", "nts", "tmpv"], "bf16": ["nn", "nt", "ntm", "nts", "tmpv"],
-              "f16": ["nn", "nt", "ntm", "nts", "tmpv"]}
+FAST_FORMS = {"f32": ["nn", "nt", "ntm", "nts", "tmpv"], "bf16": ["nn", "nt", "ntm", "nts", "tmpv", "tn"],
+              "f16": ["nn", "nt", "ntm", "nts", "tmpv", "tn"]}
 
 
 def fast_forms(dt):
     """the forms with a gen_gemm.py kernel in dt (16-bit B [N, K]: the mma
     variant, when it can be made)"""
     if dt != "f32" and mma_nk_generator() is None:
-        return ["nn", "tmpv"]
+        return ["nn", "tmpv"] + (["tn"] if mma_at_generator() is not None else [])
+    if dt != "f32" and mma_at_generator() is None:
+        return [f for f in FAST_FORMS[dt] if f != "tn"]
     return FAST_FORMS[dt]
 # gen_gemm.py's tilings: f32 the MiniGPT QKV GEMM's 64 x 128 x 8 (masked
 # M, N, K), with its small-M 32 x 64 split-4 alternative; 16-bit the MLP
@@ -2374,16 +2493,20 @@ def fast_kernel(form, dt, sym, d=None, tilings=None, gen_ks=None):
         shapes[role] = "tensor<%sx%s>" % ("x".join("{{%s}}" % sym[s] if isinstance(s, str) else str(s)
                                                    for s in shape), dt)
         role_ix[role] = (nm, ix)
-    # gen_gemm's 2-D views: A (r = m, c = k), B (r = k, c = n; b_nk: r = n, c = k), C (r = m, c = n)
+    # gen_gemm's 2-D views: A (r = m, c = k; a_km: r = k, c = m), B (r = k, c = n; b_nk: r = n, c = k), C (r = m, c = n)
     bnk = [x for x in role_ix["b"][1] if x in "kn"] == ["n", "k"]
-    assert [x for x in role_ix["a"][1] if x in "mk"] == ["m", "k"]
+    akm = [x for x in role_ix["a"][1] if x in "mk"] == ["k", "m"]   # A^T B (16-bit: mma_at_generator)
+    assert akm or [x for x in role_ix["a"][1] if x in "mk"] == ["m", "k"]
+    assert not (akm and (bnk or dt == "f32"))
     for role, (nm, ix) in role_ix.items():
         if role == "a":
-            tr = {"m": "r", "k": "c"}
+            tr = {"k": "r", "m": "c"} if akm else {"m": "r", "k": "c"}
         elif role == "b":
             tr = {"n": "r", "k": "c"} if bnk else {"k": "r", "n": "c"}
         else:
             tr = {"m": "r", "n": "c"}
+        # (a_km: A's view keeps the shape [M, K] that gen_gemm.operands checks;
+        # the A [K, M] kernel indexes it at (k, m): r = k, c = m)
         view = {"a": ["{{%s}}" % sym["M"], "{{%s}}" % sym["K"]],
                 "b": (["{{%s}}" % sym["N"], "{{%s}}" % sym["K"]] if bnk else
                       ["{{%s}}" % sym["K"], "{{%s}}" % sym["N"]]),
@@ -2401,6 +2524,8 @@ def fast_kernel(form, dt, sym, d=None, tilings=None, gen_ks=None):
                 chips=["sm_90", "sm_80"])
     if bnk:
         base["b_nk"] = True
+    if akm:
+        base["a_km"] = True
     alt = {k: v for k, v in base.items() if k not in small[1]}
     alt.update(small[0])
     alts = [(base, None), (alt, "%s <= %d" % (sym["M"], small[2]))]
@@ -2489,7 +2614,9 @@ def entries_spec():
         if key == "mnk" and form in ("ntm", "nts", "tms", "tmpv"):
             return ["gen"]   # T = d: small sizes; the general kernel alone (the table's size)
         if key in BATCH_KEYS:
-            return ["gen"]   # T = B: small sizes; the general kernels
+            # T = B: small sizes; the general kernels (16-bit A^T B at B = M:
+            # the A [K, M] mma.sync entry too, session 29)
+            return ["gen"] + (["fast"] if form == "tn" and form in fast_forms(dt) else [])
         return x3 + ["gen"] + (["fast"] if form in fast_forms(dt) else [])
     for dt in DTYPES:
         for form in ("nn", "nt", "ntm", "tn"):
