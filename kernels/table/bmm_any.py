@@ -1885,29 +1885,39 @@ _NK_EDITS = [
      """{numTiles = 4 : i32, transpose = false} : %s -> vector<4x2x%s>" % (
                     sB[j], st, b_nrow[nj], em.v(b_col[(nj, kk)]), sm_ty_b, dt), "fb")"""),
 ]
-_MMA_NK = []
+_EDITED = {}
+
+
+def _edited(func, edits, name, what, extra=None):
+    """`func` (a gen_gemm generator) recompiled from its source with each
+    (old, new) of `edits` applied once, as `name`, with `extra` added to its
+    globals; cached. None, and a warning naming `what`, where an edit does
+    not apply exactly once (gen_gemm.py changed)."""
+    key = (func.__name__, name)
+    if key in _EDITED:
+        return _EDITED[key]
+    import inspect
+    import textwrap
+    src = textwrap.dedent(inspect.getsource(func))
+    for old, new in edits:
+        if src.count(old) != 1:
+            print("bmm_any.py: gen_gemm.%s changed (%r does not apply once); no %s"
+                  % (func.__name__, old.strip()[:60], what), file=sys.stderr)
+            _EDITED[key] = None
+            return None
+        src = src.replace(old, new)
+    src = src.replace("def %s(" % func.__name__, "def %s(" % name, 1)
+    ns = dict(vars(gen_gemm))
+    ns.update(extra or {})
+    exec(compile(src, "<bmm_any: %s>" % name, "exec"), ns)
+    _EDITED[key] = ns[name]
+    return _EDITED[key]
 
 
 def mma_nk_generator():
     """gen_gemm.gen_bf16_mma with B read [N, K] (None, and a warning, where
     an edit does not apply)"""
-    if _MMA_NK:
-        return _MMA_NK[0]
-    import inspect
-    import textwrap
-    src = textwrap.dedent(inspect.getsource(gen_gemm.gen_bf16_mma))
-    for old, new in _NK_EDITS:
-        if src.count(old) != 1:
-            print("bmm_any.py: gen_gemm.gen_bf16_mma changed (%r does not apply once); no 16-bit B [N, K] "
-                  "mma entries" % old.strip()[:60], file=sys.stderr)
-            _MMA_NK.append(None)
-            return None
-        src = src.replace(old, new)
-    src = src.replace("def gen_bf16_mma(", "def gen_bf16_mma_nk(", 1)
-    ns = dict(vars(gen_gemm))
-    exec(compile(src, "<bmm_any: gen_bf16_mma with B [N, K]>", "exec"), ns)
-    _MMA_NK.append(ns["gen_bf16_mma_nk"])
-    return _MMA_NK[0]
+    return _edited(gen_gemm.gen_bf16_mma, _NK_EDITS, "gen_bf16_mma_nk", "16-bit B [N, K] mma entries")
 
 
 # ---- wgmma with B stored [N, K] (the 16-bit Q K^T on sm_90a) -----------------
@@ -1987,9 +1997,6 @@ _WG_NK_EDITS += [
     def issue_loads_unmasked(kt_load, stage, valid):
         if valid is None:"""),
 ]
-_WG_NK = []
-
-
 def _wg_nk_sizes(em, M, N, K, BM, BN, BK):
     """(row tiles, column tiles, k-tiles) of the [N, K] wgmma variant: M
     masked, N a multiple of BN, K a multiple of 8 (masked)"""
@@ -2000,24 +2007,8 @@ def _wg_nk_sizes(em, M, N, K, BM, BN, BK):
 def wgmma_nk_generator():
     """gen_gemm.gen_bf16_wgmma with B read [N, K] (None, and a warning,
     where an edit does not apply)"""
-    if _WG_NK:
-        return _WG_NK[0]
-    import inspect
-    import textwrap
-    src = textwrap.dedent(inspect.getsource(gen_gemm.gen_bf16_wgmma))
-    for old, new in _WG_NK_EDITS:
-        if src.count(old) != 1:
-            print("bmm_any.py: gen_gemm.gen_bf16_wgmma changed (%r does not apply once); no 16-bit B [N, K] "
-                  "wgmma variant" % old.strip()[:60], file=sys.stderr)
-            _WG_NK.append(None)
-            return None
-        src = src.replace(old, new)
-    src = src.replace("def gen_bf16_wgmma(", "def gen_bf16_wgmma_nk(", 1)
-    ns = dict(vars(gen_gemm))
-    ns["_wg_nk_sizes"] = _wg_nk_sizes
-    exec(compile(src, "<bmm_any: gen_bf16_wgmma with B [N, K]>", "exec"), ns)
-    _WG_NK.append(ns["gen_bf16_wgmma_nk"])
-    return _WG_NK[0]
+    return _edited(gen_gemm.gen_bf16_wgmma, _WG_NK_EDITS, "gen_bf16_wgmma_nk", "16-bit B [N, K] wgmma variant",
+                   {"_wg_nk_sizes": _wg_nk_sizes})
 
 
 # ---- mma.sync with A stored [K, M] (the 16-bit A^T B) ------------------------
@@ -2106,29 +2097,10 @@ _AT_EDITS = [
      """        afr = [em.op("nvgpu.ldmatrix %s[%s, %s, %s] {numTiles = 4 : i32, transpose = true} : %s -> vector<4x2x%s>" % (
             sA, st, at_krows[kk], em.v(at_col[mi]), sm_ty_a, dt), "fa") for mi in range(MI)]"""),
 ]
-_MMA_AT = []
-
-
 def mma_at_generator():
     """gen_gemm.gen_bf16_mma with A read [K, M] (None, and a warning, where
     an edit does not apply)"""
-    if _MMA_AT:
-        return _MMA_AT[0]
-    import inspect
-    import textwrap
-    src = textwrap.dedent(inspect.getsource(gen_gemm.gen_bf16_mma))
-    for old, new in _AT_EDITS:
-        if src.count(old) != 1:
-            print("bmm_any.py: gen_gemm.gen_bf16_mma changed (%r does not apply once); no 16-bit A [K, M] "
-                  "mma entries" % old.strip()[:60], file=sys.stderr)
-            _MMA_AT.append(None)
-            return None
-        src = src.replace(old, new)
-    src = src.replace("def gen_bf16_mma(", "def gen_bf16_mma_at(", 1)
-    ns = dict(vars(gen_gemm))
-    exec(compile(src, "<bmm_any: gen_bf16_mma with A [K, M]>", "exec"), ns)
-    _MMA_AT.append(ns["gen_bf16_mma_at"])
-    return _MMA_AT[0]
+    return _edited(gen_gemm.gen_bf16_mma, _AT_EDITS, "gen_bf16_mma_at", "16-bit A [K, M] mma entries")
 
 
 # ---- mma.sync with the C tile staged in shared memory ------------------------
@@ -2201,32 +2173,12 @@ def _smem_epilogue(em, cfg, C, smem_v, tid, m0, n0, wm0, wn0, lane, BM, BN, T, M
             em.emit(st)
 
 
-_MMA_GEN = {}
-
-
 def mma_generator(nk, sep):
     """gen_gemm.gen_bf16_mma, with B read [N, K] (nk) and/or the C tile
     staged in shared memory (sep); None (and a warning) where an edit does
     not apply"""
-    key = (nk, sep)
-    if key in _MMA_GEN:
-        return _MMA_GEN[key]
-    import inspect
-    import textwrap
-    src = textwrap.dedent(inspect.getsource(gen_gemm.gen_bf16_mma))
-    for old, new in (_NK_EDITS if nk else []) + (_SEP_EDITS if sep else []):
-        if src.count(old) != 1:
-            print("bmm_any.py: gen_gemm.gen_bf16_mma changed (%r does not apply once); no such mma variant"
-                  % old.strip()[:60], file=sys.stderr)
-            _MMA_GEN[key] = None
-            return None
-        src = src.replace(old, new)
-    src = src.replace("def gen_bf16_mma(", "def gen_bf16_mma_v(", 1)
-    ns = dict(vars(gen_gemm))
-    ns["_smem_epilogue"] = _smem_epilogue
-    exec(compile(src, "<bmm_any: gen_bf16_mma variant nk=%s sep=%s>" % key, "exec"), ns)
-    _MMA_GEN[key] = ns["gen_bf16_mma_v"]
-    return _MMA_GEN[key]
+    return _edited(gen_gemm.gen_bf16_mma, (_NK_EDITS if nk else []) + (_SEP_EDITS if sep else []),
+                   "gen_bf16_mma_v%d%d" % (nk, sep), "such mma variant", {"_smem_epilogue": _smem_epilogue})
 
 
 class _NkGenerate:
